@@ -1,0 +1,16 @@
+"""tracegrad: a functional, JAX-style array library.
+
+>>> import tracegrad, tracegrad.numpy as tnp
+>>> print(tracegrad.make_graph(lambda x: tnp.sin(x) + 1.0)(tnp.ones(3)))
+"""
+from . import tree
+from .array import Array
+from .config import config
+from .devices import TracedValueError
+from .run import default_backend, devices
+from .trace import ShapeDtypeStruct, eval_shape, make_graph
+from . import numpy  # noqa: F401  (installs Array's methods)
+
+__version__ = "0.1.0"
+__all__ = ["Array", "ShapeDtypeStruct", "TracedValueError", "config", "default_backend", "devices", "eval_shape",
+           "make_graph", "numpy", "tree"]

@@ -1,0 +1,174 @@
+"""Array: the user-facing value. It holds a UOp; a concrete one is computed on demand, a traced one belongs to a
+graph being built by make_graph, jit, grad or vmap."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .devices import TracedValueError
+from .ir import UOp, dtypes
+from .ir.dtypes import DType
+from .ir.shapes import fmt
+from . import run
+
+# concrete graphs deeper than this are computed when built, so eager loops keep bounded graphs
+MAX_LAZY_DEPTH = 48
+
+
+def _traced_message(x: "Array", what: str) -> str:
+  return (f"{what}: this value ({x.aval_str()}) is traced: it depends on the arguments of a function being transformed "
+          f"(make_graph, jit, grad, vmap), so it has no concrete value yet. For control flow on it use "
+          f"tracegrad.numpy.where, tracegrad.lax.cond or tracegrad.lax.select; for a Python value, mark the "
+          f"argument static (jit(f, static_argnums=...)) or compute it outside the transformed function.")
+
+
+class Array:
+  """An n-dimensional array. Outside a trace it is concrete; numpy reads it with np.asarray(x).
+
+  >>> import tracegrad.numpy as tnp
+  >>> tnp.arange(3) * 2
+  Array([0, 2, 4], dtype=int32)
+  """
+  __slots__ = ("_uop", "weak_type", "__weakref__")
+  __array_priority__ = 100
+
+  def __init__(self, uop: UOp, weak_type: bool = False):
+    if not uop.traced and uop.depth > MAX_LAZY_DEPTH:
+      uop = UOp.buffer(run.realize([uop])[0])
+    self._uop = uop
+    self.weak_type = weak_type
+
+  @property
+  def uop(self) -> UOp: return self._uop
+  @property
+  def shape(self) -> tuple[int, ...]: return self._uop.shape
+  @property
+  def dtype(self) -> DType: return self._uop.dtype
+  @property
+  def ndim(self) -> int: return len(self._uop.shape)
+  @property
+  def size(self) -> int: return math.prod(self._uop.shape)
+  @property
+  def itemsize(self) -> int: return self._uop.dtype.itemsize
+  @property
+  def nbytes(self) -> int: return self.size * self.itemsize
+  @property
+  def is_traced(self) -> bool: return self._uop.traced
+
+  def aval_str(self) -> str: return f"{self.dtype.short}[{','.join(map(str, self.shape))}]" + ("{weak}" if self.weak_type else "")
+
+  # ---- concrete values ----
+  def _value(self, what: str = "Array") -> np.ndarray:
+    if self._uop.traced: raise TracedValueError(_traced_message(self, what))
+    v = run.realize([self._uop])[0]
+    if self._uop.depth > 0: self._uop = UOp.buffer(v)
+    return v
+
+  def __array__(self, dtype=None, copy=None):
+    v = self._value("np.asarray")
+    if copy: v = v.copy()
+    return v if dtype is None else v.astype(dtype, copy=False)
+
+  def block_until_ready(self) -> "Array":
+    """Wait until the value is computed; returns self."""
+    if not self._uop.traced: self._value()
+    return self
+
+  def devices(self) -> set: return {run.default_device()}
+  @property
+  def device(self): return run.default_device()
+
+  def tolist(self): return self._value("Array.tolist").tolist()
+
+  def item(self, *args):
+    v = self._value("Array.item")
+    if not args and v.size != 1:
+      raise ValueError(f"Array.item: only an array of size 1 converts to a Python scalar, this one has shape {fmt(self.shape)}")
+    return v.item(*args)
+
+  def _scalar(self, what: str, kind):
+    if self.size != 1:
+      raise TypeError(f"{what}: only an array of size 1 converts to a Python scalar, this one has shape {fmt(self.shape)}")
+    return kind(self._value(what).reshape(()))
+
+  def __bool__(self) -> bool: return self._scalar("bool(Array)", bool)
+  def __float__(self) -> float: return self._scalar("float(Array)", float)
+  def __int__(self) -> int: return self._scalar("int(Array)", int)
+  def __complex__(self) -> complex: return self._scalar("complex(Array)", complex)
+
+  def __index__(self) -> int:
+    if not self.dtype.is_int and not self.dtype.is_bool:
+      raise TypeError(f"Array.__index__: only integer arrays can be used as an index, this one is {self.dtype}")
+    return self._scalar("operator.index(Array)", int)
+
+  def __len__(self) -> int:
+    if not self.shape: raise TypeError("len() of a 0-d Array")
+    return self.shape[0]
+
+  __hash__ = None  # type: ignore[assignment]
+
+  def __repr__(self) -> str:
+    if self._uop.traced: return f"Traced<{self.aval_str()}>"
+    v = self._value("repr")
+    body = np.array2string(v, separator=", ", prefix="Array(")
+    return f"Array({body}, dtype={self.dtype.name}{', weak_type=True' if self.weak_type else ''})"
+
+  def __str__(self) -> str:
+    return f"Traced<{self.aval_str()}>" if self._uop.traced else str(self._value("str"))
+
+  def __format__(self, spec: str) -> str:
+    return format(self.item(), spec) if spec and self.size == 1 else format(str(self), spec)
+
+  def __getstate__(self): return {"value": np.asarray(self), "weak_type": self.weak_type}
+  def __setstate__(self, st): self.__init__(UOp.buffer(np.array(st["value"])), st["weak_type"])
+  def __reduce__(self): return (_rebuild, (np.array(np.asarray(self)), self.weak_type))
+
+
+def _rebuild(value: np.ndarray, weak: bool) -> Array: return Array(UOp.buffer(value), weak)
+
+
+def _canonical_np(a: np.ndarray, fn: str) -> np.ndarray:
+  if a.dtype.kind == "c": raise TypeError(f"{fn}: complex values are not supported (got {a.dtype})")
+  if a.dtype.kind in "OUSMmV" and a.dtype != dtypes.bfloat16.np:
+    raise TypeError(f"{fn}: cannot convert an array of dtype {a.dtype} to a tracegrad Array; pass numbers")
+  d = dtypes.canonicalize(dtypes.as_dtype(a.dtype, fn))
+  return np.array(a, dtype=d.np, copy=True)
+
+
+def to_array(x, dtype: DType | None = None, fn: str = "asarray") -> Array:
+  """x (an Array, numpy array, Python or numpy scalar, or nested lists of them) as an Array of `dtype`."""
+  if isinstance(x, Array):
+    if dtype is None or dtype is x.dtype: return x
+    return Array(x.uop.cast(dtype))
+  if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
+    weak = not isinstance(x, bool)
+    d = dtype or (dtypes.bool_ if isinstance(x, bool) else dtypes.default_int() if isinstance(x, int) else dtypes.default_float())
+    if isinstance(x, int) and not isinstance(x, bool) and d.is_int:
+      info = np.iinfo(d.np)
+      if not info.min <= x <= info.max:
+        raise OverflowError(f"{fn}: Python int {x} is out of range for {d} ({info.min}..{info.max})")
+    return Array(UOp.const(d, x), weak_type=weak and dtype is None)
+  if isinstance(x, np.generic) or isinstance(x, np.ndarray):
+    a = _canonical_np(np.asarray(x), fn)
+  elif isinstance(x, (list, tuple)):
+    if any(isinstance(e, Array) for e in _flat(x)):
+      from .numpy import stack  # nested lists holding Arrays are stacked as arrays
+      return stack([to_array(e, dtype, fn) for e in x])
+    try:
+      a = _canonical_np(np.asarray(x), fn)
+    except ValueError as e:
+      raise ValueError(f"{fn}: nested sequences must be rectangular: {e}") from None
+  elif hasattr(x, "__array__"):
+    a = _canonical_np(np.asarray(x), fn)
+  else:
+    raise TypeError(f"{fn}: cannot convert {type(x).__name__} to an Array; pass an Array, a numpy array, a number or a list")
+  if dtype is not None and a.dtype != dtype.np:
+    with np.errstate(all="ignore"): a = a.astype(dtype.np)
+  return Array(UOp.buffer(a))
+
+
+def _flat(x):
+  for e in x:
+    if isinstance(e, (list, tuple)): yield from _flat(e)
+    else: yield e

@@ -1,0 +1,158 @@
+"""The reference device: evaluates each primitive with numpy. Always available; the oracle in tests."""
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+from ..ir import Ops, UOp
+from .base import Device
+
+
+class TracedValueError(TypeError):
+  """A value that depends on the arguments of a function being traced was needed as a concrete value."""
+
+
+def _idiv(a, b):
+  q = np.floor_divide(a, b)
+  return q + ((np.remainder(a, b) != 0) & ((a < 0) != (b < 0))).astype(q.dtype)
+
+
+def _iota(dtype, shape, axis):
+  ar = np.arange(shape[axis], dtype=dtype.np).reshape([-1 if i == axis else 1 for i in range(len(shape))])
+  return np.broadcast_to(ar, shape)
+
+
+def _index(x, idx):
+  k = idx.shape[-1]
+  return tuple(idx[..., j] for j in range(k)), x.shape[:k]
+
+
+def _gather(x, idx):
+  cols, dims = _index(x, idx)
+  return x[tuple(np.clip(c, 0, n - 1) for c, n in zip(cols, dims))]
+
+
+_AT = {"add": np.add.at, "mul": np.multiply.at, "min": np.minimum.at, "max": np.maximum.at}
+
+
+def _scatter(x, idx, upd, mode):
+  out = np.array(x, copy=True)
+  cols, dims = _index(x, idx)
+  ok = np.ones(idx.shape[:-1], bool)
+  for c, n in zip(cols, dims): ok &= (c >= 0) & (c < n)
+  cols = tuple(c[ok] for c in cols)
+  if mode == "set": out[cols] = upd[ok]
+  else: _AT[mode](out, cols, upd[ok])
+  return out
+
+
+def _reduce(fn, ident=None):
+  def go(x, axes, dtype):
+    if ident is None: return fn(x, axis=axes, keepdims=True, dtype=dtype.np)
+    return fn(x, axis=axes, keepdims=True, initial=ident(dtype))
+  return go
+
+
+def _min_ident(d):
+  from ..ir.dtypes import min_value
+  return min_value(d)
+
+
+def _max_ident(d):
+  from ..ir.dtypes import max_value
+  return max_value(d)
+
+
+# op -> numpy implementation, called as fn(*source values) for elementwise ops
+ELEMENTWISE = {
+  Ops.NEG: np.negative, Ops.RECIP: np.reciprocal, Ops.SQRT: np.sqrt, Ops.EXP2: np.exp2, Ops.LOG2: np.log2,
+  Ops.SIN: np.sin, Ops.COS: np.cos, Ops.FLOOR: np.floor,
+  Ops.ADD: np.add, Ops.SUB: np.subtract, Ops.MUL: np.multiply, Ops.DIV: np.true_divide, Ops.IDIV: _idiv,
+  Ops.MOD: np.fmod, Ops.MAX: np.maximum, Ops.MIN: np.minimum, Ops.POW: np.power, Ops.ATAN2: np.arctan2,
+  Ops.CMPLT: np.less, Ops.CMPEQ: np.equal, Ops.CMPNE: np.not_equal,
+  Ops.AND: np.bitwise_and, Ops.OR: np.bitwise_or, Ops.XOR: np.bitwise_xor, Ops.SHL: np.left_shift, Ops.SHR: np.right_shift,
+  Ops.WHERE: np.where,
+}
+REDUCE = {Ops.REDUCE_SUM: _reduce(np.sum), Ops.REDUCE_PROD: _reduce(np.prod),
+          Ops.REDUCE_MAX: _reduce(np.max, _min_ident), Ops.REDUCE_MIN: _reduce(np.min, _max_ident)}
+MOVEMENT = {
+  Ops.RESHAPE: lambda x, a: x.reshape(a),
+  Ops.BROADCAST: lambda x, a: np.broadcast_to(x, a),
+  Ops.PERMUTE: lambda x, a: np.transpose(x, a),
+  Ops.PAD: lambda x, a: np.pad(x, a),
+  Ops.SLICE: lambda x, a: x[tuple(slice(s, e, st) for s, e, st in a)],
+  Ops.FLIP: lambda x, a: np.flip(x, a),
+}
+
+
+def _contraction(u: UOp):
+  """REDUCE_SUM(MUL(a, b)) with a broadcast operand: the operands under the broadcasts, for np.einsum."""
+  if u.op is not Ops.REDUCE_SUM or u.src[0].op is not Ops.MUL or u.dtype.np not in (np.float32, np.float64): return None
+  a, b = u.src[0].src
+  if Ops.BROADCAST not in (a.op, b.op): return None
+  return tuple(x.src[0] if x.op is Ops.BROADCAST else x for x in (a, b))
+
+
+def _einsum(u: UOp, ops, vals):
+  full, nd = u.src[0].shape, len(u.src[0].shape)
+  letters = [chr(ord("a") + i) for i in range(nd)]
+  subs, args = [], []
+  for x, v in zip(ops, vals):
+    v = v.reshape((1,) * (nd - v.ndim) + v.shape)
+    drop = tuple(i for i in range(nd) if v.shape[i] == 1 and full[i] != 1)
+    args.append(v.reshape(tuple(n for i, n in enumerate(v.shape) if i not in drop)))
+    subs.append("".join(l for i, l in enumerate(letters) if i not in drop))
+  out = "".join(l for i, l in enumerate(letters) if i not in u.arg)
+  return np.einsum(f"{subs[0]},{subs[1]}->{out}", *args, optimize=True).reshape(u.shape).astype(u.dtype.np, copy=False)
+
+
+def _deps(u: UOp):
+  return ops if (ops := _contraction(u)) is not None else u.src
+
+
+def evaluate(u: UOp, vals: list):
+  op, arg, dt = u.op, u.arg, u.dtype
+  if op is Ops.CONST: return np.array(arg, dtype=dt.np)
+  if op is Ops.BUFFER: return arg.data
+  if op is Ops.IOTA: return _iota(dt, *arg)
+  if op is Ops.PARAM: raise TracedValueError("a traced value was evaluated")
+  if (ops := _contraction(u)) is not None: return _einsum(u, ops, vals)
+  if op in ELEMENTWISE:
+    out = ELEMENTWISE[op](*vals)
+    return np.asarray(out, dtype=dt.np)
+  if op is Ops.CAST: return vals[0].astype(dt.np)
+  if op is Ops.BITCAST: return np.ascontiguousarray(vals[0]).view(dt.np)
+  if op in REDUCE: return np.asarray(REDUCE[op](vals[0], arg, dt), dtype=dt.np)
+  if op in MOVEMENT: return MOVEMENT[op](vals[0], arg)
+  if op is Ops.CONCAT: return np.concatenate(vals, axis=arg)
+  if op is Ops.GATHER: return _gather(*vals)
+  if op is Ops.SCATTER: return _scatter(*vals, arg)
+  raise NotImplementedError(f"interp: no evaluation rule for {op}")
+
+
+class InterpDevice(Device):
+  name = "interp"
+  platform = "interp"
+
+  def execute(self, outputs: list[UOp], known: Mapping[UOp, np.ndarray]) -> list[np.ndarray]:
+    vals: dict[UOp, np.ndarray] = {}
+    order: list[UOp] = []
+    seen: set[UOp] = set()
+    for r in outputs:
+      stack = [(r, False)]
+      while stack:
+        u, ready = stack.pop()
+        if ready:
+          order.append(u)
+          continue
+        if u in seen: continue
+        seen.add(u)
+        if u in known:
+          vals[u] = known[u]
+          continue
+        stack.append((u, True))
+        stack.extend((s, False) for s in _deps(u) if s not in seen)
+    with np.errstate(all="ignore"):
+      for u in order: vals[u] = evaluate(u, [vals[s] for s in _deps(u)])
+    return [vals[o] for o in outputs]

@@ -1,0 +1,54 @@
+"""The primitive set. Everything in tracegrad.numpy is built from these.
+
+Semantics (each is defined for any shape; binary and ternary ops take operands of one shape and dtype):
+
+leaves      PARAM (a graph input; arg=(uid, shape)) · CONST (a scalar; arg=value) ·
+            BUFFER (a concrete array; arg=Buffer) · IOTA (arg=(shape, axis): the index along `axis`)
+unary       NEG RECIP SQRT EXP2 LOG2 SIN COS FLOOR   (float; NEG also int)
+binary      ADD SUB MUL MAX MIN (NaN-propagating) · DIV (float) · IDIV (int, truncating) ·
+            MOD (sign of the dividend, as C's fmod) · POW ATAN2 (float) ·
+            CMPLT CMPEQ CMPNE (-> bool) · AND OR XOR (int, bool) · SHL SHR (int; shift in [0, bits))
+ternary     WHERE(cond: bool, a, b)
+casts       CAST (value conversion; float->int truncates) · BITCAST (same itemsize)
+reductions  REDUCE_SUM REDUCE_PROD REDUCE_MAX REDUCE_MIN over arg=axes; reduced axes are kept with size 1
+movement    RESHAPE(arg=shape) · BROADCAST(arg=shape, numpy rules) · PERMUTE(arg=perm) ·
+            PAD(arg=((lo, hi), ...), zero fill) · SLICE(arg=((start, stop, step), ...), step > 0) ·
+            FLIP(arg=axes) · CONCAT(arg=axis)
+data        GATHER(x, idx): x[*batch] = x[idx[*batch, 0], ..., idx[*batch, k-1]] over x's first k axes,
+            indices clamped into range · SCATTER(x, idx, upd; arg=mode in add/mul/min/max/set): the
+            inverse, out-of-range indices dropped
+"""
+from enum import Enum, auto
+
+
+class Ops(Enum):
+  PARAM = auto(); CONST = auto(); BUFFER = auto(); IOTA = auto()
+  NEG = auto(); RECIP = auto(); SQRT = auto(); EXP2 = auto(); LOG2 = auto(); SIN = auto(); COS = auto(); FLOOR = auto()
+  ADD = auto(); SUB = auto(); MUL = auto(); DIV = auto(); IDIV = auto(); MOD = auto(); MAX = auto(); MIN = auto()
+  POW = auto(); ATAN2 = auto()
+  CMPLT = auto(); CMPEQ = auto(); CMPNE = auto()
+  AND = auto(); OR = auto(); XOR = auto(); SHL = auto(); SHR = auto()
+  WHERE = auto()
+  CAST = auto(); BITCAST = auto()
+  REDUCE_SUM = auto(); REDUCE_PROD = auto(); REDUCE_MAX = auto(); REDUCE_MIN = auto()
+  RESHAPE = auto(); BROADCAST = auto(); PERMUTE = auto(); PAD = auto(); SLICE = auto(); FLIP = auto(); CONCAT = auto()
+  GATHER = auto(); SCATTER = auto()
+
+  def __repr__(self) -> str: return f"Ops.{self.name}"
+
+
+LEAF = frozenset({Ops.PARAM, Ops.CONST, Ops.BUFFER, Ops.IOTA})
+UNARY = frozenset({Ops.NEG, Ops.RECIP, Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.COS, Ops.FLOOR})
+BINARY = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.DIV, Ops.IDIV, Ops.MOD, Ops.MAX, Ops.MIN, Ops.POW, Ops.ATAN2,
+                    Ops.CMPLT, Ops.CMPEQ, Ops.CMPNE, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR})
+COMPARE = frozenset({Ops.CMPLT, Ops.CMPEQ, Ops.CMPNE})
+TERNARY = frozenset({Ops.WHERE})
+ELEMENTWISE = UNARY | BINARY | TERNARY | {Ops.CAST, Ops.BITCAST}
+REDUCE = frozenset({Ops.REDUCE_SUM, Ops.REDUCE_PROD, Ops.REDUCE_MAX, Ops.REDUCE_MIN})
+MOVEMENT = frozenset({Ops.RESHAPE, Ops.BROADCAST, Ops.PERMUTE, Ops.PAD, Ops.SLICE, Ops.FLIP, Ops.CONCAT})
+
+FLOAT_ONLY = frozenset({Ops.RECIP, Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.COS, Ops.FLOOR, Ops.DIV, Ops.POW, Ops.ATAN2})
+INT_ONLY = frozenset({Ops.IDIV, Ops.SHL, Ops.SHR})
+INT_OR_BOOL = frozenset({Ops.AND, Ops.OR, Ops.XOR})
+NOT_ON_BOOL = frozenset({Ops.NEG, Ops.ADD, Ops.SUB, Ops.MUL, Ops.MOD})
+SCATTER_MODES = ("add", "mul", "min", "max", "set")

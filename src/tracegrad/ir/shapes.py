@@ -1,0 +1,154 @@
+"""Shape and dtype checks run when a UOp is built: a bad node fails here, naming the op and the shapes."""
+from __future__ import annotations
+
+import math
+
+from .dtypes import DType, bool_
+from .ops import BINARY, COMPARE, FLOAT_ONLY, INT_ONLY, INT_OR_BOOL, LEAF, NOT_ON_BOOL, REDUCE, SCATTER_MODES, UNARY, Ops
+
+Shape = tuple[int, ...]
+
+
+def fmt(shape: Shape) -> str: return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _err(op: Ops, msg: str) -> ValueError: return ValueError(f"{op.name.lower()}: {msg}")
+
+
+def _check_axes(op: Ops, axes, ndim: int, shape: Shape):
+  if any(not isinstance(a, int) or not 0 <= a < ndim for a in axes) or len(set(axes)) != len(axes):
+    raise _err(op, f"axes {axes} are not distinct axes of an array of shape {fmt(shape)}")
+
+
+def _elementwise(op: Ops, dtype: DType, src, arg) -> Shape:
+  shapes = {s.shape for s in src}
+  if len(shapes) != 1:
+    raise _err(op, f"operands must have one shape, got {', '.join(fmt(s.shape) for s in src)}")
+  ins = src[1:] if op is Ops.WHERE else src
+  if op is Ops.WHERE and src[0].dtype is not bool_: raise _err(op, f"condition must be bool, got {src[0].dtype}")
+  if len({s.dtype for s in ins}) != 1:
+    raise _err(op, f"operands must have one dtype, got {', '.join(str(s.dtype) for s in ins)}")
+  d = ins[0].dtype
+  if op in FLOAT_ONLY and not d.is_float: raise _err(op, f"needs a float operand, got {d}")
+  if op in INT_ONLY and not d.is_int: raise _err(op, f"needs an integer operand, got {d}")
+  if op in INT_OR_BOOL and d.is_float: raise _err(op, f"needs an integer or bool operand, got {d}")
+  if op in NOT_ON_BOOL and d.is_bool: raise _err(op, "is not defined on bool")
+  want = bool_ if op in COMPARE else d
+  if dtype is not want: raise _err(op, f"result dtype must be {want}, got {dtype}")
+  return src[0].shape
+
+
+def _reshape(op, dtype, src, arg):
+  (x,) = src
+  if any(not isinstance(n, int) or n < 0 for n in arg) or math.prod(arg) != math.prod(x.shape):
+    raise _err(op, f"cannot reshape an array of shape {fmt(x.shape)} ({math.prod(x.shape)} elements) "
+                   f"into shape {fmt(arg)} ({math.prod(arg) if all(isinstance(n, int) for n in arg) else '?'} elements)")
+  return tuple(arg)
+
+
+def broadcast_shapes(*shapes: Shape, fn: str = "broadcast") -> Shape:
+  nd = max((len(s) for s in shapes), default=0)
+  out = []
+  for i in range(-nd, 0):
+    sizes = {s[i] for s in shapes if len(s) >= -i} - {1}
+    if len(sizes) > 1:
+      raise ValueError(f"{fn}: shapes {', '.join(fmt(s) for s in shapes)} are not broadcast-compatible "
+                       f"(sizes {sorted(sizes)} meet at axis {i})")
+    out.append(sizes.pop() if sizes else 1)
+  return tuple(out)
+
+
+def _broadcast(op, dtype, src, arg):
+  (x,) = src
+  arg = tuple(arg)
+  if len(arg) < len(x.shape) or any(s != 1 and s != t for s, t in zip(x.shape[::-1], arg[::-1])):
+    raise _err(op, f"cannot broadcast shape {fmt(x.shape)} to shape {fmt(arg)}")
+  return arg
+
+
+def _permute(op, dtype, src, arg):
+  (x,) = src
+  if sorted(arg) != list(range(len(x.shape))):
+    raise _err(op, f"{arg} is not a permutation of the axes of shape {fmt(x.shape)}")
+  return tuple(x.shape[a] for a in arg)
+
+
+def _pad(op, dtype, src, arg):
+  (x,) = src
+  if len(arg) != len(x.shape) or any(lo < 0 or hi < 0 for lo, hi in arg):
+    raise _err(op, f"padding {arg} does not fit shape {fmt(x.shape)} (one non-negative (lo, hi) per axis)")
+  return tuple(n + lo + hi for n, (lo, hi) in zip(x.shape, arg))
+
+
+def _slice(op, dtype, src, arg):
+  (x,) = src
+  if len(arg) != len(x.shape) or any(not (0 <= s <= e <= n and st > 0) for (s, e, st), n in zip(arg, x.shape)):
+    raise _err(op, f"slice {arg} does not fit shape {fmt(x.shape)} (0 <= start <= stop <= size, step > 0 per axis)")
+  return tuple(-(-(e - s) // st) for s, e, st in arg)
+
+
+def _flip(op, dtype, src, arg):
+  _check_axes(op, arg, len(src[0].shape), src[0].shape)
+  return src[0].shape
+
+
+def _concat(op, dtype, src, arg):
+  s0 = src[0].shape
+  if not 0 <= arg < len(s0): raise _err(op, f"axis {arg} is out of range for shape {fmt(s0)}")
+  for s in src:
+    if len(s.shape) != len(s0) or any(a != b for i, (a, b) in enumerate(zip(s.shape, s0)) if i != arg) or s.dtype is not dtype:
+      raise _err(op, f"operands must agree except on axis {arg}, got "
+                     f"{', '.join(f'{x.dtype}{fmt(x.shape)}' for x in src)}")
+  return s0[:arg] + (sum(s.shape[arg] for s in src),) + s0[arg + 1:]
+
+
+def _reduce(op, dtype, src, arg):
+  (x,) = src
+  _check_axes(op, arg, len(x.shape), x.shape)
+  if dtype is not x.dtype: raise _err(op, f"result dtype must be {x.dtype}, got {dtype}")
+  return tuple(1 if i in arg else n for i, n in enumerate(x.shape))
+
+
+def _cast(op, dtype, src, arg):
+  (x,) = src
+  if op is Ops.BITCAST and x.dtype.itemsize != dtype.itemsize:
+    raise _err(op, f"cannot bitcast {x.dtype} to {dtype}: item sizes differ ({x.dtype.itemsize} vs {dtype.itemsize})")
+  return x.shape
+
+
+def _gather(op, dtype, src, arg):
+  x, idx = src
+  if not idx.dtype.is_int or len(idx.shape) < 1 or idx.shape[-1] > len(x.shape):
+    raise _err(op, f"indices must be integers of shape (..., k) with k <= {len(x.shape)}, got {idx.dtype}{fmt(idx.shape)}")
+  if dtype is not x.dtype: raise _err(op, f"result dtype must be {x.dtype}, got {dtype}")
+  return idx.shape[:-1] + x.shape[idx.shape[-1]:]
+
+
+def _scatter(op, dtype, src, arg):
+  x, idx, upd = src
+  out = _gather(op, dtype, (x, idx), None)
+  if arg not in SCATTER_MODES: raise _err(op, f"mode must be one of {SCATTER_MODES}, got {arg!r}")
+  if upd.shape != out or upd.dtype is not x.dtype:
+    raise _err(op, f"updates must be {x.dtype}{fmt(out)} for indices {fmt(idx.shape)} into {fmt(x.shape)}, "
+                   f"got {upd.dtype}{fmt(upd.shape)}")
+  return x.shape
+
+
+def _leaf(op, dtype, src, arg):
+  if op is Ops.CONST: return ()
+  if op is Ops.BUFFER: return arg.shape
+  if op is Ops.PARAM: return tuple(arg[1])
+  shape, axis = arg
+  if not 0 <= axis < len(shape): raise _err(op, f"axis {axis} is out of range for shape {fmt(shape)}")
+  if not dtype.is_int: raise _err(op, f"needs an integer dtype, got {dtype}")
+  return tuple(shape)
+
+
+RULES = {Ops.RESHAPE: _reshape, Ops.BROADCAST: _broadcast, Ops.PERMUTE: _permute, Ops.PAD: _pad, Ops.SLICE: _slice,
+         Ops.FLIP: _flip, Ops.CONCAT: _concat, Ops.CAST: _cast, Ops.BITCAST: _cast, Ops.GATHER: _gather,
+         Ops.SCATTER: _scatter, Ops.WHERE: _elementwise,
+         **{o: _elementwise for o in UNARY | BINARY}, **{o: _reduce for o in REDUCE}, **{o: _leaf for o in LEAF}}
+
+
+def infer_shape(op: Ops, dtype: DType, src: tuple, arg) -> Shape:
+  return RULES[op](op, dtype, src, arg)

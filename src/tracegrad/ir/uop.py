@@ -1,0 +1,164 @@
+"""UOp: the immutable, hash-consed node of every graph.
+
+Building the same node twice returns the same object, so identity is equality and graphs share structure.
+
+>>> from tracegrad.ir import UOp, Ops, dtypes
+>>> x = UOp.param((3,), dtypes.float32)
+>>> (x + x) is (x + x)
+True
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import weakref
+
+import numpy as np
+
+from .dtypes import DType, bool_
+from .ops import COMPARE, Ops
+from .shapes import Shape, fmt, infer_shape
+
+
+class Buffer:
+  """A concrete array held by a BUFFER node; compared by identity, never mutated."""
+  __slots__ = ("data", "__weakref__")
+
+  def __init__(self, data: np.ndarray):
+    data.flags.writeable = False
+    self.data = data
+
+  @property
+  def shape(self) -> Shape: return self.data.shape
+  def __repr__(self) -> str: return f"Buffer({self.data.dtype}{fmt(self.data.shape)})"
+
+
+def _key_arg(op: Ops, arg):
+  # 0.0 and -0.0 (and 1, 1.0, True) are equal as Python values but are different constants
+  if op is Ops.CONST: return (type(arg), arg, math.copysign(1.0, arg) if isinstance(arg, float) else 0, repr(arg))
+  return arg
+
+
+class UOp:
+  __slots__ = ("op", "dtype", "src", "arg", "shape", "depth", "traced", "__weakref__")
+  _cache: "weakref.WeakValueDictionary[tuple, UOp]" = weakref.WeakValueDictionary()
+  _uids = itertools.count()
+
+  def __new__(cls, op: Ops, dtype: DType, src: tuple = (), arg=None):
+    src = tuple(src)
+    key = (op, dtype, src, _key_arg(op, arg))
+    if (hit := UOp._cache.get(key)) is not None: return hit
+    shape = infer_shape(op, dtype, src, arg)
+    self = object.__new__(cls)
+    # derived, like shape: the longest path to a leaf, and whether a PARAM lies below
+    depth = 1 + max((s.depth for s in src), default=-1)
+    traced = op is Ops.PARAM or any(s.traced for s in src)
+    for k, v in (("op", op), ("dtype", dtype), ("src", src), ("arg", arg), ("shape", shape), ("depth", depth),
+                 ("traced", traced)):
+      object.__setattr__(self, k, v)
+    UOp._cache[key] = self
+    return self
+
+  def __setattr__(self, k, v): raise AttributeError("UOp is immutable")
+  def __reduce__(self): raise TypeError("UOp cannot be pickled; pickle a Graph's printed form or its arrays instead")
+  __hash__ = object.__hash__
+  def __eq__(self, other): return self is other
+  def __bool__(self): return True
+
+  @property
+  def ndim(self) -> int: return len(self.shape)
+  @property
+  def size(self) -> int: return math.prod(self.shape)
+
+  # ---- constructors ----
+  @staticmethod
+  def param(shape: Shape, dtype: DType) -> "UOp":
+    """A fresh graph input; every call makes a distinct node."""
+    return UOp(Ops.PARAM, dtype, (), (next(UOp._uids), tuple(shape)))
+
+  @staticmethod
+  def const(dtype: DType, value, shape: Shape = ()) -> "UOp":
+    py = bool if dtype.is_bool else int if dtype.is_int else float
+    c = UOp(Ops.CONST, dtype, (), py(value))
+    return c.broadcast(shape)
+
+  @staticmethod
+  def buffer(data: np.ndarray) -> "UOp":
+    from .dtypes import as_dtype
+    return UOp(Ops.BUFFER, as_dtype(data.dtype), (), Buffer(data))
+
+  @staticmethod
+  def iota(shape: Shape, axis: int, dtype: DType) -> "UOp": return UOp(Ops.IOTA, dtype, (), (tuple(shape), axis))
+
+  # ---- builders: each infers its result dtype ----
+  def alu(self, op: Ops, *others: "UOp") -> "UOp":
+    return UOp(op, bool_ if op in COMPARE else (others[-1].dtype if op is Ops.WHERE else self.dtype), (self, *others))
+
+  def cast(self, dtype: DType) -> "UOp": return self if dtype is self.dtype else UOp(Ops.CAST, dtype, (self,))
+  def bitcast(self, dtype: DType) -> "UOp": return self if dtype is self.dtype else UOp(Ops.BITCAST, dtype, (self,))
+  def reshape(self, shape: Shape) -> "UOp": return self if tuple(shape) == self.shape else UOp(Ops.RESHAPE, self.dtype, (self,), tuple(shape))
+  def broadcast(self, shape: Shape) -> "UOp": return self if tuple(shape) == self.shape else UOp(Ops.BROADCAST, self.dtype, (self,), tuple(shape))
+  def permute(self, perm) -> "UOp": return self if tuple(perm) == tuple(range(self.ndim)) else UOp(Ops.PERMUTE, self.dtype, (self,), tuple(perm))
+  def pad(self, pads) -> "UOp": return self if all(p == (0, 0) for p in pads) else UOp(Ops.PAD, self.dtype, (self,), tuple(map(tuple, pads)))
+  def slice(self, arg) -> "UOp":
+    arg = tuple(map(tuple, arg))
+    return self if arg == tuple((0, n, 1) for n in self.shape) else UOp(Ops.SLICE, self.dtype, (self,), arg)
+  def flip(self, axes) -> "UOp": return self if not axes else UOp(Ops.FLIP, self.dtype, (self,), tuple(axes))
+  def reduce(self, op: Ops, axes) -> "UOp": return self if not axes else UOp(op, self.dtype, (self,), tuple(sorted(axes)))
+  @staticmethod
+  def concat(xs, axis: int) -> "UOp": return xs[0] if len(xs) == 1 else UOp(Ops.CONCAT, xs[0].dtype, tuple(xs), axis)
+  def gather(self, idx: "UOp") -> "UOp": return UOp(Ops.GATHER, self.dtype, (self, idx))
+  def scatter(self, idx: "UOp", upd: "UOp", mode: str) -> "UOp": return UOp(Ops.SCATTER, self.dtype, (self, idx, upd), mode)
+  def where(self, a: "UOp", b: "UOp") -> "UOp": return UOp(Ops.WHERE, a.dtype, (self, a, b))
+
+  def __add__(self, o): return self.alu(Ops.ADD, o)
+  def __mul__(self, o): return self.alu(Ops.MUL, o)
+  def __sub__(self, o): return self.alu(Ops.SUB, o)
+  def __neg__(self): return self.alu(Ops.NEG)
+
+  # ---- graph utilities ----
+  def toposort(self) -> list["UOp"]: return toposort([self])
+
+  def __repr__(self) -> str:
+    arg = "" if self.arg is None else f", arg={self.arg!r}"
+    return f"UOp({self.op!r}, {self.dtype.short}{list(self.shape)}, src=({len(self.src)}){arg})"
+
+  def print(self) -> str:
+    """The graph below this node, one line per node, children first."""
+    names: dict[UOp, str] = {}
+    lines = []
+    for u in toposort([self]):
+      names[u] = f"%{len(names)}"
+      arg = "" if u.arg is None else f" {u.arg!r}"
+      lines.append(f"{names[u]}:{u.dtype.short}[{','.join(map(str, u.shape))}] = {u.op.name.lower()}"
+                   f"{''.join(' ' + names[s] for s in u.src)}{arg}")
+    return "\n".join(lines)
+
+
+def toposort(roots) -> list[UOp]:
+  """Every node reachable from `roots`, each after all of its sources (iterative: deep graphs are fine)."""
+  seen: set[UOp] = set()
+  order: list[UOp] = []
+  for r in roots:
+    if r in seen: continue
+    stack = [(r, False)]
+    while stack:
+      u, done = stack.pop()
+      if done:
+        order.append(u)
+        continue
+      if u in seen: continue
+      seen.add(u)
+      stack.append((u, True))
+      stack.extend((s, False) for s in reversed(u.src) if s not in seen)
+  return order
+
+
+def substitute(roots, mapping: dict) -> list[UOp]:
+  """`roots` with every node in `mapping` replaced by its image, rebuilding only what changed."""
+  new: dict[UOp, UOp] = dict(mapping)
+  for u in toposort(roots):
+    if u in new: continue
+    src = tuple(new.get(s, s) for s in u.src)
+    new[u] = u if src == u.src else UOp(u.op, u.dtype, src, u.arg)
+  return [new[r] for r in roots]

@@ -1,0 +1,72 @@
+"""What every tracegrad.numpy function uses: conversion, JAX's promotion, broadcasting, axis checks."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..array import Array, to_array
+from ..ir import Ops, UOp, broadcast_shapes, dtypes
+from ..ir.dtypes import DType
+from ..ir.shapes import fmt
+
+__all__ = ["Array", "UOp", "Ops", "dtypes", "DType", "fmt", "asarray_", "promote", "broadcast_uops", "elementwise",
+           "normalize_axis", "normalize_axes", "wrap", "cast", "const_like"]
+
+
+def asarray_(x, fn: str) -> Array:
+  return to_array(x, fn=fn)
+
+
+def wrap(uop: UOp, weak: bool = False) -> Array: return Array(uop, weak)
+
+
+def promote(fn: str, *xs) -> tuple[list[Array], DType, bool]:
+  """The operands converted to their common dtype by JAX's lattice, with the result's weak flag."""
+  arrs = [x if isinstance(x, Array) else to_array(x, fn=fn) for x in xs]
+  dt, weak = dtypes.result_type(*((a.dtype, a.weak_type) for a in arrs))
+  return [a if a.dtype is dt else Array(a.uop.cast(dt), a.weak_type) for a in arrs], dt, weak
+
+
+def broadcast_uops(fn: str, *arrs: Array) -> list[UOp]:
+  shape = broadcast_shapes(*(a.shape for a in arrs), fn=fn)
+  return [a.uop.broadcast(shape) for a in arrs]
+
+
+def elementwise(op: Ops, *xs, fn: str) -> Array:
+  """Apply an elementwise primitive to promoted, broadcast operands (for WHERE, the first is the condition)."""
+  if op is Ops.WHERE:
+    c = xs[0] if isinstance(xs[0], Array) else to_array(xs[0], fn=fn)
+    if c.dtype is not dtypes.bool_: c = Array(c.uop.alu(Ops.CMPNE, UOp.const(c.dtype, 0, c.shape)))
+    (a, b), _, weak = promote(fn, *xs[1:])
+    uc, ua, ub = broadcast_uops(fn, c, a, b)
+    return Array(uc.where(ua, ub), weak)
+  arrs, dt, weak = promote(fn, *xs)
+  us = broadcast_uops(fn, *arrs)
+  out = us[0].alu(op, *us[1:])
+  return Array(out, weak and out.dtype is dt)
+
+
+def cast(x: Array, dtype: DType, weak: bool = False) -> Array:
+  return x if x.dtype is dtype and x.weak_type == weak else Array(x.uop.cast(dtype), weak)
+
+
+def const_like(x: Array, value, dtype: DType | None = None) -> UOp:
+  """A constant broadcast to x's shape (in x's dtype unless given)."""
+  return UOp.const(dtype or x.dtype, value, x.shape)
+
+
+def normalize_axis(axis, ndim: int, fn: str, name: str = "axis") -> int:
+  if not isinstance(axis, int) and not hasattr(axis, "__index__"):
+    raise TypeError(f"{fn}: {name} must be an int, got {type(axis).__name__}")
+  axis = int(axis.__index__())
+  if not -ndim <= axis < ndim:
+    raise ValueError(f"{fn}: {name} {axis} is out of bounds for an array of dimension {ndim}")
+  return axis % ndim if ndim else 0
+
+
+def normalize_axes(axis, ndim: int, fn: str, name: str = "axis") -> tuple[int, ...]:
+  """None -> every axis; an int or a sequence -> sorted distinct non-negative axes."""
+  if axis is None: return tuple(range(ndim))
+  axes = (axis,) if not isinstance(axis, Sequence) else tuple(axis)
+  out = tuple(normalize_axis(a, ndim, fn, name) for a in axes)
+  if len(set(out)) != len(out): raise ValueError(f"{fn}: repeated {name} in {axis}")
+  return tuple(sorted(out))

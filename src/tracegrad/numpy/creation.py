@@ -1,0 +1,187 @@
+"""Array creation: array, asarray, zeros, ones, full, empty, *_like, arange, linspace, eye, identity, tri, triu, tril."""
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+
+from ..array import Array, to_array
+from ..ir import Ops, UOp, dtypes
+from .core import normalize_axis
+
+__all__ = ["array", "asarray", "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like",
+           "arange", "linspace", "eye", "identity", "tri", "triu", "tril", "copy"]
+
+
+def _dt(dtype, fn):
+  return None if dtype is None else dtypes.canonicalize(dtypes.as_dtype(dtype, fn))
+
+
+def _shape(shape, fn):
+  shape = (shape,) if isinstance(shape, int) or hasattr(shape, "__index__") else tuple(shape)
+  try:
+    shape = tuple(operator.index(n) for n in shape)
+  except TypeError:
+    raise TypeError(f"{fn}: shape must be a sequence of integers, got {shape!r}") from None
+  if any(n < 0 for n in shape): raise ValueError(f"{fn}: negative dimensions are not allowed, got shape {shape}")
+  return shape
+
+
+def array(object, dtype=None, copy: bool = True, ndmin: int = 0) -> Array:
+  """An Array from an Array, numpy array, scalar or nested sequence.
+
+  >>> tnp.array([1, 2, 3])
+  Array([1, 2, 3], dtype=int32)
+  """
+  out = to_array(object, _dt(dtype, "array"), fn="array")
+  if ndmin > out.ndim: out = Array(out.uop.reshape((1,) * (ndmin - out.ndim) + out.shape), out.weak_type)
+  return out
+
+
+def asarray(a, dtype=None, copy=None) -> Array:
+  """`a` as an Array (no copy for an Array of the right dtype)."""
+  return to_array(a, _dt(dtype, "asarray"), fn="asarray")
+
+
+def copy(a) -> Array: return asarray(a)
+
+
+def full(shape, fill_value, dtype=None) -> Array:
+  """An array of `shape` filled with `fill_value`.
+
+  >>> tnp.full((2,), 7)
+  Array([7, 7], dtype=int32)
+  """
+  shape = _shape(shape, "full")
+  v = to_array(fill_value, _dt(dtype, "full"), fn="full")
+  return Array(v.uop.broadcast(shape), v.weak_type and dtype is None and False)
+
+
+def zeros(shape, dtype=None) -> Array:
+  """>>> tnp.zeros((2, 2)).shape
+  (2, 2)
+  """
+  return full(shape, 0, dtype or dtypes.default_float())
+
+
+def ones(shape, dtype=None) -> Array: return full(shape, 1, dtype or dtypes.default_float())
+def empty(shape, dtype=None) -> Array: return zeros(shape, dtype)
+
+
+def _like(a, dtype, shape):
+  a = to_array(a, fn="like")
+  return (a.shape if shape is None else shape), (dtype or a.dtype)
+
+
+def zeros_like(a, dtype=None, shape=None) -> Array: return zeros(*_like(a, dtype, shape))
+def ones_like(a, dtype=None, shape=None) -> Array: return ones(*_like(a, dtype, shape))
+def empty_like(a, dtype=None, shape=None) -> Array: return zeros(*_like(a, dtype, shape))
+
+
+def full_like(a, fill_value, dtype=None, shape=None) -> Array:
+  s, d = _like(a, dtype, shape)
+  return full(s, fill_value, d)
+
+
+def _static_number(x, fn, name):
+  if isinstance(x, Array):
+    if x.is_traced:
+      raise TypeError(f"{fn}: {name} must be a concrete number, got a traced value; pass a Python number")
+    return x.item()
+  return x
+
+
+def arange(start, stop=None, step=None, dtype=None) -> Array:
+  """Evenly spaced values in [start, stop).
+
+  >>> tnp.arange(3)
+  Array([0, 1, 2], dtype=int32)
+  """
+  start, stop, step = (_static_number(v, "arange", n) for v, n in ((start, "start"), (stop, "stop"), (step, "step")))
+  if stop is None: start, stop = 0, start
+  step = 1 if step is None else step
+  if step == 0: raise ValueError("arange: step must not be zero")
+  d = _dt(dtype, "arange")
+  if d is None:
+    d = dtypes.default_float() if any(isinstance(v, float) for v in (start, stop, step)) else dtypes.default_int()
+  n = max(0, math.ceil((stop - start) / step))
+  if d.is_int and all(isinstance(v, int) for v in (start, stop, step)):
+    return Array(UOp.buffer(np.arange(start, stop, step, dtype=np.int64).astype(d.np)))
+  idx = UOp.iota((n,), 0, dtypes.int32).cast(d) if d.is_float else UOp.iota((n,), 0, d)
+  if d.is_float:
+    return Array(idx * UOp.const(d, step, (n,)) + UOp.const(d, start, (n,)))
+  return Array(UOp.buffer((np.arange(n) * step + start).astype(d.np)))
+
+
+def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False, dtype=None, axis: int = 0):
+  """`num` evenly spaced values from start to stop.
+
+  >>> tnp.linspace(0, 1, 3)
+  Array([0. , 0.5, 1. ], dtype=float32)
+  """
+  from .elementwise import add, multiply, subtract
+  if num < 0: raise ValueError(f"linspace: num must be non-negative, got {num}")
+  d = _dt(dtype, "linspace") or dtypes.default_float()
+  ft = d if d.is_float else dtypes.default_float()
+  s, e = to_array(start, fn="linspace").astype(ft), to_array(stop, fn="linspace").astype(ft)
+  div = (num - 1) if endpoint else num
+  shape = np.broadcast_shapes(s.shape, e.shape)
+  t = Array(UOp.iota((num,), 0, dtypes.int32).cast(ft)).reshape((num,) + (1,) * len(shape))
+  step = (e - s) / div if div > 0 else (e - s) * float("nan")
+  out = s + t * step if div > 0 else s + t * (e - s)
+  if endpoint and num > 1:
+    out = out.at[num - 1].set(e) if shape == () else _set_last(out, e)
+  out = _moveaxis(out, 0, normalize_axis(axis, out.ndim, "linspace")).astype(d)
+  return (out, step.astype(d)) if retstep else out
+
+
+def _set_last(out, e):
+  from .elementwise import where
+  n = out.shape[0]
+  last = Array(UOp.iota(out.shape, 0, dtypes.int32)) == n - 1
+  return where(last, e, out)
+
+
+def _moveaxis(x, src, dst):
+  perm = [i for i in range(x.ndim) if i != src]
+  perm.insert(dst, src)
+  return Array(x.uop.permute(perm), x.weak_type)
+
+
+def eye(N: int, M: int | None = None, k: int = 0, dtype=None) -> Array:
+  """>>> tnp.eye(2)
+  Array([[1., 0.],
+         [0., 1.]], dtype=float32)
+  """
+  M = N if M is None else M
+  d = _dt(dtype, "eye") or dtypes.default_float()
+  i, j = UOp.iota((N, M), 0, dtypes.int32), UOp.iota((N, M), 1, dtypes.int32)
+  return Array((i + UOp.const(dtypes.int32, k, (N, M))).alu(Ops.CMPEQ, j).cast(d))
+
+
+def identity(n: int, dtype=None) -> Array: return eye(n, dtype=dtype)
+
+
+def _lower_mask(N, M, k):
+  i, j = UOp.iota((N, M), 0, dtypes.int32), UOp.iota((N, M), 1, dtypes.int32)
+  return j.alu(Ops.CMPLT, i + UOp.const(dtypes.int32, k + 1, (N, M)))  # j <= i + k
+
+
+def tri(N: int, M: int | None = None, k: int = 0, dtype=None) -> Array:
+  M = N if M is None else M
+  return Array(_lower_mask(N, M, k).cast(_dt(dtype, "tri") or dtypes.default_float()))
+
+
+def _tri_select(m, k, lower: bool, fn: str):
+  m = to_array(m, fn=fn)
+  if m.ndim < 2: raise ValueError(f"{fn}: input must have at least 2 dimensions, got shape {m.shape}")
+  N, M = m.shape[-2:]
+  mask = _lower_mask(N, M, k if lower else k - 1)
+  if not lower: mask = mask.alu(Ops.XOR, UOp.const(dtypes.bool_, True, (N, M)))
+  mask = mask.broadcast(m.shape)
+  return Array(mask.where(m.uop, UOp.const(m.dtype, 0, m.shape)), m.weak_type)
+
+
+def tril(m, k: int = 0) -> Array: return _tri_select(m, k, True, "tril")
+def triu(m, k: int = 0) -> Array: return _tri_select(m, k, False, "triu")

@@ -1,0 +1,2 @@
+"""tracegrad.numpy.linalg"""
+__all__: list[str] = []

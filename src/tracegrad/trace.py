@@ -1,0 +1,98 @@
+"""Tracing: run a Python function on abstract placeholders and record the Graph it builds."""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import tree as tree_util
+from .array import Array, to_array
+from .ir import Graph, UOp, dtypes
+from .ir.dtypes import DType
+
+
+class ShapeDtypeStruct:
+  """The abstract value of an array: shape and dtype (as jax.ShapeDtypeStruct)."""
+  __slots__ = ("shape", "dtype", "weak_type")
+
+  def __init__(self, shape, dtype, weak_type: bool = False):
+    self.shape, self.dtype, self.weak_type = tuple(shape), dtypes.as_dtype(dtype, "ShapeDtypeStruct"), weak_type
+
+  @property
+  def ndim(self) -> int: return len(self.shape)
+  @property
+  def size(self) -> int: return int(np.prod(self.shape))
+  def __repr__(self) -> str:
+    return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{', weak_type=True' if self.weak_type else ''})"
+  def __eq__(self, o): return isinstance(o, ShapeDtypeStruct) and (self.shape, self.dtype, self.weak_type) == (o.shape, o.dtype, o.weak_type)
+  def __hash__(self): return hash((self.shape, self.dtype, self.weak_type))
+
+
+def abstractify(x, fn: str) -> ShapeDtypeStruct:
+  if isinstance(x, ShapeDtypeStruct): return x
+  if isinstance(x, Array): return ShapeDtypeStruct(x.shape, x.dtype, x.weak_type)
+  a = to_array(x, fn=fn)
+  return ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)
+
+
+def trace(f: Callable, args: Sequence, kwargs: dict | None = None, fn: str = "make_graph") -> tuple[Graph, Any]:
+  """The Graph of f(*args, **kwargs) over fresh placeholders for every array leaf; also f's output pytree."""
+  kwargs = kwargs or {}
+  leaves, in_tree = tree_util.flatten((tuple(args), kwargs))
+  avals = [abstractify(x, fn) for x in leaves]
+  params = [UOp.param(a.shape, a.dtype) for a in avals]
+  placeholders = [Array(p, a.weak_type) for p, a in zip(params, avals)]
+  a2, k2 = tree_util.unflatten(in_tree, placeholders)
+  out = f(*a2, **k2)
+  out_leaves, out_tree = tree_util.flatten(out)
+  outs = []
+  for i, o in enumerate(out_leaves):
+    if not isinstance(o, (Array, int, float, bool, np.ndarray, np.generic)):
+      raise TypeError(f"{fn}: output leaf {i} of {getattr(f, '__name__', 'the function')} is a {type(o).__name__}, "
+                      f"not an array; return arrays or numbers (pytrees of them)")
+    outs.append(to_array(o, fn=fn))
+  g = Graph(tuple(params), tuple(o.uop for o in outs), in_tree, out_tree,
+            tuple(a.weak_type for a in avals), tuple(o.weak_type for o in outs))
+  return g, out
+
+
+def _split_static(args: tuple, static_argnums: Sequence[int], fn: str):
+  n = len(args)
+  static = sorted({(i + n if i < 0 else i) for i in static_argnums})
+  for i in static:
+    if not 0 <= i < n: raise ValueError(f"{fn}: static_argnums {tuple(static_argnums)} is out of range for {n} arguments")
+  return static
+
+
+def make_graph(f: Callable, static_argnums: int | Sequence[int] = ()) -> Callable[..., Graph]:
+  """A function that traces f on the abstract values of its arguments and returns the Graph (like make_jaxpr).
+
+  >>> print(tracegrad.make_graph(lambda x: tnp.sin(x) * 2)(tnp.ones(3)))
+  { lambda a:f32[3]. let
+      b:f32[3] = sin a
+      ...
+  """
+  static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+
+  def graph_of(*args, **kwargs) -> Graph:
+    static = _split_static(args, static_argnums, "make_graph")
+    dyn = [a for i, a in enumerate(args) if i not in static]
+
+    def g(*dargs, **kw):
+      it = iter(dargs)
+      return f(*[args[i] if i in static else next(it) for i in range(len(args))], **kw)
+
+    return trace(g, dyn, kwargs, "make_graph")[0]
+
+  return graph_of
+
+
+def eval_shape(f: Callable, *args, **kwargs):
+  """The output of f as a pytree of ShapeDtypeStruct, found by tracing, with nothing computed.
+
+  >>> tracegrad.eval_shape(lambda x: x.sum(0), tnp.ones((2, 3)))
+  ShapeDtypeStruct(shape=(3,), dtype=float32)
+  """
+  g, out = trace(f, args, kwargs, "eval_shape")
+  structs = [ShapeDtypeStruct(o.shape, o.dtype, w) for o, w in zip(g.outputs, g.out_weak)]
+  return tree_util.unflatten(g.out_tree, structs)
