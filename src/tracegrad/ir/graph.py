@@ -24,10 +24,12 @@ class Graph:
   def __str__(self) -> str:
     """A jaxpr-like listing: { lambda a:f32[3]. let b:f32[3] = sin a ... in (b) }"""
     names: dict[UOp, str] = {}
+    count = [0]
 
     def name(u: UOp) -> str:
       if u not in names:
-        n, s = len(names), ""
+        n, s = count[0], ""
+        count[0] += 1
         while True:
           s = chr(ord("a") + n % 26) + s
           n = n // 26 - 1

@@ -1,0 +1,84 @@
+from collections import namedtuple
+
+import numpy as np
+import pytest
+
+import tracegrad
+import tracegrad.numpy as tnp
+from tracegrad import ShapeDtypeStruct, eval_shape, make_graph
+from tracegrad.ir import Ops
+
+from oracles import traced
+
+
+def test_make_graph_prints_like_a_jaxpr():
+  g = make_graph(lambda x, y: tnp.sin(x) * y)(tnp.ones(3), tnp.ones(3))
+  s = str(g)
+  assert s.startswith("{ lambda a:f32[3] b:f32[3]. let") and "sin a" in s and "mul" in s
+  assert len(g.inputs) == 2 and len(g.outputs) == 1
+
+
+def test_graph_over_pytrees_keeps_structure():
+  P = namedtuple("P", "w b")
+  def f(params, x): return {"out": params.w * x + params.b, "aux": [x]}
+  g = make_graph(f)(P(tnp.ones(2), tnp.zeros(2)), tnp.ones(2))
+  assert len(g.inputs) == 3 and len(g.outputs) == 2
+  out = traced(f, P(np.ones(2, np.float32), np.zeros(2, np.float32)), np.full(2, 3, np.float32))
+  np.testing.assert_array_equal(out["out"], [3, 3])
+
+
+def test_graph_nodes_are_primitives_only():
+  g = make_graph(lambda x: tnp.tanh(x).sum())(tnp.ones((2, 3)))
+  assert all(isinstance(u.op, Ops) for u in g.nodes())
+
+
+def test_static_argnums():
+  g = make_graph(lambda x, n: x * n, static_argnums=1)(tnp.ones(2), 3)
+  assert len(g.inputs) == 1
+
+
+def test_eval_shape_computes_nothing_and_reports_shapes():
+  out = eval_shape(lambda x, y: (x @ y, x.sum(0)), ShapeDtypeStruct((2, 3), tnp.float32), tnp.ones((3, 4)))
+  assert out == (ShapeDtypeStruct((2, 4), tnp.float32), ShapeDtypeStruct((3,), tnp.float32))
+  assert eval_shape(lambda x: x + 1, 1.0) == ShapeDtypeStruct((), tnp.float32, weak_type=True)
+
+
+def test_weak_types_survive_tracing():
+  assert make_graph(lambda x: x * 2)(3.0).in_weak == (True,)
+  out = eval_shape(lambda x: x.astype(tnp.float16) + 2.0, 1.0)
+  assert out.dtype == tnp.float16
+
+
+@pytest.mark.parametrize("convert", [bool, float, int, lambda x: x.item(), np.asarray, lambda x: x.tolist()])
+def test_python_control_flow_on_traced_value_explains(convert):
+  def f(x):
+    convert(x.sum() > 0)
+    return x
+  with pytest.raises(tracegrad.TracedValueError, match=r"traced.*(lax.cond|static_argnums)") as e:
+    make_graph(f)(tnp.ones(3))
+  assert isinstance(e.value, TypeError)
+
+
+def test_if_on_traced_value():
+  def f(x):
+    if x > 0: return x
+    return -x
+  with pytest.raises(TypeError, match="static_argnums"): make_graph(f)(1.0)
+
+
+def test_non_array_output_is_a_type_error():
+  with pytest.raises(TypeError, match="output leaf 0.*str"): make_graph(lambda x: "hi")(1.0)
+
+
+def test_closed_over_concrete_arrays_become_constants():
+  c = tnp.arange(3.0)
+  out = traced(lambda x: x + c, np.ones(3, np.float32))
+  np.testing.assert_array_equal(out, [1, 2, 3])
+
+
+def test_nested_traces_do_not_confuse_inputs():
+  def outer(x):
+    inner = make_graph(lambda y: y * x)(tnp.ones(3))
+    assert len(inner.inputs) == 1
+    return x
+  make_graph(outer)(tnp.ones(3))
