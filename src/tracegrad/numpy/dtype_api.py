@@ -48,10 +48,20 @@ def finfo(t):
   return ml_dtypes.finfo(dtype(t).np)
 
 
+_ABSTRACT = (np.generic, np.number, np.inexact, np.floating, np.integer, np.signedinteger, np.unsignedinteger)
+
+
+def _np_type(x): return x if isinstance(x, type) and x in _ABSTRACT else dtype(x).np
+
+
 def issubdtype(a, b) -> bool:
-  na = dtype(a).np if not (isinstance(a, type) and issubclass(a, np.generic) and a in (np.floating, np.integer, np.number, np.inexact, np.signedinteger, np.unsignedinteger, np.generic)) else a
-  nb = b if isinstance(b, type) and issubclass(b, np.generic) and b in (np.floating, np.integer, np.number, np.inexact, np.signedinteger, np.unsignedinteger, np.generic, np.bool_) else dtype(b).np
-  if na == ml_dtypes.bfloat16: return nb in (np.floating, np.inexact, np.number, np.generic) or nb == na
+  """Whether dtype `a` lies under `b` (a dtype or an abstract kind such as tnp.floating).
+
+  >>> tnp.issubdtype(tnp.bfloat16, tnp.floating)
+  True
+  """
+  na, nb = _np_type(a), _np_type(b)
+  if na == dtypes.bfloat16.np: return nb in (np.floating, np.inexact, np.number, np.generic) or nb == na
   return bool(np.issubdtype(na, nb))
 
 
