@@ -1,1 +1,215 @@
-__all__: list[str] = []
+"""Sorting: sort, argsort, searchsorted, unique.
+
+There is no sort primitive. sort and argsort are bitonic sorting networks written with movement ops
+(RESHAPE, SLICE, FLIP, CONCAT) and MIN/MAX or CMPLT/WHERE: the sorted axis is moved last and padded to a
+power of two with sentinels that sort after everything, then log2(n)(log2(n)+1)/2 compare-exchange steps
+run over all pairs at once. Values follow numpy: NaN sorts to the end. argsort compares (key, index)
+pairs lexicographically, so it is stable: equal keys keep their order.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..array import Array, to_array
+from ..ir import Ops, UOp, dtypes
+from .core import normalize_axis, promote
+
+__all__ = ["sort", "argsort", "searchsorted", "unique"]
+
+_I32 = dtypes.int32
+
+
+def _arr(a, fn: str) -> Array: return a if isinstance(a, Array) else to_array(a, fn=fn)
+
+
+def _half(x: UOp, i: int) -> UOp:
+  """x[..., i:i+1, :] along the second-to-last axis (kept, for the CONCAT that follows)."""
+  return x.slice([(0, n, 1) for n in x.shape[:-2]] + [(i, i + 1, 1), (0, x.shape[-1], 1)])
+
+
+def _network(xs: list[UOp], exchange) -> list[UOp]:
+  """Sort the last axis (a power of two) of the tuple of arrays xs; exchange(a, b) -> (lo, hi) per pair."""
+  *lead, m = xs[0].shape
+  last = len(lead) + 1  # the pair axis after reshaping to (*lead, groups, 2, half)
+  s = 2
+  while s <= m:
+    j = s // 2
+    first = True
+    while j >= 1:
+      r = [x.reshape((*lead, m // (2 * j), 2, j)) for x in xs]
+      a = [_half(x, 0) for x in r]
+      b = [_half(x, 1) for x in r]
+      # the first step of each stage compares with the mirror image, so every step sorts ascending
+      if first: b = [x.flip((last + 1,)) for x in b]
+      lo, hi = exchange(a, b)
+      if first: hi = [x.flip((last + 1,)) for x in hi]
+      xs = [UOp.concat([l, h], last).reshape((*lead, m)) for l, h in zip(lo, hi)]
+      j //= 2
+      first = False
+    s *= 2
+  return xs
+
+
+def _minmax(a, b): return [a[0].alu(Ops.MIN, b[0])], [a[0].alu(Ops.MAX, b[0])]
+
+
+def _pairs(a, b):
+  """Lexicographic compare-exchange of (key, index) pairs."""
+  (ka, ia), (kb, ib) = a, b
+  swap = kb.alu(Ops.CMPLT, ka).alu(Ops.OR, kb.alu(Ops.CMPEQ, ka).alu(Ops.AND, ib.alu(Ops.CMPLT, ia)))
+  return [swap.where(kb, ka), swap.where(ib, ia)], [swap.where(ka, kb), swap.where(ia, ib)]
+
+
+def _to_last(x: Array, axis, fn: str) -> tuple[UOp, list[int] | None]:
+  """x's UOp with `axis` moved last (flattened for axis=None), and the permutation that undoes it."""
+  if axis is None: return x.uop.reshape((x.size,)), None
+  ax = normalize_axis(axis, x.ndim, fn)
+  perm = [i for i in range(x.ndim) if i != ax] + [ax]
+  inv = [perm.index(i) for i in range(x.ndim)]
+  return x.uop.permute(perm), inv
+
+
+def _from_last(u: UOp, inv) -> UOp: return u if inv is None else u.permute(inv)
+
+
+def _key(u: UOp) -> tuple[UOp, UOp | None]:
+  """A key that sorts like u with NaN replaced by +inf, and u's NaN mask (floats) or None."""
+  if u.dtype.is_bool: return u.cast(dtypes.uint8), None
+  if not u.dtype.is_float: return u, None
+  nan = u.alu(Ops.CMPNE, u)
+  return nan.where(UOp.const(u.dtype, float("inf"), u.shape), u), nan
+
+
+def _pad(u: UOp, m: int, value) -> UOp:
+  n = u.shape[-1]
+  return u if m == n else UOp.concat([u, UOp.const(u.dtype, value, (*u.shape[:-1], m - n))], u.ndim - 1)
+
+
+def _pow2(n: int) -> int: return 1 << max(n - 1, 0).bit_length()
+
+
+def _cut(u: UOp, n: int) -> UOp: return u.slice([(0, d, 1) for d in u.shape[:-1]] + [(0, n, 1)])
+
+
+def sort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True, descending: bool = False) -> Array:
+  """The values of `a` sorted along `axis` (flattened for axis=None); NaN last (first when descending).
+
+  >>> tnp.sort(tnp.array([3.0, tnp.nan, 1.0, 2.0]))
+  Array([ 1.,  2.,  3., nan], dtype=float32)
+  """
+  if order is not None: raise TypeError("sort: the 'order' argument is not supported (no structured dtypes)")
+  x = _arr(a, "sort")
+  if x.ndim == 0 and axis is not None: normalize_axis(axis, 0, "sort")
+  u, inv = _to_last(x, axis, "sort")
+  n = u.shape[-1]
+  if n <= 1: return Array(_from_last(u, inv), x.weak_type)
+  k, nan = _key(u)
+  m = _pow2(n)
+  (k,) = _network([_pad(k, m, dtypes.max_value(k.dtype))], _minmax)
+  k = _cut(k, n)
+  if nan is not None:  # NaNs were sorted as +inf: the last `count` places become NaN
+    cnt = nan.cast(_I32).reduce(Ops.REDUCE_SUM, (u.ndim - 1,)).broadcast(k.shape)
+    pos = UOp.iota(k.shape, k.ndim - 1, _I32)
+    k = pos.alu(Ops.CMPLT, UOp.const(_I32, n, k.shape) - cnt).where(k, UOp.const(k.dtype, float("nan"), k.shape))
+  if u.dtype.is_bool: k = k.cast(dtypes.bool_)
+  if descending: k = k.flip((k.ndim - 1,))
+  return Array(_from_last(k, inv), x.weak_type)
+
+
+def _argsort_last(u: UOp) -> UOp:
+  """Stable ascending argsort (int32) of u's last axis."""
+  n = u.shape[-1]
+  m = _pow2(n)
+  k, nan = _key(u)
+  i = UOp.iota(u.shape, u.ndim - 1, _I32)
+  if nan is not None: i = nan.where(i + UOp.const(_I32, m, i.shape), i)  # NaN after +inf, in order
+  k, i = _network([_pad(k, m, dtypes.max_value(k.dtype)), _pad(i, m, 2 * m)], _pairs)
+  i = _cut(i, n)
+  return i.alu(Ops.MOD, UOp.const(_I32, m, i.shape)) if nan is not None else i
+
+
+def argsort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True, descending: bool = False) -> Array:
+  """The indices that sort `a` along `axis`; stable (ties keep their order), NaN last.
+
+  descending=True gives the reverse order with ties still in index order (as JAX).
+
+  >>> tnp.argsort(tnp.array([2, 1, 2, 0]))
+  Array([3, 1, 0, 2], dtype=int32)
+  """
+  if order is not None: raise TypeError("argsort: the 'order' argument is not supported (no structured dtypes)")
+  x = _arr(a, "argsort")
+  if x.ndim == 0 and axis is not None: normalize_axis(axis, 0, "argsort")
+  u, inv = _to_last(x, axis, "argsort")
+  n = u.shape[-1]
+  last = u.ndim - 1
+  if n <= 1: return Array(_from_last(UOp.const(dtypes.default_int(), 0, u.shape), inv))
+  if descending:
+    i = _argsort_last(u.flip((last,))).flip((last,))
+    i = UOp.const(_I32, n - 1, i.shape) - i
+  else:
+    i = _argsort_last(u)
+  return Array(_from_last(i.cast(dtypes.default_int()), inv))
+
+
+def _lt(a: UOp, b: UOp) -> UOp:
+  """a < b with NaN above everything (numpy's sort order)."""
+  lt = a.alu(Ops.CMPLT, b)
+  if not a.dtype.is_float: return lt
+  a_num = a.alu(Ops.CMPEQ, a)
+  return lt.alu(Ops.OR, b.alu(Ops.CMPNE, b).alu(Ops.AND, a_num))
+
+
+def searchsorted(a, v, side: str = "left", sorter=None, *, method: str = "scan") -> Array:
+  """Where to insert v into the sorted 1-d array a to keep it sorted (numpy's order: NaN last).
+
+  >>> tnp.searchsorted(tnp.array([1, 2, 2, 3]), tnp.array([2, 5]))
+  Array([1, 4], dtype=int32)
+  """
+  if side not in ("left", "right"): raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+  x = _arr(a, "searchsorted")
+  if x.ndim != 1: raise ValueError(f"searchsorted: a must be 1-dimensional, got shape {x.shape}")
+  if sorter is not None:
+    from .indexing import take
+    x = take(x, sorter)
+  (x, y), _, _ = promote("searchsorted", x, v)
+  xu, yu = x.uop, y.uop
+  if xu.dtype.is_bool: xu, yu = xu.cast(dtypes.uint8), yu.cast(dtypes.uint8)
+  n = x.shape[0]
+  full = (n, *y.shape)
+  xa = xu.reshape((n,) + (1,) * y.ndim).broadcast(full)
+  ya = yu.reshape((1, *y.shape)).broadcast(full)
+  # left: how many a[j] < v; right: how many a[j] <= v, i.e. not v < a[j]
+  hit = _lt(xa, ya) if side == "left" else _lt(ya, xa).alu(Ops.XOR, UOp.const(dtypes.bool_, True, full))
+  cnt = hit.cast(_I32).reduce(Ops.REDUCE_SUM, (0,)).reshape(y.shape)
+  return Array(cnt.cast(dtypes.default_int()))
+
+
+def unique(ar, return_index: bool = False, return_inverse: bool = False, return_counts: bool = False, axis=None,
+           *, equal_nan: bool = True, size: int | None = None, fill_value=None):
+  """The sorted distinct values of a concrete array (as np.unique); size= pads or cuts the values to a fixed length.
+
+  >>> tnp.unique(tnp.array([3, 1, 3, 2]))
+  Array([1, 2, 3], dtype=int32)
+  """
+  x = _arr(ar, "unique")
+  if x.is_traced:
+    raise TypeError(f"unique: the array ({x.aval_str()}) is traced, so the number of distinct values is not known; "
+                    f"compute it outside the transformed function")
+  res = np.unique(np.asarray(x), return_index=return_index, return_inverse=return_inverse,
+                  return_counts=return_counts, axis=axis, equal_nan=equal_nan)
+  res = res if isinstance(res, tuple) else (res,)
+  vals, extra = res[0], list(res[1:])
+  if size is not None:
+    k = len(vals)
+    if k >= size: vals = vals[:size]
+    else:
+      fill = vals.min() if fill_value is None and k else (0 if fill_value is None else fill_value)
+      vals = np.concatenate([vals, np.full((size - k, *vals.shape[1:]), fill, vals.dtype)])
+    names = [n for n, f in (("index", return_index), ("inverse", return_inverse), ("counts", return_counts)) if f]
+    for j, name in enumerate(names):
+      if name != "inverse":
+        e = extra[j][:size]
+        extra[j] = np.concatenate([e, np.zeros(size - len(e), e.dtype)]) if len(e) < size else e
+  di = dtypes.default_int().np
+  out = [Array(UOp.buffer(np.ascontiguousarray(vals)))] + [Array(UOp.buffer(np.asarray(e).astype(di))) for e in extra]
+  return out[0] if len(out) == 1 else tuple(out)
