@@ -32,8 +32,9 @@ def arrays(dtype: str, shape, elements=None, low=-10, high=10):
     info = np.iinfo(d)
     return hnp.arrays(d, shape, elements=elements or st.integers(max(info.min, low), min(info.max, high)))
   base = np.float32 if dtype in ("bfloat16", "float32") else d
-  el = elements or st.floats(low, high, width=32 if base == np.float32 else (16 if base == np.float16 else 64),
-                             allow_nan=False, allow_infinity=False)
+  width = 32 if base == np.float32 else (16 if base == np.float16 else 64)
+  exact = {32: np.float32, 16: np.float16, 64: np.float64}[width]
+  el = elements or st.floats(float(exact(low)), float(exact(high)), width=width, allow_nan=False, allow_infinity=False)
   return hnp.arrays(base, shape, elements=el).map(lambda a: a.astype(d))
 
 

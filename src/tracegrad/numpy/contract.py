@@ -182,8 +182,8 @@ def vdot(a, b, *, precision=None, preferred_element_type=None) -> Array:
 def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None) -> Array:
   """The dot product of vectors along `axis`, with the other axes broadcast.
 
-  >>> tnp.vecdot(tnp.ones((2, 3)), tnp.ones((3,)))
-  Array([3., 3.], dtype=float32)
+  >>> tnp.vecdot(tnp.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), tnp.array([1.0, 1.0, 1.0]))
+  Array([ 6., 15.], dtype=float32)
   """
   (au, bu), _, dt, weak = _arrays("vecdot", x1, x2, preferred_element_type=preferred_element_type)
   if not au.shape or not bu.shape:

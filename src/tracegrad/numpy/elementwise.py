@@ -230,7 +230,7 @@ def tanh(a):
 @_half
 def sinh(a):
   e = expm1(abs(a))
-  r = multiply(0.5, add(e, true_divide(e, add(e, 1.0))))
+  r = where(isinf(e), e, multiply(0.5, add(e, true_divide(e, add(e, 1.0)))))
   return where(signbit_(a), negative(r), r)
 
 

@@ -180,8 +180,8 @@ def _lu_diag(fn: str, a) -> tuple[UOp, UOp, DType]:
 def det(a) -> Array:
   """The determinant of a square matrix (or of each in a stack).
 
-  >>> tnp.linalg.det(tnp.array([[1.0, 2.0], [3.0, 4.0]]))
-  Array(-2., dtype=float32)
+  >>> tnp.linalg.det(tnp.array([[4.0, 2.0], [1.0, 3.0]]))
+  Array(10., dtype=float32)
   """
   d, sign, dt = _lu_diag("det", a)
   batch = d.shape[:-2]
