@@ -30,14 +30,19 @@ def main():
   print(g)
   print("\nabstract evaluation:", tracegrad.eval_shape(predict, w, b, x))
 
-  # every pass is a table of (pattern, function) rows; here one row turns x*x into x**2 via POW
-  square = PatternMatcher([(UPat(Ops.MUL, src=(UPat.var("a"), UPat.var("a"))),
-                            lambda a: a.alu(Ops.POW, tracegrad.ir.UOp.const(a.dtype, 2.0, a.shape)) if a.dtype.is_float else None)])
-  before = len(g.nodes())
-  after = graph_rewrite(g.outputs[0], square)
-  print(f"\nrewritten: {before} nodes before, {len(after.toposort())} after; "
-        f"POW nodes: {sum(u.op is Ops.POW for u in after.toposort())}")
+  # every pass is a table of (pattern, function) rows; this one turns x ** 2 into x * x
+  square = PatternMatcher([(UPat(Ops.POW, src=(UPat.var("a"), UPat.var("e"))),
+                            lambda a, e: a * a if constant_value(e) == 2 else None)])
+  out = graph_rewrite(g.outputs[0], square)
+  count = lambda root, op: sum(u.op is op for u in root.toposort())
+  print(f"\nrewritten x**2 -> x*x: POW nodes {count(g.outputs[0], Ops.POW)} -> {count(out, Ops.POW)}, "
+        f"MUL nodes {count(g.outputs[0], Ops.MUL)} -> {count(out, Ops.MUL)}")
 
+
+def constant_value(u):
+  """The value of a node that is a (broadcast, reshaped or cast) constant, else None."""
+  while u.op in (Ops.BROADCAST, Ops.RESHAPE, Ops.CAST): u = u.src[0]
+  return u.arg if u.op is Ops.CONST else None
 
 if __name__ == "__main__":
   main()

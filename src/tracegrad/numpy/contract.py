@@ -355,8 +355,10 @@ def einsum(subscripts, *operands, out=None, optimize="optimal", precision=None, 
     for l in ol: out_l.extend(ell_labels if l == "..." else [l])
     seen = [l for ls in labels for l in ls]
     for l in out_l:
-      if out_l.count(l) > 1: raise ValueError(f"einsum: output subscript {l!r} appears more than once in {subscripts!r}")
-      if l not in seen: raise ValueError(f"einsum: output subscript {l!r} does not appear in the inputs of {subscripts!r}")
+      if out_l.count(l) > 1:
+        raise ValueError(f"einsum: output subscript {l!r} appears more than once in {subscripts!r}")
+      if l not in seen:
+        raise ValueError(f"einsum: output subscript {l!r} does not appear in the inputs of {subscripts!r}")
   else:
     letters = [l for ls in labels for l in ls if isinstance(l, str)]
     out_l = ell_labels + sorted((l for l in set(letters) if letters.count(l) == 1), key=lambda c: (c.islower(), c))
