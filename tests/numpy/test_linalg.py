@@ -7,7 +7,7 @@ from hypothesis import given, strategies as st
 
 import tracegrad
 import tracegrad.numpy as tnp
-from oracles import FLOATS, INTS, arrays, assert_close, check, np_dtype, traced
+from oracles import INTS, arrays, assert_close, check, np_dtype, traced
 
 TOL = dict(rtol=2e-4, atol=2e-5)
 
