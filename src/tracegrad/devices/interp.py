@@ -97,12 +97,14 @@ def _contraction(u: UOp):
 def _einsum(u: UOp, ops, vals):
   full, nd = u.src[0].shape, len(u.src[0].shape)
   letters = [chr(ord("a") + i) for i in range(nd)]
-  subs, args = [], []
-  for x, v in zip(ops, vals):
-    v = v.reshape((1,) * (nd - v.ndim) + v.shape)
-    drop = tuple(i for i in range(nd) if v.shape[i] == 1 and full[i] != 1)
-    args.append(v.reshape(tuple(n for i, n in enumerate(v.shape) if i not in drop)))
-    subs.append("".join(l for i, l in enumerate(letters) if i not in drop))
+  vs = [v.reshape((1,) * (nd - v.ndim) + v.shape) for v in vals]
+  drops = [{i for i in range(nd) if v.shape[i] == 1 and full[i] != 1} for v in vs]
+  both = drops[0] & drops[1]  # an axis broadcast in both operands stays, as a broadcast view, in the first
+  if both:
+    vs[0] = np.broadcast_to(vs[0], tuple(full[i] if i in both else n for i, n in enumerate(vs[0].shape)))
+    drops[0] -= both
+  args = [v.reshape(tuple(n for i, n in enumerate(v.shape) if i not in d)) for v, d in zip(vs, drops)]
+  subs = ["".join(l for i, l in enumerate(letters) if i not in d) for d in drops]
   out = "".join(l for i, l in enumerate(letters) if i not in u.arg)
   return np.einsum(f"{subs[0]},{subs[1]}->{out}", *args, optimize=True).reshape(u.shape).astype(u.dtype.np, copy=False)
 

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Sequence
-
 import numpy as np
 
 from ..array import Array
@@ -527,13 +525,10 @@ def roll(a, shift, axis=None) -> Array:
   else:
     shifts = list(_ints(shift, "roll", "shift"))
   axes = _ints(axis, "roll", "axis")
-  try:
-    pairs = np.broadcast(np.empty(len(shifts)) if len(shifts) != 1 else 0, np.empty(len(axes)) if len(axes) != 1 else 0)
-  except ValueError:
-    raise ValueError(f"roll: shift {shift} and axis {axis} must have the same length (or one of them length 1)") from None
-  n_pairs = max(1, pairs.size)
-  shifts = shifts * n_pairs if len(shifts) == 1 else shifts
-  axes = axes * n_pairs if len(axes) == 1 else axes
+  if len(shifts) == 1: shifts = shifts * len(axes)
+  if len(axes) == 1: axes = axes * len(shifts)
+  if len(shifts) != len(axes):
+    raise ValueError(f"roll: shift {shift} and axis {axis} must have the same length (or one of them length 1)")
   for s, ax in zip(shifts, axes):
     ax = normalize_axis(ax, x.ndim, "roll")
     n = x.shape[ax]
