@@ -1,0 +1,64 @@
+"""Creation functions against numpy (values, shapes, and JAX's dtypes)."""
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+import tracegrad.numpy as tnp
+
+from oracles import assert_close
+
+
+@pytest.mark.parametrize("fn", ["zeros", "ones", "empty"])
+def test_filled(fn):
+  assert_close(getattr(tnp, fn)((2, 3)), np.zeros((2, 3), np.float32) + (fn == "ones"), check_dtype=True)
+  assert getattr(tnp, fn)(3, tnp.int8).dtype == tnp.int8
+  like = getattr(tnp, fn + "_like")(np.ones((2,), np.int16))
+  assert like.dtype == tnp.int16 and like.shape == (2,)
+
+
+def test_full_and_full_like():
+  assert_close(tnp.full((2,), 7), np.full((2,), 7, np.int32))
+  assert_close(tnp.full((2, 2), 1.5, tnp.float16), np.full((2, 2), 1.5, np.float16))
+  assert_close(tnp.full_like(np.ones(3, np.uint8), 4), np.full(3, 4, np.uint8))
+  assert_close(tnp.full((2, 3), np.arange(3)), np.full((2, 3), np.arange(3)).astype(np.int32))
+
+
+@given(st.integers(-5, 5), st.integers(-5, 10), st.integers(1, 3))
+def test_arange(a, b, s):
+  assert_close(tnp.arange(a, b, s), np.arange(a, b, s).astype(np.int32))
+  assert_close(tnp.arange(float(a), b, s / 2), np.arange(float(a), b, s / 2).astype(np.float32), rtol=1e-6, atol=1e-6)
+  assert_close(tnp.arange(b), np.arange(b).astype(np.int32))
+
+
+@given(st.floats(-10, 10), st.floats(-10, 10), st.integers(0, 20), st.booleans())
+def test_linspace(a, b, n, endpoint):
+  assert_close(tnp.linspace(a, b, n, endpoint=endpoint), np.linspace(a, b, n, endpoint=endpoint).astype(np.float32),
+               rtol=1e-5, atol=1e-5)
+
+
+@given(st.integers(0, 5), st.integers(0, 5), st.integers(-5, 5))
+def test_eye_tri(n, m, k):
+  assert_close(tnp.eye(n, m, k), np.eye(n, m, k, np.float32))
+  assert_close(tnp.tri(n, m, k), np.tri(n, m, k, np.float32))
+  x = np.arange(1, n * m + 1, dtype=np.int32).reshape(n, m)
+  assert_close(tnp.tril(x, k), np.tril(x, k))
+  assert_close(tnp.triu(x, k), np.triu(x, k))
+  assert_close(tnp.identity(n), np.identity(n, np.float32))
+
+
+def test_array_and_asarray():
+  assert_close(tnp.array([[1, 2], [3, 4]]), np.array([[1, 2], [3, 4]], np.int32))
+  assert_close(tnp.array([1, 2.5]), np.array([1, 2.5], np.float32))
+  assert_close(tnp.array([True, False]), np.array([True, False]))
+  assert tnp.array(3, ndmin=2).shape == (1, 1)
+  assert tnp.asarray([1, 2], dtype="float16").dtype == tnp.float16
+  x = tnp.ones(3)
+  assert tnp.asarray(x) is x
+  assert tnp.array([tnp.ones(2), tnp.zeros(2)]).shape == (2, 2)
+
+
+def test_creation_errors():
+  with pytest.raises(ValueError, match="negative dimensions"): tnp.zeros((2, -1))
+  with pytest.raises(TypeError, match="shape"): tnp.zeros(("a",))
+  with pytest.raises(ValueError, match="step"): tnp.arange(0, 3, 0)
+  with pytest.raises(TypeError, match="dtype"): tnp.zeros(2, dtype="complex128")
