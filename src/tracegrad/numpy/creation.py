@@ -55,7 +55,7 @@ def full(shape, fill_value, dtype=None) -> Array:
   """
   shape = _shape(shape, "full")
   v = to_array(fill_value, _dt(dtype, "full"), fn="full")
-  return Array(v.uop.broadcast(shape), v.weak_type and dtype is None and False)
+  return Array(v.uop.broadcast(shape))
 
 
 def zeros(shape, dtype=None) -> Array:
@@ -106,12 +106,9 @@ def arange(start, stop=None, step=None, dtype=None) -> Array:
   if d is None:
     d = dtypes.default_float() if any(isinstance(v, float) for v in (start, stop, step)) else dtypes.default_int()
   n = max(0, math.ceil((stop - start) / step))
-  if d.is_int and all(isinstance(v, int) for v in (start, stop, step)):
-    return Array(UOp.buffer(np.arange(start, stop, step, dtype=np.int64).astype(d.np)))
-  idx = UOp.iota((n,), 0, dtypes.int32).cast(d) if d.is_float else UOp.iota((n,), 0, d)
-  if d.is_float:
-    return Array(idx * UOp.const(d, step, (n,)) + UOp.const(d, start, (n,)))
-  return Array(UOp.buffer((np.arange(n) * step + start).astype(d.np)))
+  if d.is_int:
+    return Array(UOp.buffer((np.arange(n, dtype=np.int64) * int(step) + int(start)).astype(d.np)))
+  return Array(UOp.iota((n,), 0, dtypes.int32).cast(d) * UOp.const(d, step, (n,)) + UOp.const(d, start, (n,)))
 
 
 def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False, dtype=None, axis: int = 0):

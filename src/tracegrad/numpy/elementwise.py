@@ -1,392 +1,879 @@
-"""Elementwise functions of tracegrad.numpy, built from the elementwise primitives."""
+"""Elementwise functions of tracegrad.numpy (jax.numpy's names, numpy's values, JAX's dtype promotion).
+
+Every function is a composition of the elementwise primitives of `ir/ops.py`. The only transcendental primitives
+are EXP2 LOG2 SIN COS SQRT POW ATAN2, so exp, log, tanh, ... are written here in forms that stay accurate near
+their hard points (Kahan's tricks for expm1 and log1p). float16 and bfloat16 are computed in float32 and rounded
+back, as XLA does. Integer division never reaches a device with a zero (or, for signed types, -1) divisor.
+
+>>> import tracegrad.numpy as tnp
+>>> tnp.exp(tnp.arange(3))
+Array([1.       , 2.7182817, 7.389056 ], dtype=float32)
+"""
 from __future__ import annotations
 
+import builtins
 import math
 
 from ..array import Array
 from ..ir import Ops, UOp, dtypes
-from .core import asarray_, broadcast_uops, cast, elementwise, promote
+from ..ir.dtypes import DType
+from .core import asarray_, broadcast_uops, promote
 
-__all__ = ["add", "subtract", "multiply", "divide", "true_divide", "floor_divide", "remainder", "mod", "fmod", "divmod",
-           "power", "negative", "positive", "abs", "absolute", "sign", "reciprocal", "square", "sqrt", "cbrt", "exp", "exp2",
-           "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "arctan2", "sinh",
-           "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "hypot", "logaddexp", "copysign", "maximum", "minimum",
-           "floor", "ceil", "round", "trunc", "isnan", "isinf", "isfinite", "equal", "not_equal", "less", "less_equal",
-           "greater", "greater_equal", "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and",
-           "bitwise_or", "bitwise_xor", "bitwise_not", "invert", "left_shift", "right_shift", "where", "clip"]
+__all__ = [
+  # arithmetic
+  "add", "subtract", "multiply", "divide", "true_divide", "floor_divide", "remainder", "mod", "fmod", "divmod",
+  "power", "pow", "float_power", "negative", "positive", "abs", "absolute", "fabs", "sign", "reciprocal", "square",
+  # powers, exponentials, logarithms
+  "sqrt", "cbrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "logaddexp", "logaddexp2",
+  # trigonometric and hyperbolic
+  "sin", "cos", "tan", "arcsin", "arccos", "arctan", "arctan2", "sinh", "cosh", "tanh", "arcsinh", "arccosh",
+  "arctanh", "asin", "acos", "atan", "atan2", "asinh", "acosh", "atanh", "deg2rad", "rad2deg", "degrees", "radians",
+  "hypot", "sinc",
+  # floating point
+  "copysign", "maximum", "minimum", "fmax", "fmin", "floor", "ceil", "round", "around", "rint", "trunc", "fix",
+  "isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit", "nan_to_num", "heaviside", "clip",
+  "conj", "conjugate", "real", "imag",
+  # comparison and logic
+  "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "logical_xor",
+  "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "invert", "bitwise_invert", "left_shift",
+  "right_shift", "bitwise_left_shift", "bitwise_right_shift", "where",
+]
+
+LN2, LOG2E, LOG10_2 = math.log(2.0), 1.0 / math.log(2.0), math.log10(2.0)
+INF, NAN = float("inf"), float("nan")
+F32 = dtypes.float32
 
 
-def _float(fn, x):
-  """x as a float Array (ints and bool become the default float), and the dtype to return."""
-  a = asarray_(x, fn)
-  if a.dtype.is_float: return a, a.dtype
-  return cast(a, dtypes.default_float(), a.weak_type), dtypes.default_float()
+# ---------------------------------------------------------------------------------------------------------------
+# UOp helpers: the compositions below are written on UOps of one shape and dtype; a Python number is a constant
+# ---------------------------------------------------------------------------------------------------------------
+
+def _k(u: UOp, v, dtype: DType | None = None) -> UOp: return UOp.const(dtype or u.dtype, v, u.shape)
+def _c(u: UOp, v) -> UOp: return v if isinstance(v, UOp) else _k(u, v)
+def _add(a, b): return a.alu(Ops.ADD, _c(a, b))
+def _sub(a, b): return a.alu(Ops.SUB, _c(a, b))
+def _mul(a, b): return a.alu(Ops.MUL, _c(a, b))
+def _div(a, b): return a.alu(Ops.DIV, _c(a, b))
+def _lt(a, b): return a.alu(Ops.CMPLT, _c(a, b))
+def _gt(a, b): return _c(a, b).alu(Ops.CMPLT, a)
+def _eq(a, b): return a.alu(Ops.CMPEQ, _c(a, b))
+def _ne(a, b): return a.alu(Ops.CMPNE, _c(a, b))
+def _and(a, b): return a.alu(Ops.AND, b)
+def _or(a, b): return a.alu(Ops.OR, b)
+def _not(c): return c.alu(Ops.XOR, _k(c, True))
+def _sel(c, a, b): return c.where(_c(b, a) if not isinstance(a, UOp) else a, _c(a, b) if isinstance(a, UOp) else b)
+def _isnan(u): return _ne(u, u)
+def _exp2(u): return u.alu(Ops.EXP2)
+def _log2(u): return u.alu(Ops.LOG2)
+def _sqrt(u): return u.alu(Ops.SQRT)
+def _floor(u): return u.alu(Ops.FLOOR)
+def _atan2(y, x): return y.alu(Ops.ATAN2, _c(y, x))
 
 
-def _c(a: Array, v) -> Array: return Array(UOp.const(a.dtype, v, a.shape), True)
+def _uint(d: DType) -> DType: return {2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}[d.itemsize]
+def _sint(d: DType) -> DType: return {2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}[d.itemsize]
 
 
-def _un(op, fn):
-  def f(x):
-    a, _ = _float(fn, x)
-    return Array(a.uop.alu(op), a.weak_type)
-  f.__name__ = fn
+def _signbit(u: UOp) -> UOp: return _lt(u.bitcast(_sint(u.dtype)), 0)
+
+
+def _fabs(u: UOp) -> UOp:
+  """|u| for floats by clearing the sign bit (exact for -0.0, inf and nan)."""
+  ut = _uint(u.dtype)
+  return _and(u.bitcast(ut), _k(u, (1 << (u.dtype.bits - 1)) - 1, ut)).bitcast(u.dtype)
+
+
+def _copysign(a: UOp, b: UOp) -> UOp:
+  ut, bits = _uint(a.dtype), a.dtype.bits
+  mag = _and(a.bitcast(ut), _k(a, (1 << (bits - 1)) - 1, ut))
+  sgn = _and(b.bitcast(ut), _k(b, 1 << (bits - 1), ut))
+  return _or(mag, sgn).bitcast(a.dtype)
+
+
+def _exp(u): return _exp2(_mul(u, LOG2E))
+def _log(u): return _mul(_log2(u), LN2)
+
+
+def _expm1(x):
+  # Kahan: with u = exp(x) rounded, (u - 1) * x / log(u) cancels the rounding error of u
+  u = _exp(x)
+  um1 = _sub(u, 1.0)
+  r = _mul(um1, _div(x, _log(u)))
+  r = _sel(_eq(um1, -1.0), -1.0, r)
+  r = _sel(_eq(u, INF), u, r)
+  return _sel(_eq(u, 1.0), x, r)
+
+
+def _log1p(x):
+  # Kahan: log(u) * x / (u - 1) with u = 1 + x rounded
+  u = _add(x, 1.0)
+  r = _mul(_log(u), _div(x, _sub(u, 1.0)))
+  r = _sel(_eq(u, INF), u, r)
+  return _sel(_eq(u, 1.0), x, r)
+
+
+def _round_even(u: UOp) -> UOp:
+  """Round half to even, exactly: r = floor(u) and u - r are exact in binary floating point."""
+  r = _floor(u)
+  d = _sub(u, r)
+  odd = _ne(_sub(r, _mul(_floor(_mul(r, 0.5)), 2.0)), 0.0)
+  up = _or(_gt(d, 0.5), _and(_eq(d, 0.5), odd))
+  return _copysign(_sel(up, _add(r, 1.0), r), u)  # rounding keeps the sign, also of zeros (-0.4 -> -0.0)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# argument handling
+# ---------------------------------------------------------------------------------------------------------------
+
+def _arr(x, fn: str) -> Array: return x if isinstance(x, Array) else asarray_(x, fn)
+
+
+def _to_float(a: Array) -> Array:
+  """Ints and bool become the default float (float32), keeping the weak flag."""
+  return a if a.dtype.is_float else Array(a.uop.cast(dtypes.default_float()), a.weak_type)
+
+
+def _args(fn: str, *xs):
+  """Operands promoted by JAX's lattice and broadcast: (uops, dtype, weak)."""
+  arrs, dt, weak = promote(fn, *xs)
+  return broadcast_uops(fn, *arrs), dt, weak
+
+
+def _numeric(us, dt):
+  """bool operands of numeric functions become int32 (as jnp's promote_args_numeric)."""
+  if not dt.is_bool: return us, dt
+  return [u.cast(dtypes.int32) for u in us], dtypes.int32
+
+
+def _inexact(us, dt):
+  if dt.is_float: return us, dt
+  d = dtypes.default_float()
+  return [u.cast(d) for u in us], d
+
+
+def _wide(us, dt):
+  """Half types are computed in float32 (and the result cast back by the caller)."""
+  return ([u.cast(F32) for u in us], F32) if dt.itemsize == 2 and dt.is_float else (us, dt)
+
+
+def _float_unary(fn: str, body, doc: str = "", wide: bool = True):
+  """A float function of one argument: ints and bool give float32, float16/bfloat16 compute in float32."""
+  def f(x) -> Array:
+    a = _to_float(_arr(x, fn))
+    u, dt = a.uop, a.dtype
+    if wide and dt.itemsize == 2: return Array(body(u.cast(F32)).cast(dt), a.weak_type)
+    return Array(body(u), a.weak_type)
+  f.__name__ = f.__qualname__ = fn
+  f.__doc__ = doc or f"Elementwise {fn}, as jax.numpy.{fn}."
   return f
 
 
-def _bin(op, fn):
-  def f(x, y): return elementwise(op, x, y, fn=fn)
-  f.__name__ = fn
+def _float_binary(fn: str, body, doc: str = ""):
+  """A float function of two arguments: promoted, ints and bool to float32, half types computed in float32."""
+  def f(x, y) -> Array:
+    us, dt, weak = _args(fn, x, y)
+    us, dt = _inexact(us, dt)
+    ws, _ = _wide(us, dt)
+    return Array(body(*ws).cast(dt), weak)
+  f.__name__ = f.__qualname__ = fn
+  f.__doc__ = doc or f"Elementwise {fn}, as jax.numpy.{fn}."
   return f
 
 
-LN2, LOG2E = math.log(2.0), 1.0 / math.log(2.0)
-sin, cos, sqrt, exp2, log2 = _un(Ops.SIN, "sin"), _un(Ops.COS, "cos"), _un(Ops.SQRT, "sqrt"), _un(Ops.EXP2, "exp2"), _un(Ops.LOG2, "log2")
-equal, not_equal, less = _bin(Ops.CMPEQ, "equal"), _bin(Ops.CMPNE, "not_equal"), _bin(Ops.CMPLT, "less")
-maximum, minimum = _bin(Ops.MAX, "maximum"), _bin(Ops.MIN, "minimum")
+# ---------------------------------------------------------------------------------------------------------------
+# arithmetic
+# ---------------------------------------------------------------------------------------------------------------
 
-
-def greater(x, y): return less(y, x)
-def less_equal(x, y): return logical_or(less(x, y), equal(x, y))
-def greater_equal(x, y): return less_equal(y, x)
-
-
-def _arith(op, fn):
-  def f(x, y):
-    (a, b), dt, _ = promote(fn, x, y)
+def _arith(op: Ops, fn: str, bool_op: Ops | None, doc: str):
+  def f(x, y) -> Array:
+    us, dt, weak = _args(fn, x, y)
     if dt.is_bool:
-      if op is Ops.ADD: return logical_or(a, b)
-      if op is Ops.MUL: return logical_and(a, b)
-      raise TypeError(f"{fn}: not defined on bool operands; use logical_xor or cast to int")
-    return elementwise(op, x, y, fn=fn)
-  f.__name__ = fn
+      if bool_op is None: raise TypeError(f"{fn}: not defined on bool operands; use logical_xor, or cast to int first")
+      return Array(us[0].alu(bool_op, us[1]), weak)
+    return Array(us[0].alu(op, us[1]), weak)
+  f.__name__ = f.__qualname__ = fn
+  f.__doc__ = doc
   return f
 
 
-add, subtract, multiply = _arith(Ops.ADD, "add"), _arith(Ops.SUB, "subtract"), _arith(Ops.MUL, "multiply")
+add = _arith(Ops.ADD, "add", Ops.OR, "x + y elementwise (logical or for bools).\n\n  >>> tnp.add(tnp.arange(3), 1)\n"
+             "  Array([1, 2, 3], dtype=int32)\n  ")
+subtract = _arith(Ops.SUB, "subtract", None, "x - y elementwise.\n\n  >>> tnp.subtract(3, tnp.arange(3))\n"
+                  "  Array([3, 2, 1], dtype=int32)\n  ")
+multiply = _arith(Ops.MUL, "multiply", Ops.AND, "x * y elementwise (logical and for bools).\n\n"
+                  "  >>> tnp.multiply(tnp.arange(3), 2)\n  Array([0, 2, 4], dtype=int32)\n  ")
 
 
-def where(condition, x=None, y=None):
-  """x where condition else y. >>> tnp.where(tnp.arange(3) > 0, 1, 0)"""
-  if x is None or y is None: raise TypeError("where: pass condition, x and y; for indices of true values use nonzero")
-  return elementwise(Ops.WHERE, condition, x, y, fn="where")
+def true_divide(x, y) -> Array:
+  """x / y elementwise; integers divide as float32.
 
-
-def true_divide(x, y):
-  (a, b), dt, w = promote("true_divide", x, y)
-  if not dt.is_float: a, b = cast(a, dtypes.default_float(), a.weak_type), cast(b, dtypes.default_float(), b.weak_type)
-  return elementwise(Ops.DIV, a, b, fn="true_divide")
+  >>> tnp.true_divide(tnp.arange(3), 2)
+  Array([0. , 0.5, 1. ], dtype=float32)
+  """
+  us, dt, weak = _args("true_divide", x, y)
+  (a, b), dt = _inexact(us, dt)
+  return Array(_div(a, b), weak)
 
 
 divide = true_divide
 
 
-def _bitwise(op, fn):
-  def f(x, y):
-    (a, b), dt, _ = promote(fn, x, y)
-    if dt.is_float: raise TypeError(f"{fn}: needs integer or bool operands, got {dt}")
-    return elementwise(op, a, b, fn=fn)
-  f.__name__ = fn
-  return f
-
-
-bitwise_and, bitwise_or, bitwise_xor = _bitwise(Ops.AND, "bitwise_and"), _bitwise(Ops.OR, "bitwise_or"), _bitwise(Ops.XOR, "bitwise_xor")
-
-
-def _bool(x, fn): return not_equal(x, 0) if asarray_(x, fn).dtype is not dtypes.bool_ else asarray_(x, fn)
-def logical_and(x, y): return bitwise_and(_bool(x, "logical_and"), _bool(y, "logical_and"))
-def logical_or(x, y): return bitwise_or(_bool(x, "logical_or"), _bool(y, "logical_or"))
-def logical_xor(x, y): return bitwise_xor(_bool(x, "logical_xor"), _bool(y, "logical_xor"))
-def logical_not(x): return equal(_bool(x, "logical_not"), False)
-
-
-def bitwise_not(x):
-  a = asarray_(x, "bitwise_not")
-  if a.dtype.is_float: raise TypeError(f"bitwise_not: needs an integer or bool operand, got {a.dtype}")
-  return bitwise_xor(a, Array(UOp.const(a.dtype, True if a.dtype.is_bool else (-1 if not a.dtype.is_unsigned else (1 << a.dtype.bits) - 1), a.shape)))
-
-
-invert = bitwise_not
-
-
-def _shift(op, fn):
-  def f(x, y):
-    (a, b), dt, w = promote(fn, x, y)
-    if not dt.is_int: raise TypeError(f"{fn}: needs integer operands, got {dt}")
-    ua, ub = broadcast_uops(fn, a, b)
-    a, b = Array(ua), Array(ub)
-    big = logical_or(less(b, 0), greater_equal(b, dt.bits))
-    safe = where(big, 0, b)
-    out = Array(a.uop.alu(op, safe.uop))
-    fill = where(less(a, 0), -1, 0) if (op is Ops.SHR and not dt.is_unsigned) else _c(a, 0)
-    return Array(where(big, fill, out).uop.cast(dt), w)
-  f.__name__ = fn
-  return f
-
-
-left_shift, right_shift = _shift(Ops.SHL, "left_shift"), _shift(Ops.SHR, "right_shift")
-
-
-def negative(x):
-  a = asarray_(x, "negative")
-  if a.dtype.is_bool: raise TypeError("negative: not defined on bool; use logical_not")
-  return Array(a.uop.alu(Ops.NEG), a.weak_type)
-
-
-def positive(x): return asarray_(x, "positive")
-
-
-def abs(x):
-  a = asarray_(x, "abs")
-  if a.dtype.is_bool or a.dtype.is_unsigned: return a
-  return where(less(a, 0), negative(a), a) if a.dtype.is_int else Array(where(signbit_(a), negative(a), a).uop, a.weak_type)
-
-
-absolute = abs
-
-
-def signbit_(a): return less(Array(a.uop.bitcast({2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}[a.dtype.itemsize])), 0)
-
-
-def sign(x):
-  a = asarray_(x, "sign")
-  if a.dtype.is_bool: return a
-  one, zero = _c(a, 1), _c(a, 0)
-  s = where(greater(a, 0), one, where(less(a, 0), negative(one) if not a.dtype.is_unsigned else zero, zero))
-  return where(isnan(a), a, s) if a.dtype.is_float else s
-
-
-def reciprocal(x):
-  a = asarray_(x, "reciprocal")
-  return true_divide(1, a) if not a.dtype.is_float else Array(a.uop.alu(Ops.RECIP), a.weak_type)
-
-
-def square(x): a = asarray_(x, "square"); return multiply(a, a)
-
-
-def _half(f):
-  """Compute a composed float function in float32 for float16/bfloat16 inputs and cast back."""
-  def g(x):
-    a, dt = _float(f.__name__, x)
-    if dt.itemsize == 2: return cast(f(cast(a, dtypes.float32)), dt, a.weak_type)
-    return Array(f(a).uop, a.weak_type)
-  g.__name__ = f.__name__
-  g.__doc__ = f.__doc__
-  return g
-
-
-@_half
-def exp(a): return exp2(multiply(a, LOG2E))
-@_half
-def log(a): return multiply(log2(a), LN2)
-@_half
-def log10(a): return multiply(log2(a), math.log10(2.0))
-
-
-@_half
-def log1p(a):
-  u = add(a, 1.0)
-  return where(equal(u, 1.0), a, where(equal(u, float("inf")), u, multiply(log(u), true_divide(a, subtract(u, 1.0)))))
-
-
-@_half
-def expm1(a):
-  u = exp(a)
-  um1 = subtract(u, 1.0)
-  res = where(equal(u, 1.0), a, where(equal(um1, -1.0), -1.0, multiply(um1, true_divide(a, log(u)))))
-  return where(equal(u, float("inf")), u, res)
-
-
-@_half
-def cbrt(a):
-  r = exp2(true_divide(log2(abs(a)), 3.0))
-  r = where(equal(a, 0.0), a, r)
-  return where(signbit_(a), negative(r), r)
-
-
-@_half
-def tan(a): return true_divide(sin(a), cos(a))
-
-
-def arctan2(y, x):
-  (a, b), dt, w = promote("arctan2", y, x)
-  if not dt.is_float: a, b = cast(a, dtypes.default_float()), cast(b, dtypes.default_float())
-  return elementwise(Ops.ATAN2, a, b, fn="arctan2")
-
-
-def arctan(x): a, _ = _float("arctan", x); return Array(arctan2(a, _c(a, 1.0)).uop, a.weak_type)
-@_half
-def arcsin(a): return arctan2(a, sqrt(multiply(subtract(1.0, a), add(1.0, a))))
-@_half
-def arccos(a): return arctan2(sqrt(multiply(subtract(1.0, a), add(1.0, a))), a)
-
-
-@_half
-def tanh(a):
-  e = expm1(multiply(clip(a, -20.0, 20.0), 2.0))
-  return true_divide(e, add(e, 2.0))
-
-
-@_half
-def sinh(a):
-  e = expm1(abs(a))
-  r = where(isinf(e), e, multiply(0.5, add(e, true_divide(e, add(e, 1.0)))))
-  return where(signbit_(a), negative(r), r)
-
-
-@_half
-def cosh(a):
-  e = exp(abs(a))
-  return add(multiply(e, 0.5), true_divide(0.5, e))
-
-
-@_half
-def arcsinh(a):
-  x = abs(a)
-  big = greater(x, 1e18)
-  r = log1p(add(x, true_divide(multiply(x, x), add(1.0, sqrt(add(multiply(x, x), 1.0))))))
-  r = where(big, add(log(x), LN2), r)
-  return where(signbit_(a), negative(r), r)
-
-
-@_half
-def arccosh(a):
-  t = subtract(a, 1.0)
-  r = log1p(add(t, sqrt(add(multiply(t, t), multiply(2.0, t)))))
-  return where(greater(a, 1e18), add(log(a), LN2), r)
-
-
-@_half
-def arctanh(a): return multiply(0.5, log1p(true_divide(multiply(2.0, a), subtract(1.0, a))))
-
-
-def hypot(x, y):
-  (a, b), dt, w = promote("hypot", x, y)
-  a, b = abs(a), abs(b)
-  hi, lo = maximum(a, b), minimum(a, b)
-  r = multiply(hi, sqrt(add(1.0, square(true_divide(lo, where(equal(hi, 0.0), 1.0, hi))))))
-  return where(logical_or(isinf(a), isinf(b)), float("inf"), r)
-
-
-def logaddexp(x, y):
-  (a, b), dt, w = promote("logaddexp", x, y)
-  m = maximum(a, b)
-  r = add(m, log1p(exp(negative(abs(subtract(a, b))))))
-  return where(equal(a, b), add(a, LN2), r)
-
-
-def copysign(x, y):
-  (a, b), dt, w = promote("copysign", x, y)
-  if not dt.is_float: a, b = cast(a, dtypes.default_float()), cast(b, dtypes.default_float())
-  return where(signbit_(b), negative(abs(a)), abs(a))
-
-
-def floor(x):
-  a = asarray_(x, "floor")
-  return a if not a.dtype.is_float else Array(a.uop.alu(Ops.FLOOR), a.weak_type)
-
-
-def ceil(x):
-  a = asarray_(x, "ceil")
-  return a if not a.dtype.is_float else negative(floor(negative(a)))
-
-
-def trunc(x):
-  a = asarray_(x, "trunc")
-  return a if not a.dtype.is_float else where(less(a, 0), ceil(a), floor(a))
-
-
-def round(x, decimals: int = 0):
-  a = asarray_(x, "round")
-  if not a.dtype.is_float: return a
-  if decimals:
-    s = 10.0 ** decimals
-    return true_divide(round(multiply(a, s)), s)
-  r = floor(add(a, 0.5))
-  tie = equal(subtract(r, a), 0.5)
-  odd = not_equal(subtract(r, multiply(floor(multiply(r, 0.5)), 2.0)), 0.0)
-  return where(logical_and(tie, odd), subtract(r, 1.0), r)
-
-
-def isnan(x):
-  a = asarray_(x, "isnan")
-  return not_equal(a, a) if a.dtype.is_float else Array(UOp.const(dtypes.bool_, False, a.shape))
-
-
-def isinf(x):
-  a = asarray_(x, "isinf")
-  return equal(abs(a), float("inf")) if a.dtype.is_float else Array(UOp.const(dtypes.bool_, False, a.shape))
-
-
-def isfinite(x):
-  a = asarray_(x, "isfinite")
-  return logical_not(logical_or(isnan(a), isinf(a))) if a.dtype.is_float else Array(UOp.const(dtypes.bool_, True, a.shape))
-
-
-def fmod(x, y):
-  (a, b), dt, w = promote("fmod", x, y)
-  if dt.is_bool: a, b, dt = cast(a, dtypes.int32), cast(b, dtypes.int32), dtypes.int32
+def _int_guard(b: UOp):
+  """A divisor safe on every device (0 and -1 replaced by 1), and the masks of where it was 0 and -1."""
+  zero = _eq(b, 0)
+  if b.dtype.is_unsigned: return _sel(zero, 1, b), zero, None
+  neg1 = _eq(b, -1)
+  return _sel(_or(zero, neg1), 1, b), zero, neg1
+
+
+def _int_divmod(a: UOp, b: UOp, want_div=True, want_mod=True):
+  """numpy's integer floor division and remainder (x // 0 == x % 0 == 0, INT_MIN // -1 wraps)."""
+  bs, zero, neg1 = _int_guard(b)
+  q, r = a.alu(Ops.IDIV, bs), a.alu(Ops.MOD, bs)  # truncating, with the dividend's sign
+  if not a.dtype.is_unsigned:
+    fix = _and(_ne(r, 0), _ne(_lt(r, 0), _lt(bs, 0)))
+    q = _sel(neg1, -a, _sub(q, fix.cast(a.dtype)))
+    r = _sel(fix, _add(r, bs), r)
+  return (_sel(zero, 0, q) if want_div else None), (_sel(zero, 0, r) if want_mod else None)
+
+
+def _float_divmod(a: UOp, b: UOp):
+  """numpy's npy_divmod: the floor quotient and the remainder with the divisor's sign."""
+  mod = a.alu(Ops.MOD, b)
+  div = _div(_sub(a, mod), b)
+  nz = _ne(mod, 0.0)
+  fix = _and(nz, _ne(_lt(b, 0.0), _lt(mod, 0.0)))
+  mod = _sel(fix, _add(mod, b), _sel(nz, mod, _copysign(_k(a, 0.0), b)))
+  div = _sel(fix, _sub(div, 1.0), div)
+  fl = _floor(div)
+  fl = _sel(_gt(_sub(div, fl), 0.5), _add(fl, 1.0), fl)
+  q = _div(a, b)
+  fl = _sel(_ne(div, 0.0), fl, _copysign(_k(a, 0.0), q))
+  bz = _eq(b, 0.0)
+  return _sel(bz, q, fl), _sel(bz, a.alu(Ops.MOD, b), mod)
+
+
+def _divmod_impl(fn: str, x, y, want_div: bool, want_mod: bool):
+  us, dt, weak = _args(fn, x, y)
+  (a, b), dt = _numeric(us, dt)
   if dt.is_int:
-    zero = equal(b, 0)
-    return where(zero, 0, elementwise(Ops.MOD, a, where(zero, 1, b), fn="fmod"))
-  return elementwise(Ops.MOD, a, b, fn="fmod")
+    q, r = _int_divmod(a, b, want_div, want_mod)
+    return (None if q is None else Array(q, weak)), (None if r is None else Array(r, weak))
+  (wa, wb), _ = _wide([a, b], dt)
+  q, r = _float_divmod(wa, wb)
+  return Array(q.cast(dt), weak), Array(r.cast(dt), weak)
 
 
-def remainder(x, y):
-  (a, b), dt, w = promote("remainder", x, y)
-  r = fmod(a, b)
-  fix = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(b, 0)))
-  return where(fix, add(r, b), r)
+def floor_divide(x, y) -> Array:
+  """x // y elementwise, rounding toward -inf (integer division by zero gives 0).
+
+  >>> tnp.floor_divide(tnp.array([7, -7]), 2)
+  Array([ 3, -4], dtype=int32)
+  """
+  return _divmod_impl("floor_divide", x, y, True, False)[0]
+
+
+def remainder(x, y) -> Array:
+  """x % y elementwise, with the sign of y (integer remainder by zero gives 0).
+
+  >>> tnp.remainder(tnp.array([7, -7]), 3)
+  Array([1, 2], dtype=int32)
+  """
+  return _divmod_impl("remainder", x, y, False, True)[1]
 
 
 mod = remainder
 
 
-def floor_divide(x, y):
-  (a, b), dt, w = promote("floor_divide", x, y)
-  if dt.is_bool: a, b, dt = cast(a, dtypes.int32), cast(b, dtypes.int32), dtypes.int32
+def divmod(x, y) -> tuple[Array, Array]:
+  """(floor_divide(x, y), remainder(x, y)).
+
+  >>> tnp.divmod(tnp.array([7, -7]), 2)
+  (Array([ 3, -4], dtype=int32), Array([1, 1], dtype=int32))
+  """
+  return _divmod_impl("divmod", x, y, True, True)
+
+
+def fmod(x, y) -> Array:
+  """The C remainder: x - trunc(x / y) * y, with the sign of x (integer fmod by zero gives 0).
+
+  >>> tnp.fmod(tnp.array([7, -7]), 3)
+  Array([ 1, -1], dtype=int32)
+  """
+  us, dt, weak = _args("fmod", x, y)
+  (a, b), dt = _numeric(us, dt)
   if dt.is_int:
-    zero = equal(b, 0)
-    bs = where(zero, 1, b)
-    q = elementwise(Ops.IDIV, a, bs, fn="floor_divide")
-    if dt.is_unsigned: return where(zero, 0, q)
-    fix = logical_and(not_equal(fmod(a, bs), 0), not_equal(less(a, 0), less(bs, 0)))
-    return where(zero, 0, subtract(q, cast(fix, dt)))
-  m = fmod(a, b)
-  div = true_divide(subtract(a, m), b)
-  adj = logical_and(not_equal(m, 0), not_equal(less(b, 0), less(m, 0)))
-  div = where(adj, subtract(div, 1.0), div)
-  fd = floor(div)
-  fd = where(greater(subtract(div, fd), 0.5), add(fd, 1.0), fd)
-  return where(equal(b, 0), true_divide(a, b), where(equal(div, 0), multiply(0.0, true_divide(a, b)), fd))
+    bs, zero, _ = _int_guard(b)
+    return Array(_sel(zero, 0, a.alu(Ops.MOD, bs)), weak)
+  return Array(a.alu(Ops.MOD, b), weak)
 
 
-def divmod(x, y): return floor_divide(x, y), remainder(x, y)
+def _int_power(a: UOp, b: UOp) -> UOp:
+  """a ** b exactly (wrapping as numpy) by square-and-multiply over the bits of b; b < 0 gives 0 except for
+  bases 1 and -1 (as JAX)."""
+  dt = a.dtype
+  e = b if dt.is_unsigned else _sel(_lt(b, 0), 0, b)
+  acc, base = _k(a, 1), a
+  for i in range(dt.bits if dt.is_unsigned else dt.bits - 1):
+    bit = _ne(_and(e.alu(Ops.SHR, _k(e, i)), _k(e, 1)), 0)
+    acc = _sel(bit, _mul(acc, base), acc)
+    if i < dt.bits - 2: base = _mul(base, base)
+  if dt.is_unsigned: return acc
+  odd = _ne(_and(b, _k(b, 1)), 0)
+  neg = _sel(_eq(a, 1), 1, _sel(_eq(a, -1), _sel(odd, _k(a, -1), _k(a, 1)), 0))
+  return _sel(_lt(b, 0), neg, acc)
 
 
-def power(x, y):
-  """x ** y; integer powers of integers are exact. >>> tnp.power(2, tnp.arange(3))"""
-  (a, b), dt, w = promote("power", x, y)
-  if dt.is_float: return elementwise(Ops.POW, a, b, fn="power")
-  if dt.is_bool: a, b, dt = cast(a, dtypes.int32), cast(b, dtypes.int32), dtypes.int32
-  ua, ub = broadcast_uops("power", a, b)
-  a, b = Array(ua, w), Array(ub, w)
-  acc, base, e = Array(UOp.const(dt, 1, a.shape), w), a, b
-  for _ in range(dt.bits):
-    acc = where(equal(bitwise_and(e, 1), 1), multiply(acc, base), acc)
-    base = multiply(base, base)
-    e = right_shift(e, 1)
-  if not dt.is_unsigned:
-    neg = less(b, 0)
-    acc = where(neg, where(equal(a, 1), 1, where(equal(a, -1), where(equal(bitwise_and(b, 1), 1), -1, 1), 0)), acc)
-  return acc
+def power(x, y) -> Array:
+  """x ** y elementwise; integer powers of integers are exact.
+
+  >>> tnp.power(2, tnp.arange(4))
+  Array([1, 2, 4, 8], dtype=int32)
+  """
+  us, dt, weak = _args("power", x, y)
+  us, dt = _numeric(us, dt)
+  if dt.is_int: return Array(_int_power(*us), weak)
+  (a, b), _ = _wide(us, dt)
+  return Array(a.alu(Ops.POW, b).cast(dt), weak)
 
 
-def clip(x, min=None, max=None, a_min=None, a_max=None):
-  """x limited to [min, max]. >>> tnp.clip(tnp.arange(4), 1, 2)"""
-  lo = min if min is not None else a_min
-  hi = max if max is not None else a_max
-  out = asarray_(x, "clip")
-  if lo is not None: out = maximum(out, lo)
-  if hi is not None: out = minimum(out, hi)
+pow = power
+
+
+def float_power(x, y) -> Array:
+  """x ** y computed in floating point (float32 unless 64-bit mode is on, as JAX).
+
+  >>> tnp.float_power(2, -1)
+  Array(0.5, dtype=float32, weak_type=True)
+  """
+  us, dt, weak = _args("float_power", x, y)
+  us, dt = _inexact(us, dt)
+  (a, b), _ = _wide(us, dt)
+  return Array(a.alu(Ops.POW, b).cast(dt), weak)
+
+
+def negative(x) -> Array:
+  """-x elementwise (unsigned integers wrap).
+
+  >>> tnp.negative(tnp.arange(3))
+  Array([ 0, -1, -2], dtype=int32)
+  """
+  a = _arr(x, "negative")
+  if a.dtype.is_bool: raise TypeError("negative: not defined on bool; use logical_not")
+  return Array(-a.uop, a.weak_type)
+
+
+def positive(x) -> Array:
+  """+x: the array itself."""
+  return _arr(x, "positive")
+
+
+def abs(x) -> Array:
+  """|x| elementwise (|INT_MIN| wraps to INT_MIN, as numpy).
+
+  >>> tnp.abs(tnp.array([-1.5, 2.0]))
+  Array([1.5, 2. ], dtype=float32)
+  """
+  a = _arr(x, "abs")
+  u = a.uop
+  if u.dtype.is_bool or u.dtype.is_unsigned: return a
+  if u.dtype.is_int: return Array(_sel(_lt(u, 0), -u, u), a.weak_type)
+  return Array(_fabs(u), a.weak_type)
+
+
+absolute = abs
+fabs = _float_unary("fabs", _fabs, "|x| as a float (integers give float32).", wide=False)
+
+
+def sign(x) -> Array:
+  """-1, 0 or 1 by the sign of x (nan for nan; zeros keep their sign).
+
+  >>> tnp.sign(tnp.array([-2.0, 0.0, 3.0]))
+  Array([-1.,  0.,  1.], dtype=float32)
+  """
+  a = _arr(x, "sign")
+  u = a.uop
+  if u.dtype.is_bool: raise TypeError("sign: not defined on bool; cast to an integer type first")
+  if u.dtype.is_unsigned: return Array(_gt(u, 0).cast(u.dtype), a.weak_type)
+  s = _sel(_gt(u, 0), 1, _sel(_lt(u, 0), -1, u))  # u itself where it is 0 (and nan)
+  return Array(s, a.weak_type)
+
+
+reciprocal = _float_unary("reciprocal", lambda u: u.alu(Ops.RECIP), "1 / x (integers give float32, as JAX).\n\n"
+                          "  >>> tnp.reciprocal(tnp.array([2.0, 4.0]))\n  Array([0.5 , 0.25], dtype=float32)\n  ",
+                          wide=False)
+
+
+def square(x) -> Array:
+  """x * x elementwise (bool gives int32, as JAX).
+
+  >>> tnp.square(tnp.arange(3))
+  Array([0, 1, 4], dtype=int32)
+  """
+  a = _arr(x, "square")
+  u = a.uop.cast(dtypes.int32) if a.dtype.is_bool else a.uop
+  return Array(_mul(u, u), a.weak_type)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# powers, exponentials and logarithms
+# ---------------------------------------------------------------------------------------------------------------
+
+def _cbrt(x):
+  a = _fabs(x)
+  r = a.alu(Ops.POW, _k(a, 1.0 / 3.0))
+  r = _sub(r, _div(_sub(r, _div(a, _mul(r, r))), 3.0))  # one Newton step
+  r = _sel(_or(_eq(a, 0.0), _eq(a, INF)), a, r)
+  return _copysign(r, x)
+
+
+sqrt = _float_unary("sqrt", _sqrt, "The non-negative square root (nan for x < 0).\n\n"
+                    "  >>> tnp.sqrt(tnp.array([4.0, 9.0]))\n  Array([2., 3.], dtype=float32)\n  ")
+cbrt = _float_unary("cbrt", _cbrt, "The real cube root.\n\n  >>> tnp.cbrt(tnp.array([-8.0, 27.0]))\n"
+                    "  Array([-2.,  3.], dtype=float32)\n  ")
+exp = _float_unary("exp", _exp, "e ** x.\n\n  >>> tnp.exp(tnp.array([0.0, 1.0]))\n"
+                   "  Array([1.       , 2.7182817], dtype=float32)\n  ")
+exp2 = _float_unary("exp2", _exp2, "2 ** x.\n\n  >>> tnp.exp2(tnp.array([3.0]))\n  Array([8.], dtype=float32)\n  ")
+expm1 = _float_unary("expm1", _expm1, "exp(x) - 1, accurate for small x.\n\n  >>> tnp.expm1(tnp.array([1e-10]))\n"
+                     "  Array([1.e-10], dtype=float32)\n  ")
+log = _float_unary("log", _log, "The natural logarithm.\n\n  >>> tnp.log(tnp.array([1.0]))\n"
+                   "  Array([0.], dtype=float32)\n  ")
+log2 = _float_unary("log2", _log2, "The base-2 logarithm.\n\n  >>> tnp.log2(tnp.array([8.0]))\n"
+                    "  Array([3.], dtype=float32)\n  ")
+log10 = _float_unary("log10", lambda u: _mul(_log2(u), LOG10_2), "The base-10 logarithm.\n\n"
+                     "  >>> tnp.log10(tnp.array([100.0]))\n  Array([2.], dtype=float32)\n  ")
+log1p = _float_unary("log1p", _log1p, "log(1 + x), accurate for small x.\n\n  >>> tnp.log1p(tnp.array([1e-10]))\n"
+                     "  Array([1.e-10], dtype=float32)\n  ")
+
+
+def _logaddexp(a, b, exp_fn, scale):
+  m = a.alu(Ops.MAX, b)
+  d = _sub(a, b)
+  r = _add(m, _mul(_log1p(exp_fn(-_fabs(d))), scale))
+  return _sel(_isnan(d), _add(a, b), r)  # nan operands, or infinities of one sign
+
+
+logaddexp = _float_binary("logaddexp", lambda a, b: _logaddexp(a, b, _exp, 1.0),
+                          "log(exp(x) + exp(y)) without overflow.\n\n  >>> tnp.logaddexp(0.0, 0.0)\n"
+                          "  Array(0.6931472, dtype=float32, weak_type=True)\n  ")
+logaddexp2 = _float_binary("logaddexp2", lambda a, b: _logaddexp(a, b, _exp2, LOG2E),
+                           "log2(2 ** x + 2 ** y) without overflow.\n\n  >>> tnp.logaddexp2(1.0, 1.0)\n"
+                           "  Array(2., dtype=float32, weak_type=True)\n  ")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# trigonometric and hyperbolic
+# ---------------------------------------------------------------------------------------------------------------
+
+def _sqrt1mx2(x): return _sqrt(_mul(_sub(_k(x, 1.0), x), _add(x, 1.0)))  # sqrt(1 - x^2), accurate near |x| = 1
+
+
+def _sinh(x):
+  a = _fabs(x)
+  e = _expm1(a)
+  small = _mul(_add(e, _div(e, _add(e, 1.0))), 0.5)  # (e^a - e^-a) / 2 with e = expm1(a)
+  h = _exp(_mul(a, 0.5))
+  big = _mul(_mul(h, 0.5), h)  # e^a / 2 without overflowing e^a
+  return _copysign(_sel(_gt(a, 10.0), big, small), x)
+
+
+def _cosh(x):
+  a = _fabs(x)
+  e = _exp(a)
+  small = _add(_mul(e, 0.5), _div(_k(e, 0.5), e))
+  h = _exp(_mul(a, 0.5))
+  return _sel(_gt(a, 10.0), _mul(_mul(h, 0.5), h), small)
+
+
+def _tanh(x):
+  e = _expm1(_mul(x.alu(Ops.MAX, _k(x, -20.0)).alu(Ops.MIN, _k(x, 20.0)), 2.0))
+  return _div(e, _add(e, 2.0))
+
+
+def _arcsinh(x):
+  a = _fabs(x)
+  aa = _mul(a, a)
+  r = _log1p(_add(a, _div(aa, _add(_sqrt(_add(aa, 1.0)), 1.0))))
+  return _copysign(_sel(_gt(a, 1e18), _add(_log(a), LN2), r), x)
+
+
+def _arccosh(x):
+  t = _sub(x, 1.0)
+  r = _log1p(_add(t, _sqrt(_mul(t, _add(t, 2.0)))))
+  return _sel(_gt(x, 1e18), _add(_log(x), LN2), r)
+
+
+def _arctanh(x): return _mul(_log1p(_div(_mul(x, 2.0), _sub(_k(x, 1.0), x))), 0.5)
+
+
+def _sinc(x):
+  y = _mul(x, math.pi)
+  return _sel(_eq(x, 0.0), 1.0, _div(y.alu(Ops.SIN), y))
+
+
+sin = _float_unary("sin", lambda u: u.alu(Ops.SIN), "The sine, x in radians.\n\n  >>> tnp.sin(tnp.array([0.0]))\n"
+                   "  Array([0.], dtype=float32)\n  ")
+cos = _float_unary("cos", lambda u: u.alu(Ops.COS), "The cosine, x in radians.\n\n  >>> tnp.cos(tnp.array([0.0]))\n"
+                   "  Array([1.], dtype=float32)\n  ")
+tan = _float_unary("tan", lambda u: _div(u.alu(Ops.SIN), u.alu(Ops.COS)), "The tangent, x in radians.\n\n"
+                   "  >>> tnp.tan(tnp.array([0.0]))\n  Array([0.], dtype=float32)\n  ")
+arcsin = _float_unary("arcsin", lambda u: _atan2(u, _sqrt1mx2(u)), "The inverse sine, in [-pi/2, pi/2].\n\n"
+                      "  >>> tnp.arcsin(tnp.array([0.0]))\n  Array([0.], dtype=float32)\n  ")
+arccos = _float_unary("arccos", lambda u: _atan2(_sqrt1mx2(u), u), "The inverse cosine, in [0, pi].\n\n"
+                      "  >>> tnp.arccos(tnp.array([1.0]))\n  Array([0.], dtype=float32)\n  ")
+arctan = _float_unary("arctan", lambda u: _atan2(u, 1.0), "The inverse tangent, in [-pi/2, pi/2].\n\n"
+                      "  >>> tnp.arctan(tnp.array([0.0]))\n  Array([0.], dtype=float32)\n  ")
+arctan2 = _float_binary("arctan2", _atan2, "The angle of the point (x, y): arctan(y / x) in the right quadrant.\n\n"
+                        "  >>> tnp.arctan2(1.0, 1.0)\n  Array(0.7853982, dtype=float32, weak_type=True)\n  ")
+sinh = _float_unary("sinh", _sinh, "The hyperbolic sine.\n\n  >>> tnp.sinh(tnp.array([0.0]))\n"
+                    "  Array([0.], dtype=float32)\n  ")
+cosh = _float_unary("cosh", _cosh, "The hyperbolic cosine.\n\n  >>> tnp.cosh(tnp.array([0.0]))\n"
+                    "  Array([1.], dtype=float32)\n  ")
+tanh = _float_unary("tanh", _tanh, "The hyperbolic tangent.\n\n  >>> tnp.tanh(tnp.array([0.0]))\n"
+                    "  Array([0.], dtype=float32)\n  ")
+arcsinh = _float_unary("arcsinh", _arcsinh, "The inverse hyperbolic sine.\n\n  >>> tnp.arcsinh(tnp.array([0.0]))\n"
+                       "  Array([0.], dtype=float32)\n  ")
+arccosh = _float_unary("arccosh", _arccosh, "The inverse hyperbolic cosine (nan for x < 1).\n\n"
+                       "  >>> tnp.arccosh(tnp.array([1.0]))\n  Array([0.], dtype=float32)\n  ")
+arctanh = _float_unary("arctanh", _arctanh, "The inverse hyperbolic tangent (nan for |x| > 1).\n\n"
+                       "  >>> tnp.arctanh(tnp.array([0.0]))\n  Array([0.], dtype=float32)\n  ")
+asin, acos, atan, atan2, asinh, acosh, atanh = arcsin, arccos, arctan, arctan2, arcsinh, arccosh, arctanh
+deg2rad = _float_unary("deg2rad", lambda u: _mul(u, math.pi / 180.0), "Degrees to radians.\n\n"
+                       "  >>> tnp.deg2rad(tnp.array([180.0]))\n  Array([3.1415927], dtype=float32)\n  ", wide=False)
+rad2deg = _float_unary("rad2deg", lambda u: _mul(u, 180.0 / math.pi), "Radians to degrees.\n\n"
+                       "  >>> tnp.rad2deg(tnp.array([3.1415927]))\n  Array([180.], dtype=float32)\n  ", wide=False)
+radians, degrees = deg2rad, rad2deg
+sinc = _float_unary("sinc", _sinc, "sin(pi x) / (pi x), 1 at 0.\n\n  >>> tnp.sinc(tnp.array([0.0]))\n"
+                    "  Array([1.], dtype=float32)\n  ")
+
+
+def _hypot(a, b):
+  a, b = _fabs(a), _fabs(b)
+  hi, lo = a.alu(Ops.MAX, b), a.alu(Ops.MIN, b)
+  r = _mul(hi, _sqrt(_add(_k(hi, 1.0), _mul(q := _div(lo, _sel(_eq(hi, 0.0), 1.0, hi)), q))))
+  return _sel(_or(_eq(a, INF), _eq(b, INF)), INF, r)
+
+
+hypot = _float_binary("hypot", _hypot, "sqrt(x^2 + y^2) without overflow or underflow.\n\n"
+                      "  >>> tnp.hypot(3.0, 4.0)\n  Array(5., dtype=float32, weak_type=True)\n  ")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# floating point
+# ---------------------------------------------------------------------------------------------------------------
+
+copysign = _float_binary("copysign", _copysign, "|x| with the sign of y.\n\n  >>> tnp.copysign(2.0, -0.0)\n"
+                         "  Array(-2., dtype=float32, weak_type=True)\n  ")
+
+
+def _minmax(op: Ops, fn: str, ignore_nan: bool, doc: str):
+  def f(x, y) -> Array:
+    (a, b), dt, weak = _args(fn, x, y)
+    out = a.alu(op, b)
+    if ignore_nan and dt.is_float: out = _sel(_isnan(a), b, _sel(_isnan(b), a, out))
+    return Array(out, weak)
+  f.__name__ = f.__qualname__ = fn
+  f.__doc__ = doc
+  return f
+
+
+maximum = _minmax(Ops.MAX, "maximum", False, "The elementwise maximum; nan if either is nan.\n\n"
+                  "  >>> tnp.maximum(tnp.arange(3), 1)\n  Array([1, 1, 2], dtype=int32)\n  ")
+minimum = _minmax(Ops.MIN, "minimum", False, "The elementwise minimum; nan if either is nan.\n\n"
+                  "  >>> tnp.minimum(tnp.arange(3), 1)\n  Array([0, 1, 1], dtype=int32)\n  ")
+fmax = _minmax(Ops.MAX, "fmax", True, "The elementwise maximum, ignoring a nan operand.\n\n"
+               "  >>> tnp.fmax(tnp.array([1.0, tnp.nan]), 0.0)\n  Array([1., 0.], dtype=float32)\n  ")
+fmin = _minmax(Ops.MIN, "fmin", True, "The elementwise minimum, ignoring a nan operand.\n\n"
+               "  >>> tnp.fmin(tnp.array([1.0, tnp.nan]), 0.0)\n  Array([0., 0.], dtype=float32)\n  ")
+
+
+def _rounding(fn: str, body, doc: str):
+  """A rounding function: the identity on integers and bool, exact on floats (no half-type widening needed)."""
+  def f(x) -> Array:
+    a = _arr(x, fn)
+    return a if not a.dtype.is_float else Array(body(a.uop), a.weak_type)
+  f.__name__ = f.__qualname__ = fn
+  f.__doc__ = doc
+  return f
+
+
+def _trunc(u): return _copysign(_floor(_fabs(u)), u)
+
+
+floor = _rounding("floor", _floor, "The largest integer <= x.\n\n  >>> tnp.floor(tnp.array([-1.5, 1.5]))\n"
+                  "  Array([-2.,  1.], dtype=float32)\n  ")
+ceil = _rounding("ceil", lambda u: -_floor(-u), "The smallest integer >= x.\n\n  >>> tnp.ceil(tnp.array([-1.5, 1.5]))\n"
+                 "  Array([-1.,  2.], dtype=float32)\n  ")
+trunc = _rounding("trunc", _trunc, "x rounded toward zero.\n\n  >>> tnp.trunc(tnp.array([-1.5, 1.5]))\n"
+                  "  Array([-1.,  1.], dtype=float32)\n  ")
+fix = _rounding("fix", _trunc, "x rounded toward zero (the same as trunc).\n\n  >>> tnp.fix(tnp.array([-1.5]))\n"
+                "  Array([-1.], dtype=float32)\n  ")
+
+
+def rint(x) -> Array:
+  """x rounded to the nearest integer, halves to even (integers give float32, as JAX).
+
+  >>> tnp.rint(tnp.array([0.5, 1.5, 2.5]))
+  Array([0., 2., 2.], dtype=float32)
+  """
+  a = _to_float(_arr(x, "rint"))
+  return Array(_round_even(a.uop), a.weak_type)
+
+
+def _int_round(u: UOp, decimals: int) -> UOp:
+  """Integers rounded to 10**-decimals (decimals < 0), halves to even, exactly."""
+  scale = 10 ** -decimals
+  if scale > dtypes.max_value(u.dtype): return _k(u, 0)
+  q, r = _int_divmod(u, _k(u, scale))
+  up = _or(_gt(r, scale - r), _and(_eq(r, scale - r), _ne(_and(q, _k(q, 1)), 0)))  # r >= 0 here
+  return _mul(_add(q, up.cast(u.dtype)), scale)
+
+
+def round(a, decimals: int = 0, out=None) -> Array:
+  """a rounded to `decimals` decimal places, halves to even (as numpy).
+
+  >>> tnp.round(tnp.array([0.5, 1.5, 2.675]), 2)
+  Array([0.5  , 1.5  , 2.675], dtype=float32)
+  """
+  if out is not None: raise TypeError("round: the out argument is not supported; arrays are immutable, use the result")
+  x = _arr(a, "round")
+  try:
+    decimals = int(decimals.__index__())
+  except (AttributeError, TypeError):
+    raise TypeError(f"round: decimals must be an integer, got {type(decimals).__name__}") from None
+  u, dt = x.uop, x.dtype
+  if dt.is_bool or (dt.is_int and decimals >= 0): return x
+  if dt.is_int: return Array(_int_round(u, decimals), x.weak_type)
+  if decimals == 0: return Array(_round_even(u), x.weak_type)
+  w = u.cast(F32) if dt.itemsize == 2 else u
+  f = 10.0 ** builtins.abs(decimals)
+  r = _div(_round_even(_mul(w, f)), f) if decimals > 0 else _mul(_round_even(_div(w, f)), f)
+  return Array(r.cast(dt), x.weak_type)
+
+
+around = round
+
+
+def _float_pred(fn: str, body, int_value: bool, doc: str):
+  def f(x) -> Array:
+    a = _arr(x, fn)
+    u = a.uop
+    return Array(body(u) if u.dtype.is_float else _k(u, int_value, dtypes.bool_))
+  f.__name__ = f.__qualname__ = fn
+  f.__doc__ = doc
+  return f
+
+
+isnan = _float_pred("isnan", _isnan, False, "Whether x is nan.\n\n  >>> tnp.isnan(tnp.array([1.0, tnp.nan]))\n"
+                    "  Array([False,  True], dtype=bool)\n  ")
+isinf = _float_pred("isinf", lambda u: _eq(_fabs(u), INF), False, "Whether x is +inf or -inf.\n\n"
+                    "  >>> tnp.isinf(tnp.array([1.0, -tnp.inf]))\n  Array([False,  True], dtype=bool)\n  ")
+isfinite = _float_pred("isfinite", lambda u: _lt(_fabs(u), INF), True, "Whether x is neither inf nor nan.\n\n"
+                       "  >>> tnp.isfinite(tnp.array([1.0, tnp.nan]))\n  Array([ True, False], dtype=bool)\n  ")
+isposinf = _float_pred("isposinf", lambda u: _eq(u, INF), False, "Whether x is +inf.")
+isneginf = _float_pred("isneginf", lambda u: _eq(u, -INF), False, "Whether x is -inf.")
+
+
+def signbit(x) -> Array:
+  """Whether the sign bit of x is set (also for -0.0 and negative nan).
+
+  >>> tnp.signbit(tnp.array([-0.0, 1.0]))
+  Array([ True, False], dtype=bool)
+  """
+  a = _arr(x, "signbit")
+  u = a.uop
+  if u.dtype.is_float: return Array(_signbit(u))
+  if u.dtype.is_int and not u.dtype.is_unsigned: return Array(_lt(u, 0))
+  return Array(_k(u, False, dtypes.bool_))
+
+
+def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Array:
+  """x with nan, +inf and -inf replaced by `nan`, `posinf` and `neginf` (default: 0 and the largest finite values).
+
+  >>> tnp.nan_to_num(tnp.array([tnp.nan, tnp.inf]))
+  Array([0.0000000e+00, 3.4028235e+38], dtype=float32)
+  """
+  a = _arr(x, "nan_to_num")
+  u, dt = a.uop, a.dtype
+  if not dt.is_float: return a
+  big = dtypes.finfo_max(dt)
+  out = _sel(_isnan(u), float(nan), u)
+  out = _sel(_eq(u, INF), float(big if posinf is None else posinf), out)
+  out = _sel(_eq(u, -INF), float(-big if neginf is None else neginf), out)
+  return Array(out, a.weak_type)
+
+
+def _heaviside(a, b):
+  return _sel(_isnan(a), a, _sel(_lt(a, 0.0), 0.0, _sel(_gt(a, 0.0), 1.0, b)))
+
+
+heaviside = _float_binary("heaviside", _heaviside, "0 where x1 < 0, x2 where x1 == 0, 1 where x1 > 0.\n\n"
+                          "  >>> tnp.heaviside(tnp.array([-1.0, 0.0, 2.0]), 0.5)\n"
+                          "  Array([0. , 0.5, 1. ], dtype=float32)\n  ")
+
+
+def clip(x, /, min=None, max=None, *, a_min=None, a_max=None) -> Array:
+  """x limited to [min, max] (either may be None); as jnp.clip, max wins where min > max.
+
+  >>> tnp.clip(tnp.arange(5), 1, 3)
+  Array([1, 1, 2, 3, 3], dtype=int32)
+  """
+  if a_min is not None:
+    if min is not None: raise ValueError("clip: pass min or a_min, not both (a_min is the old name of min)")
+    min = a_min
+  if a_max is not None:
+    if max is not None: raise ValueError("clip: pass max or a_max, not both (a_max is the old name of max)")
+    max = a_max
+  out = _arr(x, "clip")
+  if min is not None: out = _minmax(Ops.MAX, "clip", False, "")(min, out)
+  if max is not None: out = _minmax(Ops.MIN, "clip", False, "")(max, out)
   return out
+
+
+def conj(x) -> Array:
+  """The complex conjugate; tracegrad arrays are real, so x itself."""
+  return _arr(x, "conj")
+
+
+conjugate = conj
+
+
+def real(x) -> Array:
+  """The real part; tracegrad arrays are real, so x itself."""
+  return _arr(x, "real")
+
+
+def imag(x) -> Array:
+  """The imaginary part; tracegrad arrays are real, so zeros."""
+  a = _arr(x, "imag")
+  return Array(_k(a.uop, 0), a.weak_type)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# comparison and logic
+# ---------------------------------------------------------------------------------------------------------------
+
+def _compare(fn: str, body, doc: str):
+  def f(x, y) -> Array:
+    (a, b), _, _ = _args(fn, x, y)
+    return Array(body(a, b))
+  f.__name__ = f.__qualname__ = fn
+  f.__doc__ = doc
+  return f
+
+
+equal = _compare("equal", _eq, "x == y elementwise.\n\n  >>> tnp.equal(tnp.arange(3), 1)\n"
+                 "  Array([False,  True, False], dtype=bool)\n  ")
+not_equal = _compare("not_equal", _ne, "x != y elementwise.\n\n  >>> tnp.not_equal(tnp.arange(3), 1)\n"
+                     "  Array([ True, False,  True], dtype=bool)\n  ")
+less = _compare("less", _lt, "x < y elementwise.\n\n  >>> tnp.less(tnp.arange(3), 1)\n"
+                "  Array([ True, False, False], dtype=bool)\n  ")
+greater = _compare("greater", _gt, "x > y elementwise.\n\n  >>> tnp.greater(tnp.arange(3), 1)\n"
+                   "  Array([False, False,  True], dtype=bool)\n  ")
+less_equal = _compare("less_equal", lambda a, b: _or(_lt(a, b), _eq(a, b)), "x <= y elementwise.\n\n"
+                      "  >>> tnp.less_equal(tnp.arange(3), 1)\n  Array([ True,  True, False], dtype=bool)\n  ")
+greater_equal = _compare("greater_equal", lambda a, b: _or(_gt(a, b), _eq(a, b)), "x >= y elementwise.\n\n"
+                         "  >>> tnp.greater_equal(tnp.arange(3), 1)\n  Array([False,  True,  True], dtype=bool)\n  ")
+
+
+def _truth(a: Array) -> Array:
+  return a if a.dtype.is_bool else Array(_ne(a.uop, 0))
+
+
+def _logical(op: Ops, fn: str, doc: str):
+  def f(x, y) -> Array:
+    a, b = _truth(_arr(x, fn)), _truth(_arr(y, fn))
+    ua, ub = broadcast_uops(fn, a, b)
+    return Array(ua.alu(op, ub))
+  f.__name__ = f.__qualname__ = fn
+  f.__doc__ = doc
+  return f
+
+
+logical_and = _logical(Ops.AND, "logical_and", "Whether both x and y are nonzero.\n\n"
+                       "  >>> tnp.logical_and(tnp.arange(3), 1)\n  Array([False,  True,  True], dtype=bool)\n  ")
+logical_or = _logical(Ops.OR, "logical_or", "Whether x or y is nonzero.\n\n  >>> tnp.logical_or(tnp.arange(3), 0)\n"
+                      "  Array([False,  True,  True], dtype=bool)\n  ")
+logical_xor = _logical(Ops.XOR, "logical_xor", "Whether exactly one of x and y is nonzero.\n\n"
+                       "  >>> tnp.logical_xor(tnp.arange(3), 1)\n  Array([ True, False, False], dtype=bool)\n  ")
+
+
+def logical_not(x) -> Array:
+  """Whether x is zero.
+
+  >>> tnp.logical_not(tnp.arange(3))
+  Array([ True, False, False], dtype=bool)
+  """
+  return Array(_not(_truth(_arr(x, "logical_not")).uop))
+
+
+def _bitwise(op: Ops, fn: str, doc: str):
+  def f(x, y) -> Array:
+    (a, b), dt, weak = _args(fn, x, y)
+    if dt.is_float: raise TypeError(f"{fn}: needs integer or bool operands, got {dt}")
+    return Array(a.alu(op, b), weak)
+  f.__name__ = f.__qualname__ = fn
+  f.__doc__ = doc
+  return f
+
+
+bitwise_and = _bitwise(Ops.AND, "bitwise_and", "x & y bit by bit.\n\n  >>> tnp.bitwise_and(tnp.arange(4), 1)\n"
+                       "  Array([0, 1, 0, 1], dtype=int32)\n  ")
+bitwise_or = _bitwise(Ops.OR, "bitwise_or", "x | y bit by bit.\n\n  >>> tnp.bitwise_or(tnp.arange(4), 1)\n"
+                      "  Array([1, 1, 3, 3], dtype=int32)\n  ")
+bitwise_xor = _bitwise(Ops.XOR, "bitwise_xor", "x ^ y bit by bit.\n\n  >>> tnp.bitwise_xor(tnp.arange(4), 1)\n"
+                       "  Array([1, 0, 3, 2], dtype=int32)\n  ")
+
+
+def bitwise_not(x) -> Array:
+  """~x bit by bit (logical not for bools).
+
+  >>> tnp.bitwise_not(tnp.arange(3))
+  Array([-1, -2, -3], dtype=int32)
+  """
+  a = _arr(x, "bitwise_not")
+  u, dt = a.uop, a.dtype
+  if dt.is_float: raise TypeError(f"bitwise_not: needs an integer or bool operand, got {dt}")
+  ones = True if dt.is_bool else (1 << dt.bits) - 1 if dt.is_unsigned else -1
+  return Array(u.alu(Ops.XOR, _k(u, ones)), a.weak_type)
+
+
+invert = bitwise_invert = bitwise_not
+
+
+def _shift(op: Ops, fn: str, doc: str):
+  def f(x, y) -> Array:
+    us, dt, weak = _args(fn, x, y)
+    if dt.is_float: raise TypeError(f"{fn}: needs integer operands, got {dt}")
+    (a, b), dt = _numeric(us, dt)
+    # counts outside [0, bits) shift everything out, as numpy: 0, or -1 for an arithmetic right shift of a negative
+    out_of_range = _or(_lt(b, 0), _gt(b, dt.bits - 1)) if not dt.is_unsigned else _gt(b, dt.bits - 1)
+    out = a.alu(op, _sel(out_of_range, 0, b))
+    fill = _sel(_lt(a, 0), -1, _k(a, 0)) if op is Ops.SHR and not dt.is_unsigned else _k(a, 0)
+    return Array(_sel(out_of_range, fill, out), weak)
+  f.__name__ = f.__qualname__ = fn
+  f.__doc__ = doc
+  return f
+
+
+left_shift = _shift(Ops.SHL, "left_shift", "x << y (counts >= the bit width give 0).\n\n"
+                    "  >>> tnp.left_shift(1, tnp.arange(4))\n  Array([1, 2, 4, 8], dtype=int32)\n  ")
+right_shift = _shift(Ops.SHR, "right_shift", "x >> y, arithmetic for signed types (counts >= the bit width give 0, "
+                     "or -1 for negative x).\n\n  >>> tnp.right_shift(8, tnp.arange(4))\n"
+                     "  Array([8, 4, 2, 1], dtype=int32)\n  ")
+bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
+
+
+def where(condition, x=None, y=None, /) -> Array:
+  """x where condition is true (nonzero), else y.
+
+  >>> tnp.where(tnp.arange(3) > 0, 1.0, -1.0)
+  Array([-1.,  1.,  1.], dtype=float32)
+  """
+  if x is None or y is None:
+    raise TypeError("where: pass condition, x and y (the one-argument form of numpy is not supported; for the indices "
+                    "of the true values use tracegrad.numpy.nonzero(condition))")
+  c = _truth(_arr(condition, "where"))
+  (ua, ub), _, weak = _args("where", x, y)
+  uc, ua, ub = broadcast_uops("where", c, Array(ua), Array(ub))
+  return Array(uc.where(ua, ub), weak)
