@@ -61,7 +61,9 @@ def _ne(a, b): return a.alu(Ops.CMPNE, _c(a, b))
 def _and(a, b): return a.alu(Ops.AND, b)
 def _or(a, b): return a.alu(Ops.OR, b)
 def _not(c): return c.alu(Ops.XOR, _k(c, True))
-def _sel(c, a, b): return c.where(_c(b, a) if not isinstance(a, UOp) else a, _c(a, b) if isinstance(a, UOp) else b)
+def _sel(c, a, b):
+  ref = a if isinstance(a, UOp) else b  # at most one of a and b is a Python number
+  return c.where(_c(ref, a), _c(ref, b))
 def _isnan(u): return _ne(u, u)
 def _exp2(u): return u.alu(Ops.EXP2)
 def _log2(u): return u.alu(Ops.LOG2)
@@ -313,11 +315,11 @@ def _int_power(a: UOp, b: UOp) -> UOp:
   bases 1 and -1 (as JAX)."""
   dt = a.dtype
   e = b if dt.is_unsigned else _sel(_lt(b, 0), 0, b)
-  acc, base = _k(a, 1), a
-  for i in range(dt.bits if dt.is_unsigned else dt.bits - 1):
+  acc, base, n = _k(a, 1), a, dt.bits if dt.is_unsigned else dt.bits - 1
+  for i in range(n):
     bit = _ne(_and(e.alu(Ops.SHR, _k(e, i)), _k(e, 1)), 0)
     acc = _sel(bit, _mul(acc, base), acc)
-    if i < dt.bits - 2: base = _mul(base, base)
+    if i < n - 1: base = _mul(base, base)
   if dt.is_unsigned: return acc
   odd = _ne(_and(b, _k(b, 1)), 0)
   neg = _sel(_eq(a, 1), 1, _sel(_eq(a, -1), _sel(odd, _k(a, -1), _k(a, 1)), 0))
@@ -500,6 +502,7 @@ def _arcsinh(x):
 def _arccosh(x):
   t = _sub(x, 1.0)
   r = _log1p(_add(t, _sqrt(_mul(t, _add(t, 2.0)))))
+  r = _sel(_lt(x, 1.0), NAN, r)  # t * (t + 2) is positive again for x < -1
   return _sel(_gt(x, 1e18), _add(_log(x), LN2), r)
 
 
@@ -625,7 +628,8 @@ def _int_round(u: UOp, decimals: int) -> UOp:
   scale = 10 ** -decimals
   if scale > dtypes.max_value(u.dtype): return _k(u, 0)
   q, r = _int_divmod(u, _k(u, scale))
-  up = _or(_gt(r, scale - r), _and(_eq(r, scale - r), _ne(_and(q, _k(q, 1)), 0)))  # r >= 0 here
+  rest = _sub(_k(r, scale), r)  # r >= 0 here
+  up = _or(_gt(r, rest), _and(_eq(r, rest), _ne(_and(q, _k(q, 1)), 0)))
   return _mul(_add(q, up.cast(u.dtype)), scale)
 
 
@@ -725,8 +729,10 @@ def clip(x, /, min=None, max=None, *, a_min=None, a_max=None) -> Array:
     if max is not None: raise ValueError("clip: pass max or a_max, not both (a_max is the old name of max)")
     max = a_max
   out = _arr(x, "clip")
-  if min is not None: out = _minmax(Ops.MAX, "clip", False, "")(min, out)
-  if max is not None: out = _minmax(Ops.MIN, "clip", False, "")(max, out)
+  for bound, op in ((min, Ops.MAX), (max, Ops.MIN)):
+    if bound is None: continue
+    (b, o), _, weak = _args("clip", bound, out)
+    out = Array(b.alu(op, o), weak)
   return out
 
 
@@ -874,6 +880,6 @@ def where(condition, x=None, y=None, /) -> Array:
     raise TypeError("where: pass condition, x and y (the one-argument form of numpy is not supported; for the indices "
                     "of the true values use tracegrad.numpy.nonzero(condition))")
   c = _truth(_arr(condition, "where"))
-  (ua, ub), _, weak = _args("where", x, y)
-  uc, ua, ub = broadcast_uops("where", c, Array(ua), Array(ub))
+  (a, b), _, weak = promote("where", x, y)
+  uc, ua, ub = broadcast_uops("where", c, a, b)
   return Array(uc.where(ua, ub), weak)

@@ -643,6 +643,7 @@ def _constant_values(cv, x: Array) -> list[tuple[UOp, UOp]] | None:
       return [(u, u)] * x.ndim
     if cv.is_traced: raise TypeError("pad: a traced constant_values must be a scalar")
   v = np.asarray(cv)
+  if v.dtype == dtypes.bfloat16.np: v = v.astype(np.float32)
   if v.dtype.kind not in "biuf": raise TypeError(f"pad: constant_values must be numbers, got {cv!r}")
   if not v.any(): return None
   try:
