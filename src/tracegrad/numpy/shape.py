@@ -412,7 +412,7 @@ def _split(fn: str, ary, indices_or_sections, axis, equal: bool) -> list[Array]:
                        f"sections (use array_split for unequal sections)")
     each, extra = divmod(n, k)
     sizes = [each + 1] * extra + [each] * (k - extra)
-    bounds = [0] + list(np.cumsum(sizes))
+    bounds = [0] + [int(b) for b in np.cumsum(sizes)]
   return [_slice_axis(x, ax, lo, max(lo, hi)) for lo, hi in zip(bounds[:-1], bounds[1:])]
 
 
@@ -521,7 +521,7 @@ def roll(a, shift, axis=None) -> Array:
   if axis is None: return reshape(roll(ravel(x), shift, 0), x.shape)
   if isinstance(shift, Array) and shift.is_traced:
     if shift.ndim > 1: raise ValueError(f"roll: shift must be a scalar or 1-D, got shape {shift.shape}")
-    shifts = [shift] if shift.ndim == 0 else [_w(shift, _slice_axis(shift, 0, i, i + 1).uop) for i in range(shift.shape[0])]
+    shifts = [shift] if shift.ndim == 0 else list(unstack(shift))
   else:
     shifts = list(_ints(shift, "roll", "shift"))
   axes = _ints(axis, "roll", "axis")
@@ -625,7 +625,8 @@ def _pad_widths(pad_width, nd: int) -> list[tuple[int, int]]:
   try:
     arr = np.asarray(pw)
   except ValueError:
-    raise ValueError(f"pad: pad_width {pad_width!r} must be an int, a (before, after) pair or one pair per axis") from None
+    raise ValueError(f"pad: pad_width {pad_width!r} must be an int, a (before, after) pair or one pair per "
+                     f"axis") from None
   if arr.dtype.kind not in "iu" and not (arr.size == 0 and arr.dtype.kind == "f"):
     raise TypeError(f"pad: pad_width must be integers, got {pad_width!r}")
   try:
@@ -670,22 +671,17 @@ def pad(array, pad_width, mode: str = "constant", *, constant_values=0, **kwargs
   unknown = set(kwargs) - {"reflect_type"}
   if unknown: raise TypeError(f"pad: unexpected keyword arguments {sorted(unknown)}")
   pw = _pad_widths(pad_width, x.ndim)
+  if any(lo < 0 or hi < 0 for lo, hi in pw):
+    raise ValueError(f"pad: pad_width must be non-negative, got {pad_width!r}; slice the array to crop it")
   if mode in ("constant", "empty"):
-    # negative widths crop (SLICE); then zeros (PAD) or constant blocks (CONCAT)
-    crop = tuple((max(0, -lo), n - max(0, -hi), 1) for n, (lo, hi) in zip(x.shape, pw))
-    if any(s > e for s, e, _ in crop):
-      raise ValueError(f"pad: negative pad_width {pad_width!r} crops more than the shape {x.shape} holds")
-    u = x.uop.slice(crop)
-    pos = [(max(0, lo), max(0, hi)) for lo, hi in pw]
+    u = x.uop
     cv = None if mode == "empty" else _constant_values(constant_values, x)
-    if cv is None: return _w(x, u.pad(pos))
-    for ax, ((lo, hi), (clo, chi)) in enumerate(zip(pos, cv)):
+    if cv is None: return _w(x, u.pad(pw))
+    for ax, ((lo, hi), (clo, chi)) in enumerate(zip(pw, cv)):
       block = lambda c, k: c.reshape((1,) * u.ndim).broadcast(u.shape[:ax] + (k,) + u.shape[ax + 1:])
       parts = ([block(clo, lo)] if lo else []) + [u] + ([block(chi, hi)] if hi else [])
       u = UOp.concat(parts, ax)
     return _w(x, u)
-  if any(lo < 0 or hi < 0 for lo, hi in pw):
-    raise ValueError(f"pad: pad_width must be non-negative for mode {mode!r}, got {pad_width!r}")
   for ax, (lo, hi) in enumerate(pw):
     if lo == hi == 0: continue
     n = x.shape[ax]
