@@ -9,7 +9,7 @@ from ..ir.dtypes import DType
 from ..ir.shapes import fmt
 
 __all__ = ["Array", "UOp", "Ops", "dtypes", "DType", "fmt", "asarray_", "promote", "broadcast_uops", "elementwise",
-           "normalize_axis", "normalize_axes", "wrap", "cast", "const_like"]
+           "normalize_axis", "normalize_axes", "wrap", "cast", "const_like", "sum_dtype"]
 
 
 def asarray_(x, fn: str) -> Array:
@@ -70,3 +70,13 @@ def normalize_axes(axis, ndim: int, fn: str, name: str = "axis") -> tuple[int, .
   out = tuple(normalize_axis(a, ndim, fn, name) for a in axes)
   if len(set(out)) != len(out): raise ValueError(f"{fn}: repeated {name} in {axis}")
   return tuple(sorted(out))
+
+
+def sum_dtype(d: DType) -> DType:
+  """JAX's dtype for sums: bool and narrow integers accumulate in the default (unsigned) integer."""
+  if d.is_bool: return dtypes.default_int()
+  if d.is_unsigned:
+    du = dtypes.canonicalize(dtypes.uint64)
+    return du if d.itemsize < du.itemsize else d
+  if d.is_int: return dtypes.default_int() if d.itemsize < dtypes.default_int().itemsize else d
+  return d

@@ -13,7 +13,7 @@ import math
 from ..array import Array, to_array
 from ..ir import Ops, UOp, dtypes
 from ..ir.dtypes import DType
-from .core import normalize_axes, normalize_axis, promote
+from .core import normalize_axes, normalize_axis, promote, sum_dtype
 
 __all__ = ["sum", "prod", "product", "max", "min", "amax", "amin", "argmax", "argmin", "mean", "var", "std", "any",
            "all", "cumsum", "cumprod", "cumulative_sum", "cumulative_prod", "nancumsum", "nancumprod", "ptp",
@@ -37,14 +37,6 @@ def _no_out(out, fn: str):
 def _upcast_f16(d: DType) -> DType: return dtypes.float32 if d in _SMALL_FLOATS else d
 
 
-def _promote_int(d: DType) -> DType:
-  """JAX's integer promotion for sums: bool and narrow ints widen to the default (unsigned) integer."""
-  if d.is_bool: return dtypes.default_int()
-  if d.is_unsigned:
-    du = dtypes.canonicalize(dtypes.uint64)
-    return du if d.itemsize < du.itemsize else d
-  if d.is_int: return dtypes.default_int() if d.itemsize < dtypes.default_int().itemsize else d
-  return d
 
 
 def _inexact(d: DType) -> DType: return d if d.is_float else dtypes.default_float()
@@ -96,7 +88,7 @@ def _sum_prod(fn, op, a, axis, dtype, keepdims, initial, where, promote_integers
   x = _arr(a, fn)
   axes = normalize_axes(axis, x.ndim, fn)
   d = _dtype_arg(dtype, fn)
-  out_dt = d if d is not None else (_promote_int(x.dtype) if promote_integers else x.dtype)
+  out_dt = d if d is not None else (sum_dtype(x.dtype) if promote_integers else x.dtype)
   mask = _mask(where, x, fn)
   ident = 0 if op is Ops.REDUCE_SUM else 1
   u = x.uop
@@ -491,9 +483,9 @@ def _cumulative(fn, op, a, axis, dtype, promote_integers=False, nan_fill=None, i
   if nan_fill is not None and u.dtype.is_float: u = _isnan(u).where(_const(u.dtype, nan_fill, u.shape), u)
   d = _dtype_arg(dtype, fn)
   if d is None:
-    res = comp = _promote_int(x.dtype) if promote_integers or x.dtype.is_bool else x.dtype
+    res = comp = sum_dtype(x.dtype) if promote_integers or x.dtype.is_bool else x.dtype
   elif d.is_bool:  # accumulate in an integer, then read back as bool
-    res, comp = d, _promote_int(d)
+    res, comp = d, sum_dtype(d)
     u = _nonzero(u)
   else:
     res = comp = d

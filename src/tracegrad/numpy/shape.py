@@ -12,7 +12,7 @@ import numpy as np
 from ..array import Array
 from ..ir import Ops, UOp, broadcast_shapes as _bshapes, dtypes
 from ..ir.dtypes import DType
-from .core import asarray_, normalize_axis, promote
+from .core import asarray_, normalize_axis, promote, sum_dtype
 
 __all__ = ["reshape", "ravel", "transpose", "permute_dims", "swapaxes", "moveaxis", "expand_dims", "squeeze",
            "broadcast_to", "broadcast_arrays", "broadcast_shapes", "concatenate", "concat", "stack", "hstack", "vstack",
@@ -742,14 +742,6 @@ def diagflat(v, k: int = 0) -> Array:
   return diag(ravel(asarray_(v, "diagflat")), k)
 
 
-def _sum_dtype(d: DType) -> DType:
-  """JAX's sum dtype: bool and narrow integers accumulate in the default (unsigned) integer."""
-  if d.is_bool: return dtypes.default_int()
-  if d.is_unsigned:
-    du = dtypes.canonicalize(dtypes.uint64)
-    return du if d.itemsize < du.itemsize else d
-  if d.is_int: return dtypes.default_int() if d.itemsize < dtypes.default_int().itemsize else d
-  return d
 
 
 def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None, out=None) -> Array:
@@ -762,7 +754,7 @@ def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None, out=No
   x = asarray_(a, "trace")
   dg = diagonal(x, offset, axis1, axis2)
   d = _dtype_arg(dtype, "trace")
-  out_dt = d if d is not None else _sum_dtype(x.dtype)
+  out_dt = d if d is not None else sum_dtype(x.dtype)
   u, keep = dg.uop, dg.shape[:-1]
   if out_dt.is_bool:  # a boolean sum is `or`
     nz = u if u.dtype.is_bool else u.alu(Ops.CMPNE, UOp.const(u.dtype, 0, u.shape))
