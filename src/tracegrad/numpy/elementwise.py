@@ -48,6 +48,13 @@ F32 = dtypes.float32
 # UOp helpers: the compositions below are written on UOps of one shape and dtype; a Python number is a constant
 # ---------------------------------------------------------------------------------------------------------------
 
+
+def _named(f, fn: str, doc: str):
+  """f under the public name `fn`, with docstring `doc` (for functions made by the factories below)."""
+  f.__name__ = f.__qualname__ = fn
+  f.__doc__ = doc
+  return f
+
 def _k(u: UOp, v, dtype: DType | None = None) -> UOp: return UOp.const(dtype or u.dtype, v, u.shape)
 def _c(u: UOp, v) -> UOp: return v if isinstance(v, UOp) else _k(u, v)
 def _add(a, b): return a.alu(Ops.ADD, _c(a, b))
@@ -165,9 +172,7 @@ def _float_unary(fn: str, body, doc: str = "", wide: bool = True):
     u, dt = a.uop, a.dtype
     if wide and dt.itemsize == 2: return Array(body(u.cast(F32)).cast(dt), a.weak_type)
     return Array(body(u), a.weak_type)
-  f.__name__ = f.__qualname__ = fn
-  f.__doc__ = doc or f"Elementwise {fn}, as jax.numpy.{fn}."
-  return f
+  return _named(f, fn, doc or f"Elementwise {fn}, as jax.numpy.{fn}.")
 
 
 def _float_binary(fn: str, body, doc: str = ""):
@@ -177,9 +182,7 @@ def _float_binary(fn: str, body, doc: str = ""):
     us, dt = _inexact(us, dt)
     ws, _ = _wide(us, dt)
     return Array(body(*ws).cast(dt), weak)
-  f.__name__ = f.__qualname__ = fn
-  f.__doc__ = doc or f"Elementwise {fn}, as jax.numpy.{fn}."
-  return f
+  return _named(f, fn, doc or f"Elementwise {fn}, as jax.numpy.{fn}.")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -193,9 +196,7 @@ def _arith(op: Ops, fn: str, bool_op: Ops | None, doc: str):
       if bool_op is None: raise TypeError(f"{fn}: not defined on bool operands; use logical_xor, or cast to int first")
       return Array(us[0].alu(bool_op, us[1]), weak)
     return Array(us[0].alu(op, us[1]), weak)
-  f.__name__ = f.__qualname__ = fn
-  f.__doc__ = doc
-  return f
+  return _named(f, fn, doc)
 
 
 add = _arith(Ops.ADD, "add", Ops.OR, "x + y elementwise (logical or for bools).\n\n  >>> tnp.add(tnp.arange(3), 1)\n"
@@ -575,9 +576,7 @@ def _minmax(op: Ops, fn: str, ignore_nan: bool, doc: str):
     out = a.alu(op, b)
     if ignore_nan and dt.is_float: out = _sel(_isnan(a), b, _sel(_isnan(b), a, out))
     return Array(out, weak)
-  f.__name__ = f.__qualname__ = fn
-  f.__doc__ = doc
-  return f
+  return _named(f, fn, doc)
 
 
 maximum = _minmax(Ops.MAX, "maximum", False, "The elementwise maximum; nan if either is nan.\n\n"
@@ -595,9 +594,7 @@ def _rounding(fn: str, body, doc: str):
   def f(x) -> Array:
     a = _arr(x, fn)
     return a if not a.dtype.is_float else Array(body(a.uop), a.weak_type)
-  f.__name__ = f.__qualname__ = fn
-  f.__doc__ = doc
-  return f
+  return _named(f, fn, doc)
 
 
 def _trunc(u): return _copysign(_floor(_fabs(u)), u)
@@ -663,9 +660,7 @@ def _float_pred(fn: str, body, int_value: bool, doc: str):
     a = _arr(x, fn)
     u = a.uop
     return Array(body(u) if u.dtype.is_float else _k(u, int_value, dtypes.bool_))
-  f.__name__ = f.__qualname__ = fn
-  f.__doc__ = doc
-  return f
+  return _named(f, fn, doc)
 
 
 isnan = _float_pred("isnan", _isnan, False, "Whether x is nan.\n\n  >>> tnp.isnan(tnp.array([1.0, tnp.nan]))\n"
@@ -764,9 +759,7 @@ def _compare(fn: str, body, doc: str):
   def f(x, y) -> Array:
     (a, b), _, _ = _args(fn, x, y)
     return Array(body(a, b))
-  f.__name__ = f.__qualname__ = fn
-  f.__doc__ = doc
-  return f
+  return _named(f, fn, doc)
 
 
 equal = _compare("equal", _eq, "x == y elementwise.\n\n  >>> tnp.equal(tnp.arange(3), 1)\n"
@@ -792,9 +785,7 @@ def _logical(op: Ops, fn: str, doc: str):
     a, b = _truth(_arr(x, fn)), _truth(_arr(y, fn))
     ua, ub = broadcast_uops(fn, a, b)
     return Array(ua.alu(op, ub))
-  f.__name__ = f.__qualname__ = fn
-  f.__doc__ = doc
-  return f
+  return _named(f, fn, doc)
 
 
 logical_and = _logical(Ops.AND, "logical_and", "Whether both x and y are nonzero.\n\n"
@@ -819,9 +810,7 @@ def _bitwise(op: Ops, fn: str, doc: str):
     (a, b), dt, weak = _args(fn, x, y)
     if dt.is_float: raise TypeError(f"{fn}: needs integer or bool operands, got {dt}")
     return Array(a.alu(op, b), weak)
-  f.__name__ = f.__qualname__ = fn
-  f.__doc__ = doc
-  return f
+  return _named(f, fn, doc)
 
 
 bitwise_and = _bitwise(Ops.AND, "bitwise_and", "x & y bit by bit.\n\n  >>> tnp.bitwise_and(tnp.arange(4), 1)\n"
@@ -858,9 +847,7 @@ def _shift(op: Ops, fn: str, doc: str):
     out = a.alu(op, _sel(out_of_range, 0, b))
     fill = _sel(_lt(a, 0), -1, _k(a, 0)) if op is Ops.SHR and not dt.is_unsigned else _k(a, 0)
     return Array(_sel(out_of_range, fill, out), weak)
-  f.__name__ = f.__qualname__ = fn
-  f.__doc__ = doc
-  return f
+  return _named(f, fn, doc)
 
 
 left_shift = _shift(Ops.SHL, "left_shift", "x << y (counts >= the bit width give 0).\n\n"
