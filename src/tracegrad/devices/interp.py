@@ -109,6 +109,38 @@ def _einsum(u: UOp, ops, vals):
   return np.einsum(f"{subs[0]},{subs[1]}->{out}", *args, optimize=True).reshape(u.shape).astype(u.dtype.np, copy=False)
 
 
+def _run(graph, vals) -> list:
+  """A sub-graph's outputs for input values (the interp device runs control flow one step at a time)."""
+  return _execute(list(graph.outputs), dict(zip(graph.inputs, vals)))
+
+
+def _scan(vals, body, n_consts, n_carry, length, reverse):
+  consts, carry, xs = vals[:n_consts], list(vals[n_consts:n_consts + n_carry]), vals[n_consts + n_carry:]
+  ys = []
+  for t in (reversed(range(length)) if reverse else range(length)):
+    out = _run(body, [*consts, *carry, *(x[t] for x in xs)])
+    carry = out[:n_carry]
+    ys.append(out[n_carry:])
+  if reverse: ys.reverse()
+  stacked = [np.stack([y[i] for y in ys]) if ys else np.zeros((0, *o.shape), o.dtype.np)
+             for i, o in enumerate(body.outputs[n_carry:])]
+  return (*carry, *stacked)
+
+
+def _while(vals, cond, body, n_consts):
+  consts, carry = vals[:n_consts], list(vals[n_consts:])
+  while bool(_run(cond, [*consts, *carry])[0]): carry = _run(body, [*consts, *carry])
+  return tuple(carry)
+
+
+MULTI = {
+  Ops.COND: lambda vals, branches: tuple(_run(branches[int(np.clip(vals[0], 0, len(branches) - 1))], vals[1:])),
+  Ops.SCAN: lambda vals, arg: _scan(vals, *arg), Ops.WHILE: lambda vals, arg: _while(vals, *arg),
+  Ops.CUSTOM_JVP: lambda vals, arg: tuple(_run(arg[0], vals)), Ops.CUSTOM_VJP: lambda vals, arg: tuple(_run(arg[0], vals)),
+  Ops.REMAT: lambda vals, fun: tuple(_run(fun, vals)),
+}
+
+
 def _deps(u: UOp):
   return ops if (ops := _contraction(u)) is not None else u.src
 
@@ -130,6 +162,9 @@ def evaluate(u: UOp, vals: list):
   if op is Ops.CONCAT: return np.concatenate(vals, axis=arg)
   if op is Ops.GATHER: return _gather(*vals)
   if op is Ops.SCATTER: return _scatter(*vals, arg)
+  if op is Ops.DETACH: return vals[0]
+  if op is Ops.PROJ: return vals[0][arg]
+  if op in MULTI: return MULTI[op](vals, arg)
   raise NotImplementedError(f"interp: no evaluation rule for {op}")
 
 
@@ -138,23 +173,27 @@ class InterpDevice(Device):
   platform = "interp"
 
   def execute(self, outputs: list[UOp], known: Mapping[UOp, np.ndarray]) -> list[np.ndarray]:
-    vals: dict[UOp, np.ndarray] = {}
-    order: list[UOp] = []
-    seen: set[UOp] = set()
-    for r in outputs:
-      stack = [(r, False)]
-      while stack:
-        u, ready = stack.pop()
-        if ready:
-          order.append(u)
-          continue
-        if u in seen: continue
-        seen.add(u)
-        if u in known:
-          vals[u] = known[u]
-          continue
-        stack.append((u, True))
-        stack.extend((s, False) for s in _deps(u) if s not in seen)
-    with np.errstate(all="ignore"):
-      for u in order: vals[u] = evaluate(u, [vals[s] for s in _deps(u)])
-    return [vals[o] for o in outputs]
+    return _execute(outputs, known)
+
+
+def _execute(outputs: list[UOp], known: Mapping[UOp, np.ndarray]) -> list[np.ndarray]:
+  vals: dict[UOp, np.ndarray] = {}
+  order: list[UOp] = []
+  seen: set[UOp] = set()
+  for r in outputs:
+    stack = [(r, False)]
+    while stack:
+      u, ready = stack.pop()
+      if ready:
+        order.append(u)
+        continue
+      if u in seen: continue
+      seen.add(u)
+      if u in known:
+        vals[u] = known[u]
+        continue
+      stack.append((u, True))
+      stack.extend((s, False) for s in _deps(u) if s not in seen)
+  with np.errstate(all="ignore"):
+    for u in order: vals[u] = evaluate(u, [vals[s] for s in _deps(u)])
+  return [vals[o] for o in outputs]

@@ -14,7 +14,8 @@ import numpy as np
 
 @dataclass(frozen=True, eq=False)
 class DType:
-  """A scalar type: `kind` is 'b' (bool), 'i', 'u' or 'f'; `np` is the numpy dtype used to hold values."""
+  """A scalar type: `kind` is 'b' (bool), 'i', 'u' or 'f' ('v' for `void`, the type of an op with several results);
+  `np` is the numpy dtype used to hold values."""
   name: str
   itemsize: int
   kind: str
@@ -27,6 +28,7 @@ class DType:
   @property
   def short(self) -> str:
     """The jaxpr-style short name: f32, i8, u16, bool, bf16."""
+    if self.kind == "v": return "tuple"
     return "bool" if self.kind == "b" else ("bf16" if self.name == "bfloat16" else f"{self.kind}{8 * self.itemsize}")
 
   @property
@@ -51,6 +53,8 @@ int8, int16, int32, int64 = _d("int8", np.int8), _d("int16", np.int16), _d("int3
 uint8, uint16, uint32, uint64 = _d("uint8", np.uint8), _d("uint16", np.uint16), _d("uint32", np.uint32), _d("uint64", np.uint64)
 float16, float32, float64 = _d("float16", np.float16), _d("float32", np.float32), _d("float64", np.float64)
 bfloat16 = DType("bfloat16", 2, "f", np.dtype(ml_dtypes.bfloat16))
+
+void = DType("void", 0, "v", np.dtype("V1"))
 
 ALL = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32, float64)
 _BY_NAME = {d.name: d for d in ALL}

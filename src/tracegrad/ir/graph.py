@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .ops import Ops
-from .uop import UOp, toposort
+from .uop import UOp, substitute, toposort
 
 
 @dataclass(frozen=True, eq=False)
@@ -20,6 +20,30 @@ class Graph:
   out_weak: tuple[bool, ...] = ()
 
   def nodes(self) -> list[UOp]: return toposort(self.outputs)
+
+  def __call__(self, *args: UOp) -> list[UOp]:
+    """The outputs with the inputs replaced by `args` (inlining the graph where `args` live)."""
+    return substitute(list(self.outputs), dict(zip(self.inputs, args)))
+
+  def closed(self) -> tuple["Graph", list[UOp]]:
+    """This graph with every value it uses from outside (a traced node that depends on no input) made an input.
+
+    Returns the closed graph, whose inputs are the lifted values' placeholders then the old inputs, and the lifted
+    values themselves. Sub-graphs of control flow must be closed, so that rewrites of the outer graph reach them."""
+    order = toposort(self.outputs)
+    dep = set(self.inputs)
+    for u in order:
+      if u not in dep and any(s in dep for s in u.src): dep.add(u)
+    free: dict[UOp, None] = {}
+    for u in order:
+      if u in dep: free.update((s, None) for s in u.src if s.traced and s not in dep)
+    free.update((o, None) for o in self.outputs if o.traced and o not in dep)
+    free = list(free)
+    if not free: return self, []
+    params = [UOp.param(f.shape, f.dtype) for f in free]
+    outs = substitute(list(self.outputs), dict(zip(free, params)))
+    return Graph(tuple(params) + self.inputs, tuple(outs), None, self.out_tree, (False,) * len(params) + self.in_weak,
+                 self.out_weak), free
 
   def __str__(self) -> str:
     """A jaxpr-like listing: { lambda a:f32[3]. let b:f32[3] = sin a ... in (b) }"""
@@ -57,5 +81,7 @@ class Graph:
 
 
 def _fmt_arg(arg) -> str:
-  if isinstance(arg, tuple): return ",".join(_fmt_arg(a) if isinstance(a, tuple) else str(a) for a in arg)
+  if isinstance(arg, Graph): return str(arg).replace("\n", "\n    ")
+  if callable(arg): return getattr(arg, "__name__", "fn")
+  if isinstance(arg, tuple): return ",".join(_fmt_arg(a) for a in arg)
   return str(arg)

@@ -17,6 +17,16 @@ movement    RESHAPE(arg=shape) · BROADCAST(arg=shape, numpy rules) · PERMUTE(a
 data        GATHER(x, idx): x[*batch] = x[idx[*batch, 0], ..., idx[*batch, k-1]] over x's first k axes,
             indices clamped into range · SCATTER(x, idx, upd; arg=mode in add/mul/min/max/set): the
             inverse, out-of-range indices dropped
+identity    DETACH (the value unchanged; no derivative flows through it: lax.stop_gradient)
+multiple    Ops with sub-graphs give several results, read with PROJ(arg=i). Their sub-graphs are closed: every
+outputs     value they use is a source.
+            COND(index, *operands; arg=branches): branches[clamp(index)](*operands)
+            SCAN(*consts, *carry, *xs; arg=(body, n_consts, n_carry, length, reverse)): body(consts, carry, x[t]) ->
+              (carry, y) for t in order; results: final carry, then the ys stacked on a new leading axis
+            WHILE(*consts, *carry; arg=(cond, body, n_consts)): carry = body(consts, carry) while cond(consts, carry)
+            CUSTOM_JVP(*operands; arg=(fun, rule, in_tree)) · CUSTOM_VJP(*operands; arg=(fun, fwd, bwd, in_tree, out_tree)):
+              fun(*operands), with the derivative given by the Python rule instead of by fun's own nodes
+            REMAT(*operands; arg=fun): fun(*operands), recomputed rather than stored for the backward pass
 """
 from enum import Enum, auto
 
@@ -33,6 +43,8 @@ class Ops(Enum):
   REDUCE_SUM = auto(); REDUCE_PROD = auto(); REDUCE_MAX = auto(); REDUCE_MIN = auto()
   RESHAPE = auto(); BROADCAST = auto(); PERMUTE = auto(); PAD = auto(); SLICE = auto(); FLIP = auto(); CONCAT = auto()
   GATHER = auto(); SCATTER = auto()
+  DETACH = auto()
+  PROJ = auto(); COND = auto(); SCAN = auto(); WHILE = auto(); CUSTOM_JVP = auto(); CUSTOM_VJP = auto(); REMAT = auto()
 
   def __repr__(self) -> str: return f"Ops.{self.name}"
 
@@ -45,6 +57,7 @@ COMPARE = frozenset({Ops.CMPLT, Ops.CMPEQ, Ops.CMPNE})
 TERNARY = frozenset({Ops.WHERE})
 ELEMENTWISE = UNARY | BINARY | TERNARY | {Ops.CAST, Ops.BITCAST}
 REDUCE = frozenset({Ops.REDUCE_SUM, Ops.REDUCE_PROD, Ops.REDUCE_MAX, Ops.REDUCE_MIN})
+MULTI = frozenset({Ops.COND, Ops.SCAN, Ops.WHILE, Ops.CUSTOM_JVP, Ops.CUSTOM_VJP, Ops.REMAT})
 MOVEMENT = frozenset({Ops.RESHAPE, Ops.BROADCAST, Ops.PERMUTE, Ops.PAD, Ops.SLICE, Ops.FLIP, Ops.CONCAT})
 
 FLOAT_ONLY = frozenset({Ops.RECIP, Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.COS, Ops.FLOOR, Ops.DIV, Ops.POW, Ops.ATAN2})

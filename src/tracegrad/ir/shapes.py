@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import math
 
-from .dtypes import DType, bool_
-from .ops import BINARY, COMPARE, FLOAT_ONLY, INT_ONLY, INT_OR_BOOL, LEAF, NOT_ON_BOOL, REDUCE, SCATTER_MODES, UNARY, Ops
+from .dtypes import DType, bool_, void
+from .ops import MULTI, BINARY, COMPARE, FLOAT_ONLY, INT_ONLY, INT_OR_BOOL, LEAF, NOT_ON_BOOL, REDUCE, SCATTER_MODES, UNARY, Ops
 
 Shape = tuple[int, ...]
 
@@ -144,10 +144,73 @@ def _leaf(op, dtype, src, arg):
   return tuple(shape)
 
 
+def _avals(us) -> list: return [(tuple(u.shape), u.dtype) for u in us]
+
+
+def _show(avals) -> str: return "(" + ", ".join(f"{d}{fmt(s)}" for s, d in avals) + ")"
+
+
+def _expect(op, what: str, got, want):
+  if got != want: raise _err(op, f"{what} must be {_show(want)}, got {_show(got)}")
+
+
+def multi_avals(op: Ops, src, arg) -> list:
+  """The (shape, dtype) of each result of an op with several results."""
+  if op is Ops.COND: return _avals(arg[0].outputs)
+  if op is Ops.SCAN:
+    body, _, n_carry, length, _ = arg
+    return _avals(body.outputs[:n_carry]) + [((length, *s), d) for s, d in _avals(body.outputs[n_carry:])]
+  if op is Ops.WHILE: return _avals(arg[1].outputs)
+  return _avals(arg[0].outputs if isinstance(arg, tuple) else arg.outputs)
+
+
+def _multi(op, dtype, src, arg):
+  if dtype is not void: raise _err(op, f"result dtype must be void, got {dtype}")
+  ins = _avals(src)
+  if op is Ops.COND:
+    idx, branches = src[0], arg
+    if idx.shape != () or not idx.dtype.is_int: raise _err(op, f"index must be an integer scalar, got {idx.dtype}{fmt(idx.shape)}")
+    for b in branches:
+      _expect(op, "branch inputs", _avals(b.inputs), ins[1:])
+      _expect(op, "branch outputs", _avals(b.outputs), _avals(branches[0].outputs))
+  elif op is Ops.SCAN:
+    body, n_consts, n_carry, length, _ = arg
+    xs = ins[n_consts + n_carry:]
+    if any(not s or s[0] != length for s, _ in xs): raise _err(op, f"every xs must have leading size {length}, got {_show(xs)}")
+    _expect(op, "body inputs", _avals(body.inputs), ins[:n_consts + n_carry] + [(s[1:], d) for s, d in xs])
+    _expect(op, "body carry outputs", _avals(body.outputs[:n_carry]), ins[n_consts:n_consts + n_carry])
+  elif op is Ops.WHILE:
+    cond, body, n_consts = arg
+    _expect(op, "cond inputs", _avals(cond.inputs), ins)
+    _expect(op, "cond output", _avals(cond.outputs), [((), bool_)])
+    _expect(op, "body inputs", _avals(body.inputs), ins)
+    _expect(op, "body outputs", _avals(body.outputs), ins[n_consts:])
+  else:
+    fun = arg[0] if isinstance(arg, tuple) else arg
+    _expect(op, "function inputs", _avals(fun.inputs), ins)
+  return ()
+
+
+def _proj(op, dtype, src, arg):
+  (m,) = src
+  if m.op not in MULTI: raise _err(op, f"reads a result of an op with several results, not of {m.op.name.lower()}")
+  avals = multi_avals(m.op, m.src, m.arg)
+  if not 0 <= arg < len(avals): raise _err(op, f"result {arg} of {m.op.name.lower()} does not exist ({len(avals)} results)")
+  shape, want = avals[arg]
+  if dtype is not want: raise _err(op, f"result dtype must be {want}, got {dtype}")
+  return shape
+
+
+def _detach(op, dtype, src, arg):
+  if dtype is not src[0].dtype: raise _err(op, f"result dtype must be {src[0].dtype}, got {dtype}")
+  return src[0].shape
+
+
 RULES = {Ops.RESHAPE: _reshape, Ops.BROADCAST: _broadcast, Ops.PERMUTE: _permute, Ops.PAD: _pad, Ops.SLICE: _slice,
          Ops.FLIP: _flip, Ops.CONCAT: _concat, Ops.CAST: _cast, Ops.BITCAST: _cast, Ops.GATHER: _gather,
          Ops.SCATTER: _scatter, Ops.WHERE: _elementwise,
-         **{o: _elementwise for o in UNARY | BINARY}, **{o: _reduce for o in REDUCE}, **{o: _leaf for o in LEAF}}
+         **{o: _elementwise for o in UNARY | BINARY}, **{o: _reduce for o in REDUCE}, **{o: _leaf for o in LEAF},
+         Ops.DETACH: _detach, Ops.PROJ: _proj, **{o: _multi for o in MULTI}}
 
 
 def infer_shape(op: Ops, dtype: DType, src: tuple, arg) -> Shape:

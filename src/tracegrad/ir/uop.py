@@ -15,9 +15,9 @@ import weakref
 
 import numpy as np
 
-from .dtypes import DType, bool_
+from .dtypes import DType, bool_, void
 from .ops import COMPARE, Ops
-from .shapes import Shape, fmt, infer_shape
+from .shapes import Shape, fmt, infer_shape, multi_avals
 
 
 class Buffer:
@@ -110,6 +110,14 @@ class UOp:
   def gather(self, idx: "UOp") -> "UOp": return UOp(Ops.GATHER, self.dtype, (self, idx))
   def scatter(self, idx: "UOp", upd: "UOp", mode: str) -> "UOp": return UOp(Ops.SCATTER, self.dtype, (self, idx, upd), mode)
   def where(self, a: "UOp", b: "UOp") -> "UOp": return UOp(Ops.WHERE, a.dtype, (self, a, b))
+  def detach(self) -> "UOp": return UOp(Ops.DETACH, self.dtype, (self,))
+  def proj(self, i: int) -> "UOp": return UOp(Ops.PROJ, multi_avals(self.op, self.src, self.arg)[i][1], (self,), i)
+
+  @staticmethod
+  def multi(op: Ops, src, arg) -> list["UOp"]:
+    """The results of an op with several results (COND, SCAN, ...), each read with PROJ."""
+    node = UOp(op, void, tuple(src), arg)
+    return [node.proj(i) for i in range(len(multi_avals(op, node.src, arg)))]
 
   def __add__(self, o): return self.alu(Ops.ADD, o)
   def __mul__(self, o): return self.alu(Ops.MUL, o)

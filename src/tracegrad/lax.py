@@ -1,0 +1,214 @@
+"""tracegrad.lax: control flow and stop_gradient, as jax.lax. Each function traces its Python callables into
+closed sub-graphs held by one primitive (COND, SCAN, WHILE), so every transform applies to it.
+
+>>> from tracegrad import lax
+>>> lax.fori_loop(0, 4, lambda i, x: x + i, 0)
+Array(6, dtype=int32, weak_type=True)
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import tree as tree_util
+from .array import Array, to_array
+from .ir import Graph, Ops, UOp, dtypes
+from .ir.shapes import fmt
+from .trace import ShapeDtypeStruct, trace
+
+__all__ = ["stop_gradient", "cond", "switch", "select", "scan", "fori_loop", "while_loop"]
+
+
+def _name(f) -> str: return getattr(f, "__name__", type(f).__name__)
+
+
+def _avals(tree, fn: str) -> tuple[list[Array], Any]:
+  leaves, treedef = tree_util.flatten(tree)
+  return [to_array(x, fn=fn) for x in leaves], treedef
+
+
+def _types(g: Graph) -> list[str]: return [f"{o.dtype}{fmt(o.shape)}" for o in g.outputs]
+
+
+def _arrays(uops, weak) -> list[Array]: return [Array(u, w) for u, w in zip(uops, weak)]
+
+
+def stop_gradient(x):
+  """x, with no derivative flowing through it (applied to every leaf of a pytree).
+
+  >>> tracegrad.grad(lambda x: x * lax.stop_gradient(x))(3.0)
+  Array(3., dtype=float32, weak_type=True)
+  """
+  def leaf(v):
+    a = to_array(v, fn="stop_gradient")
+    return Array(a.uop.detach(), a.weak_type) if a.dtype.is_float else a
+  return tree_util.map(leaf, x)
+
+
+def select(pred, on_true, on_false):
+  """Elementwise on_true where pred else on_false; pred is bool of the operands' shape (or a scalar), as lax.select."""
+  p, a, b = (to_array(x, fn="select") for x in (pred, on_true, on_false))
+  if p.dtype is not dtypes.bool_: raise TypeError(f"select: pred must be bool, got {p.dtype}")
+  if a.shape != b.shape or a.dtype is not b.dtype:
+    raise TypeError(f"select: on_true and on_false must have one shape and dtype, got {a.aval_str()} and {b.aval_str()}")
+  if p.shape not in ((), a.shape):
+    raise TypeError(f"select: pred must be a scalar or have the operands' shape {fmt(a.shape)}, got {fmt(p.shape)}")
+  return Array(p.uop.broadcast(a.shape).where(a.uop, b.uop), a.weak_type and b.weak_type)
+
+
+def _branch_graphs(branches: Sequence[Callable], operands: tuple, fn: str) -> tuple[list[Graph], list[UOp]]:
+  """Each branch traced on the operands and closed, all taking (every branch's free values, operands)."""
+  graphs = [trace(b, operands, fn=fn)[0] for b in branches]
+  ref = graphs[0]
+  for b, g in zip(branches, graphs):
+    if g.out_tree != ref.out_tree or _types(g) != _types(ref):
+      raise TypeError(f"{fn}: every branch must return the same tree of shapes and dtypes; {_name(branches[0])} returns "
+                      f"{ref.out_tree} with {_types(ref)} but {_name(b)} returns {g.out_tree} with {_types(g)}")
+  closed = [g.closed() for g in graphs]
+  free = list(dict.fromkeys(u for _, fr in closed for u in fr))
+  out = []
+  for (g, fr), orig in zip(closed, graphs):
+    params = {u: p for u, p in zip(fr, g.inputs)}
+    ins = tuple(params.get(u) or UOp.param(u.shape, u.dtype) for u in free)
+    out.append(Graph(ins + g.inputs[len(fr):], g.outputs, None, orig.out_tree, (), orig.out_weak))
+  return out, free
+
+
+def switch(index, branches: Sequence[Callable], *operands):
+  """branches[index](*operands), with index clamped into range, as lax.switch.
+
+  >>> lax.switch(1, [lambda x: x + 1, lambda x: x * 10], 2.0)
+  Array(20., dtype=float32, weak_type=True)
+  """
+  if not branches: raise ValueError("switch: branches must be a non-empty sequence of functions")
+  for b in branches:
+    if not callable(b): raise TypeError(f"switch: branches must be functions, got a {type(b).__name__}")
+  i = to_array(index, fn="switch")
+  if i.shape != () or not (i.dtype.is_int or i.dtype.is_bool):
+    raise TypeError(f"switch: index must be an integer scalar, got {i.aval_str()}")
+  return _cond(i.uop.cast(dtypes.int32), branches, operands, "switch")
+
+
+def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
+  """true_fun(*operands) if pred else false_fun(*operands), as lax.cond; both branches are traced.
+
+  >>> lax.cond(True, lambda x: x + 1, lambda x: x - 1, 1.0)
+  Array(2., dtype=float32, weak_type=True)
+  """
+  p = to_array(pred, fn="cond")
+  if p.shape != ():
+    raise TypeError(f"cond: pred must be a scalar (a bool or a number), got shape {fmt(p.shape)}; for an elementwise "
+                    f"choice use tracegrad.numpy.where or lax.select")
+  idx = p.uop.alu(Ops.CMPNE, UOp.const(p.dtype, 0)).cast(dtypes.int32)
+  return _cond(idx, [false_fun, true_fun], operands, "cond")
+
+
+def _cond(idx: UOp, branches, operands: tuple, fn: str):
+  graphs, free = _branch_graphs(branches, operands, fn)
+  leaves, _ = _avals(operands, fn)
+  outs = UOp.multi(Ops.COND, (idx, *free, *(l.uop for l in leaves)), tuple(graphs))
+  weak = [all(w) for w in zip(*(g.out_weak for g in graphs))] or []
+  return tree_util.unflatten(graphs[0].out_tree, _arrays(outs, weak))
+
+
+def _carry_check(fn: str, what: str, init: list[Array], init_tree, out: list[UOp], out_tree, f):
+  if out_tree != init_tree or [(a.shape, a.dtype) for a in init] != [(o.shape, o.dtype) for o in out]:
+    got = ", ".join(f"{o.dtype}{fmt(o.shape)}" for o in out)
+    want = ", ".join(f"{a.dtype}{fmt(a.shape)}" for a in init)
+    raise TypeError(f"{fn}: {_name(f)} must return a carry of the same structure, shapes and dtypes as its input "
+                    f"{what}: expected {init_tree} with ({want}), got {out_tree} with ({got})")
+
+
+def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = False, unroll: int = 1):
+  """Loop f(carry, x) -> (carry, y) over the leading axis of xs, returning (final carry, stacked ys), as lax.scan.
+
+  >>> lax.scan(lambda c, x: (c + x, c * x), 0.0, tnp.arange(1.0, 4.0))
+  (Array(6., dtype=float32), Array([0., 2., 9.], dtype=float32))
+  """
+  carry, carry_tree = _avals(init, "scan")
+  xl, x_tree = _avals(xs, "scan")
+  lengths = {x.shape[0] if x.ndim else None for x in xl}
+  if None in lengths: raise ValueError("scan: every leaf of xs needs a leading axis to scan over; got a scalar")
+  if length is not None: lengths.add(int(length))
+  if len(lengths) > 1:
+    raise ValueError(f"scan: xs leaves and length must agree on the number of steps, got leading sizes "
+                     f"{[x.shape[0] for x in xl]}" + (f" and length={length}" if length is not None else ""))
+  if not lengths: raise ValueError("scan: with no xs, pass length= to say how many steps to take")
+  n = lengths.pop()
+  x_avals = tree_util.unflatten(x_tree, [ShapeDtypeStruct(x.shape[1:], x.dtype, x.weak_type) for x in xl])
+  c_avals = tree_util.unflatten(carry_tree, [ShapeDtypeStruct(c.shape, c.dtype, c.weak_type) for c in carry])
+
+  def body(c, x):
+    out = f(c, x)
+    if not isinstance(out, tuple) or len(out) != 2:
+      raise TypeError(f"scan: {_name(f)} must return a pair (carry, y), got {type(out).__name__}")
+    return out
+
+  g, _ = trace(body, (c_avals, x_avals), fn="scan")
+  nc = len(carry)
+  pair = tree_util.unflatten(g.out_tree, list(range(len(g.outputs))))
+  c_out_tree, y_tree = tree_util.structure(pair[0]), tree_util.structure(pair[1])
+  _carry_check("scan", "carry", carry, carry_tree, list(g.outputs[:nc]), c_out_tree, f)
+  g, free = g.closed()
+  outs = UOp.multi(Ops.SCAN, (*free, *(c.uop for c in carry), *(x.uop for x in xl)), (g, len(free), nc, n, bool(reverse)))
+  c_res = _arrays(outs[:nc], [c.weak_type for c in carry])
+  ys = _arrays(outs[nc:], g.out_weak[nc:])
+  return tree_util.unflatten(carry_tree, c_res), tree_util.unflatten(y_tree, ys)
+
+
+def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
+  """val = body_fun(val) while cond_fun(val), as lax.while_loop. Forward mode and vmap go through it; reverse mode
+  cannot (its trip count is known only when it runs).
+
+  >>> lax.while_loop(lambda x: x < 10, lambda x: x * 2, 1)
+  Array(16, dtype=int32, weak_type=True)
+  """
+  carry, tree = _avals(init_val, "while_loop")
+  avals = tree_util.unflatten(tree, [ShapeDtypeStruct(c.shape, c.dtype, c.weak_type) for c in carry])
+  cg, _ = trace(cond_fun, (avals,), fn="while_loop")
+  if len(cg.outputs) != 1 or cg.outputs[0].shape != () or not (cg.outputs[0].dtype.is_bool or cg.outputs[0].dtype.is_int):
+    raise TypeError(f"while_loop: {_name(cond_fun)} must return a bool scalar, got {_types(cg)}")
+  bg, _ = trace(body_fun, (avals,), fn="while_loop")
+  _carry_check("while_loop", "value", carry, tree, list(bg.outputs), bg.out_tree, body_fun)
+  p = cg.outputs[0]
+  if not p.dtype.is_bool: p = p.alu(Ops.CMPNE, UOp.const(p.dtype, 0, ()))
+  cg = Graph(cg.inputs, (p,))
+  (cg, cfree), (bg, bfree) = cg.closed(), bg.closed()
+  free = list(dict.fromkeys(cfree + bfree))
+
+  def widen(g: Graph, fr: list[UOp]) -> Graph:
+    m = dict(zip(fr, g.inputs))
+    return Graph(tuple(m.get(u) or UOp.param(u.shape, u.dtype) for u in free) + g.inputs[len(fr):], g.outputs)
+
+  outs = UOp.multi(Ops.WHILE, (*free, *(c.uop for c in carry)), (widen(cg, cfree), widen(bg, bfree), len(free)))
+  return tree_util.unflatten(tree, _arrays(outs, [c.weak_type for c in carry]))
+
+
+def _static_int(x):
+  if isinstance(x, (int, np.integer)) and not isinstance(x, bool): return int(x)
+  if isinstance(x, Array) and not x.is_traced and x.shape == () and x.dtype.is_int: return int(x)
+  return None
+
+
+def fori_loop(lower, upper, body_fun: Callable, init_val, unroll: int | None = None):
+  """val = body_fun(i, val) for i in range(lower, upper), as lax.fori_loop. With Python int bounds it is a scan
+  (so reverse mode works); with traced bounds, a while_loop.
+
+  >>> lax.fori_loop(0, 3, lambda i, x: x * 2.0, 1.0)
+  Array(8., dtype=float32, weak_type=True)
+  """
+  lo, hi = _static_int(lower), _static_int(upper)
+  if lo is not None and hi is not None:
+    idx_dtype = dtypes.int32
+    (_, val), _ = scan(lambda c, _: ((c[0] + 1, body_fun(c[0], c[1])), None),
+                       (Array(UOp.const(idx_dtype, lo)), init_val), None, length=max(0, hi - lo))
+    return val
+  l, h = to_array(lower, fn="fori_loop"), to_array(upper, fn="fori_loop")
+  if not (l.dtype.is_int and h.dtype.is_int) or l.shape != () or h.shape != ():
+    raise TypeError(f"fori_loop: lower and upper must be integer scalars, got {l.aval_str()} and {h.aval_str()}")
+  d = dtypes.promote_types(l.dtype, h.dtype)
+  _, _, val = while_loop(lambda c: Array(c[0].uop.alu(Ops.CMPLT, c[1].uop)),
+                         lambda c: (Array(c[0].uop + UOp.const(d, 1)), c[1], body_fun(c[0], c[2])),
+                         (Array(l.uop.cast(d)), Array(h.uop.cast(d)), init_val))
+  return val

@@ -1,0 +1,112 @@
+"""custom_jvp and custom_vjp: functions whose derivative is given by a Python rule rather than by their own nodes.
+
+>>> @tracegrad.custom_jvp
+... def f(x): return tnp.sin(x)
+>>> @f.defjvp
+... def f_jvp(primals, tangents): return f(*primals), 2.0 * tangents[0]
+>>> tracegrad.grad(f)(0.0)
+Array(2., dtype=float32, weak_type=True)
+"""
+from __future__ import annotations
+
+import functools
+from typing import Callable, Sequence
+
+from .. import tree as tree_util
+from ..array import Array, to_array
+from ..ir import Graph, Ops, UOp
+from ..trace import trace
+
+
+def _split(args: tuple, nondiff: tuple[int, ...]):
+  static = tuple(args[i] for i in nondiff)
+  dyn = tuple(a for i, a in enumerate(args) if i not in nondiff)
+
+  def merge(dyn_args):
+    it = iter(dyn_args)
+    return tuple(args[i] if i in nondiff else next(it) for i in range(len(args)))
+
+  return static, dyn, merge
+
+
+def _call(op: Ops, g: Graph, dyn: tuple, arg_of: Callable, n_out: int, fn: str):
+  """Emit the op for traced graph g on the array leaves of dyn; returns the outputs as Arrays."""
+  g, free = g.closed()
+  leaves = [to_array(x, fn=fn).uop for x in tree_util.leaves(dyn)]
+  outs = UOp.multi(op, (*free, *leaves), arg_of(g, tree_util.structure(dyn), len(free)))
+  return [Array(o, w) for o, w in zip(outs[:n_out], g.out_weak[:n_out])]
+
+
+class custom_jvp:
+  """A function with a custom forward-mode rule, as jax.custom_jvp; reverse mode transposes the rule.
+
+  The rule is `rule(primals, tangents) -> (primal_out, tangent_out)`, linear in the tangents."""
+
+  def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+    functools.update_wrapper(self, fun)
+    self.fun, self.nondiff_argnums, self.rule = fun, tuple(nondiff_argnums), None
+
+  def defjvp(self, rule: Callable) -> Callable:
+    self.rule = rule
+    return rule
+
+  def __call__(self, *args):
+    name = getattr(self.fun, "__name__", "function")
+    if self.rule is None:
+      raise AttributeError(f"custom_jvp: no rule is defined for {name}; define one with @{name}.defjvp")
+    static, dyn, merge = _split(args, self.nondiff_argnums)
+    rule = self.rule
+
+    def dyn_rule(primals, tangents): return rule(*static, tuple(primals), tuple(tangents))
+
+    dyn_rule.__name__ = getattr(rule, "__name__", "rule")
+    g, _ = trace(lambda *d: self.fun(*merge(d)), dyn, fn=f"custom_jvp({name})")
+    outs = _call(Ops.CUSTOM_JVP, g, dyn, lambda cg, in_tree, n_free: (cg, dyn_rule, in_tree, g.out_tree, n_free),
+                 len(g.outputs), name)
+    return tree_util.unflatten(g.out_tree, outs)
+
+
+class custom_vjp:
+  """A function with a custom reverse-mode rule, as jax.custom_vjp: `fwd(*args) -> (out, residuals)` and
+  `bwd(residuals, ct) -> one cotangent per argument (a tuple)`.
+
+  >>> @tracegrad.custom_vjp
+  ... def clip_grad(x): return x
+  >>> clip_grad.defvjp(lambda x: (x, None), lambda _, g: (tnp.clip(g, -1.0, 1.0),))
+  >>> tracegrad.grad(lambda x: 5.0 * clip_grad(x))(2.0)
+  Array(1., dtype=float32, weak_type=True)
+  """
+
+  def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+    functools.update_wrapper(self, fun)
+    self.fun, self.nondiff_argnums, self.fwd, self.bwd = fun, tuple(nondiff_argnums), None, None
+
+  def defvjp(self, fwd: Callable, bwd: Callable) -> None:
+    self.fwd, self.bwd = fwd, bwd
+
+  def __call__(self, *args):
+    name = getattr(self.fun, "__name__", "function")
+    if self.fwd is None:
+      raise AttributeError(f"custom_vjp: no rule is defined for {name}; define one with {name}.defvjp(fwd, bwd)")
+    static, dyn, merge = _split(args, self.nondiff_argnums)
+    fwd, bwd = self.fwd, self.bwd
+    trees = {}
+
+    def dyn_fwd(*d):
+      out, res = fwd(*merge(d))
+      trees["out"], trees["res"] = tree_util.structure(out), tree_util.structure(res)
+      return tree_util.leaves(out) + tree_util.leaves(res)
+
+    def dyn_bwd(res, ct): return bwd(*static, res, ct)
+
+    dyn_bwd.__name__ = getattr(bwd, "__name__", "bwd")
+    g, _ = trace(dyn_fwd, dyn, fn=f"custom_vjp({name})")
+    want = trace(lambda *d: self.fun(*merge(d)), dyn, fn=f"custom_vjp({name})")[0]
+    n_out = trees["out"].num_leaves
+    got = [(o.shape, o.dtype) for o in g.outputs[:n_out]]
+    if trees["out"] != want.out_tree or got != [(o.shape, o.dtype) for o in want.outputs]:
+      raise TypeError(f"custom_vjp: fwd of {name} must return (output, residuals) with the output shaped like "
+                      f"{name}'s, {[(o.shape, o.dtype) for o in want.outputs]}; got {got}")
+    outs = _call(Ops.CUSTOM_VJP, g, dyn,
+                 lambda cg, in_tree, n_free: (cg, dyn_bwd, n_out, in_tree, trees["out"], trees["res"], n_free), n_out, name)
+    return tree_util.unflatten(trees["out"], outs)

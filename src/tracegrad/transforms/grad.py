@@ -1,0 +1,439 @@
+"""Reverse mode: vjp, grad and value_and_grad. One cotangent rule per primitive, in VJP_RULES.
+
+A rule sees the node `u` and `ct`, the cotangent of its result (for an op with several results, a list with None
+for zero), and returns one cotangent per source (None for none).
+
+>>> tracegrad.grad(lambda x: (x * x).sum())(tnp.arange(3.0))
+Array([0., 2., 4.], dtype=float32)
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+from .. import tree as tree_util
+from ..array import Array, to_array
+from ..ir import Graph, Ops, PatternMatcher, UOp, UPat, substitute, toposort
+from ..ir.dtypes import void
+from ..ir.ops import COMPARE, INT_ONLY, INT_OR_BOOL
+from ..trace import trace
+from . import build as B
+from .build import instantiate
+
+
+def _max_min(ct, u):
+  a, b = u.src
+  win = B.as_float(B.lt(b, a) if u.op is Ops.MAX else B.lt(a, b), u)
+  w = win + B.as_float(B.eq(a, b), u) * B.const(u, 0.5)
+  return ct * w, ct * (B.ones(u) - w)
+
+
+def _pow(ct, u):
+  x, y = u.src
+  dx = B.eq(y, B.zeros(y)).where(B.zeros(u), y * x.alu(Ops.POW, y - B.ones(y)))
+  dy = B.eq(x, B.zeros(x)).where(B.zeros(u), B.log(x) * u)
+  return ct * dx, ct * dy
+
+
+def _atan2(ct, u):
+  y, x = u.src
+  d = B.recip(x * x + y * y)
+  return ct * x * d, -(ct * y * d)
+
+
+def _reduce(ct, u):
+  (x,) = u.src
+  c = ct.broadcast(x.shape)
+  if u.op is Ops.REDUCE_SUM: return (c,)
+  if u.op is Ops.REDUCE_PROD: return (c * B.prod_others(x, u.arg),)
+  return (c * B.chooser_weights(x, u),)
+
+
+def _broadcast(ct, u): return (B.sum_to(ct, u.src[0].shape),)
+
+
+def _permute(ct, u):
+  inv = [0] * len(u.arg)
+  for i, p in enumerate(u.arg): inv[p] = i
+  return (ct.permute(inv),)
+
+
+def _slice(ct, u):
+  x = u.src[0]
+  for ax, ((s, e, st), n) in enumerate(zip(u.arg, x.shape)):
+    if st > 1:  # spread the strided elements out: (m,) -> (m, st) zero-filled -> (m*st,) -> first e - s
+      m = ct.shape[ax]
+      sh = ct.shape
+      c = ct.reshape(sh[:ax + 1] + (1,) + sh[ax + 1:]).pad([(0, 0)] * (ax + 1) + [(0, st - 1)] + [(0, 0)] * (len(sh) - ax - 1))
+      c = c.reshape(sh[:ax] + (m * st,) + sh[ax + 1:])
+      ct = c.slice([(0, e - s, 1) if i == ax else (0, k, 1) for i, k in enumerate(c.shape)])
+    ct = ct.pad([(s, n - e) if i == ax else (0, 0) for i in range(ct.ndim)])
+  return (ct,)
+
+
+def _concat(ct, u):
+  out, start = [], 0
+  for s in u.src:
+    n = s.shape[u.arg]
+    out.append(ct.slice([(start, start + n, 1) if i == u.arg else (0, k, 1) for i, k in enumerate(ct.shape)]))
+    start += n
+  return tuple(out)
+
+
+def _gather(ct, u):
+  x, idx = u.src
+  return B.zeros(x).scatter(B.clamp_indices(idx, x.shape[:idx.shape[-1]]), ct, "add"), None
+
+
+def _scatter(ct, u):
+  x, idx, upd = u.src
+  k = idx.shape[-1]
+  ok = B.as_float(B.in_range(idx, x.shape[:k]), upd).reshape(idx.shape[:-1] + (1,) * (upd.ndim - idx.ndim + 1))
+  ok = ok.broadcast(upd.shape)
+  if u.arg == "add": return ct, None, ct.gather(idx) * ok
+  if u.arg == "set":
+    flat = UOp.iota((math.prod(idx.shape[:-1]),), 0, idx.dtype).reshape(idx.shape[:-1])
+    nobody = UOp.const(idx.dtype, math.prod(idx.shape[:-1]), x.shape[:k])
+    winner = nobody.scatter(idx, flat, "set")
+    won = B.as_float(B.eq(winner.gather(idx), flat), upd)
+    won = won.reshape(idx.shape[:-1] + (1,) * (upd.ndim - idx.ndim + 1)).broadcast(upd.shape)
+    hit = B.zeros(x).scatter(idx, B.ones(upd), "add")
+    return B.eq(hit, B.zeros(hit)).where(ct, B.zeros(ct)), None, ct.gather(idx) * won * ok
+  if u.arg == "mul":
+    prod = B.ones(x).scatter(idx, upd, "mul")
+    return ct * prod, None, B.div((ct * u).gather(idx), upd) * ok
+  won_x = B.as_float(B.eq(x, u), u)
+  won_u = B.as_float(B.eq(upd, u.gather(idx)), upd) * ok
+  count = won_x + B.zeros(x).scatter(idx, won_u, "add")
+  c = B.div(ct, count)
+  return c * won_x, None, c.gather(idx) * won_u
+
+
+# ---- ops with sub-graphs ----
+
+def _float_mask(us) -> list[bool]: return [u.dtype.is_float for u in us]
+
+
+def vjp_graph(g: Graph, ct_mask: list[bool] | None = None, wrt_mask: list[bool] | None = None) -> Graph:
+  """A graph taking g's inputs then one cotangent per output marked in ct_mask (default: the float ones), and
+  returning the cotangent of each input marked in wrt_mask (default: the float ones), zeros where none flows."""
+  ct_mask = _float_mask(g.outputs) if ct_mask is None else ct_mask
+  wrt_mask = _float_mask(g.inputs) if wrt_mask is None else wrt_mask
+  cps = [UOp.param(o.shape, o.dtype) for o, m in zip(g.outputs, ct_mask) if m]
+  outs = [o for o, m in zip(g.outputs, ct_mask) if m]
+  wrt = [p for p, m in zip(g.inputs, wrt_mask) if m]
+  _, cts = backward(outs, cps, wrt)
+  return Graph(g.inputs + tuple(cps), tuple(instantiate(c, w) for c, w in zip(cts, wrt)))
+
+
+def _spread(vals, mask):
+  it = iter(vals)
+  return [next(it) if m else None for m in mask]
+
+
+def _cond(ct, u):
+  idx, ops, branches = u.src[0], u.src[1:], u.arg
+  ct_mask = _float_mask(branches[0].outputs)
+  cts = [instantiate(c, o) for c, o, m in zip(ct, branches[0].outputs, ct_mask) if m]
+  new = tuple(vjp_graph(b, ct_mask) for b in branches)
+  res = UOp.multi(Ops.COND, (idx, *ops, *cts), new)
+  return (None, *_spread(res, _float_mask(ops)))
+
+
+def record_carries(scan: UOp) -> UOp:
+  """The same SCAN that also returns, stacked, the carry each step started from (for the backward pass)."""
+  body, n_consts, n_carry, length, reverse = scan.arg
+  rec = Graph(body.inputs, body.outputs + body.inputs[n_consts:n_consts + n_carry])
+  return UOp(Ops.SCAN, void, scan.src, (rec, n_consts, n_carry, length, reverse))
+
+
+def _scan(ct, u):
+  rec, n_consts, n_carry, length, reverse = u.arg
+  ny = len(rec.outputs) - 2 * n_carry
+  consts, init, xs = u.src[:n_consts], u.src[n_consts:n_consts + n_carry], u.src[n_consts + n_carry:]
+  body = Graph(rec.inputs, rec.outputs[:n_carry + ny])
+  carries = [u.proj(n_carry + ny + i) for i in range(n_carry)]
+  fc, fcar, fx = _float_mask(consts), _float_mask(init), _float_mask(xs)
+  fy = _float_mask(body.outputs[n_carry:])
+  # backward body: consts; carry = (ct of the carry, accumulated ct of the consts); x = (carry, x, ct of y) at step t
+  C = [UOp.param(c.shape, c.dtype) for c in consts]
+  ct_c = [UOp.param(c.shape, c.dtype) for c, m in zip(init, fcar) if m]
+  acc = [UOp.param(c.shape, c.dtype) for c, m in zip(consts, fc) if m]
+  car = [UOp.param(c.shape, c.dtype) for c in init]
+  xt = [UOp.param(x.shape[1:], x.dtype) for x in xs]
+  ct_y = [UOp.param(o.shape, o.dtype) for o, m in zip(body.outputs[n_carry:], fy) if m]
+  wrt_mask = fc + fcar + fx
+  fwd = body(*C, *car, *xt)
+  _, d = backward([o for o, m in zip(fwd, fcar + fy) if m], ct_c + ct_y,
+                  [p for p, m in zip(C + car + xt, wrt_mask) if m])
+  d = [instantiate(x, p) for x, p in zip(d, [p for p, m in zip(C + car + xt, wrt_mask) if m])]
+  nC, ncar = sum(fc), sum(fcar)
+  dC, dcar, dx = d[:nC], d[nC:nC + ncar], d[nC + ncar:]
+  bwd = Graph(tuple(C + ct_c + acc + car + xt + ct_y), tuple(dcar + [a + b for a, b in zip(acc, dC)] + dx))
+  cts_carry = [instantiate(c, o) for c, o, m in zip(ct[:n_carry], init, fcar) if m]
+  cts_y = [instantiate(c, u.proj(n_carry + i)) for i, (c, m) in enumerate(zip(ct[n_carry:n_carry + ny], fy)) if m]
+  acc0 = [B.zeros(c) for c, m in zip(consts, fc) if m]
+  res = UOp.multi(Ops.SCAN, (*consts, *cts_carry, *acc0, *carries, *xs, *cts_y),
+                  (bwd, n_consts, ncar + nC, length, not reverse))
+  d_init, d_consts, d_xs = res[:ncar], res[ncar:ncar + nC], res[ncar + nC:]
+  return (*_spread(d_consts, fc), *_spread(d_init, fcar), *_spread(d_xs, fx))
+
+
+def _while(ct, u):
+  raise ValueError("grad: reverse-mode differentiation does not work through lax.while_loop (or fori_loop with traced "
+                   "bounds): its trip count is known only at run time. Use lax.scan, or fori_loop with Python int "
+                   "bounds; forward mode (jvp, jacfwd) does work through while_loop")
+
+
+def _remat(ct, u):
+  fun = u.arg
+  mask = _float_mask(fun.outputs)
+  cts = [instantiate(c, o) for c, o, m in zip(ct, fun.outputs, mask) if m]
+  res = UOp.multi(Ops.REMAT, (*u.src, *cts), vjp_graph(fun, mask))
+  return tuple(_spread(res, _float_mask(u.src)))
+
+
+def _custom_jvp(ct, u):
+  """The rule's tangent output is linear in the tangents, so its reverse-mode derivative is its transpose."""
+  fun, rule, in_tree, out_tree, n_free = u.arg
+  srcs = u.src[n_free:]
+  mask = _float_mask(srcs)
+  tps = [UOp.param(s.shape, s.dtype) for s in srcs]
+  primals = tree_util.unflatten(in_tree, [Array(s) for s in srcs])
+  tangents = tree_util.unflatten(in_tree, [Array(t if m else B.zeros(s)) for t, s, m in zip(tps, srcs, mask)])
+  _, t_out = rule(primals, tangents)
+  t_leaves = [to_array(x).uop for x in tree_util.leaves(t_out)]
+  omask = _float_mask(fun.outputs)
+  outs = [t for t, m in zip(t_leaves, omask) if m]
+  cts = [instantiate(c, o) for c, o, m in zip(ct, fun.outputs, omask) if m]
+  _, d = backward(outs, cts, [t for t, m in zip(tps, mask) if m])
+  d = substitute([instantiate(x, s) for x, s in zip(d, [s for s, m in zip(srcs, mask) if m])],
+                 {t: B.zeros(t) for t in tps})
+  return (None,) * n_free + tuple(_spread(d, mask))
+
+
+def _custom_vjp(ct, u):
+  fwd, bwd, n_out, in_tree, out_tree, res_tree, n_free = u.arg
+  res = tree_util.unflatten(res_tree, [Array(r) for r in (u.proj(i) for i in range(n_out, len(fwd.outputs)))])
+  cts = tree_util.unflatten(out_tree, [Array(instantiate(c, o)) for c, o in zip(ct[:n_out], fwd.outputs[:n_out])])
+  got = bwd(res, cts)
+  if not isinstance(got, tuple):
+    raise TypeError(f"custom_vjp: the bwd rule {getattr(bwd, '__name__', 'bwd')} must return a tuple with one "
+                    f"cotangent per argument, got {type(got).__name__}")
+  try:
+    leaves = _flatten_like(tree_util.unflatten(in_tree, list(u.src[n_free:])), got)
+  except ValueError as e:
+    raise TypeError(f"custom_vjp: the bwd rule's output does not match the arguments' structure: {e}") from None
+  return (None,) * n_free + tuple(None if c is None or not s.dtype.is_float else to_array(c).uop.cast(s.dtype).broadcast(s.shape)
+                                  for c, s in zip(leaves, u.src[n_free:]))
+
+
+def _flatten_like(args: tuple, got: tuple) -> list:
+  if len(got) != len(args):
+    raise ValueError(f"it returned {len(got)} cotangents for {len(args)} arguments")
+  out = []
+  for a, g in zip(args, got):
+    n = len(tree_util.leaves(a))
+    if g is None: out.extend([None] * n)
+    else: out.extend(tree_util.structure(a).flatten_up_to(g))
+  return out
+
+
+def _no_derivative(ct, u): return (None,) * len(u.src)
+
+
+NON_DIFFERENTIABLE = COMPARE | INT_ONLY | INT_OR_BOOL | {Ops.IOTA, Ops.CONST, Ops.BUFFER, Ops.PARAM, Ops.BITCAST, Ops.FLOOR,
+                                                         Ops.DETACH}
+
+VJP_RULES = PatternMatcher([
+  (UPat(Ops.NEG, name="u"), lambda ct, u: (-ct,)),
+  (UPat(Ops.RECIP, name="u"), lambda ct, u: (ct * -(u * u),)),
+  (UPat(Ops.SQRT, name="u"), lambda ct, u: (B.div(ct, u * B.const(u, 2)),)),
+  (UPat(Ops.EXP2, name="u"), lambda ct, u: (ct * u * B.const(u, B.LN2),)),
+  (UPat(Ops.LOG2, name="u"), lambda ct, u: (B.div(ct, u.src[0] * B.const(u, B.LN2)),)),
+  (UPat(Ops.SIN, name="u"), lambda ct, u: (ct * u.src[0].alu(Ops.COS),)),
+  (UPat(Ops.COS, name="u"), lambda ct, u: (-(ct * u.src[0].alu(Ops.SIN)),)),
+  (UPat(Ops.ADD, name="u"), lambda ct, u: (ct, ct)),
+  (UPat(Ops.SUB, name="u"), lambda ct, u: (ct, -ct)),
+  (UPat(Ops.MUL, name="u"), lambda ct, u: (ct * u.src[1], ct * u.src[0])),
+  (UPat(Ops.DIV, name="u"), lambda ct, u: (B.div(ct, u.src[1]), -(B.div(ct, u.src[1]) * u))),
+  (UPat(Ops.MOD, name="u"), lambda ct, u: (ct, -(ct * B.trunc(B.div(*u.src))))),
+  (UPat((Ops.MAX, Ops.MIN), name="u"), _max_min),
+  (UPat(Ops.POW, name="u"), _pow),
+  (UPat(Ops.ATAN2, name="u"), _atan2),
+  (UPat(Ops.WHERE, name="u"), lambda ct, u: (None, u.src[0].where(ct, B.zeros(ct)), u.src[0].where(B.zeros(ct), ct))),
+  (UPat(Ops.CAST, name="u"), lambda ct, u: (ct.cast(u.src[0].dtype) if u.src[0].dtype.is_float else None,)),
+  (UPat((Ops.REDUCE_SUM, Ops.REDUCE_PROD, Ops.REDUCE_MAX, Ops.REDUCE_MIN), name="u"), _reduce),
+  (UPat(Ops.RESHAPE, name="u"), lambda ct, u: (ct.reshape(u.src[0].shape),)),
+  (UPat(Ops.BROADCAST, name="u"), _broadcast),
+  (UPat(Ops.PERMUTE, name="u"), _permute),
+  (UPat(Ops.PAD, name="u"), lambda ct, u: (ct.slice([(lo, lo + n, 1) for (lo, _), n in zip(u.arg, u.src[0].shape)]),)),
+  (UPat(Ops.SLICE, name="u"), _slice),
+  (UPat(Ops.FLIP, name="u"), lambda ct, u: (ct.flip(u.arg),)),
+  (UPat(Ops.CONCAT, name="u"), _concat),
+  (UPat(Ops.GATHER, name="u"), _gather),
+  (UPat(Ops.SCATTER, name="u"), _scatter),
+  (UPat(Ops.COND, name="u"), _cond),
+  (UPat(Ops.SCAN, name="u"), _scan),
+  (UPat(Ops.WHILE, name="u"), _while),
+  (UPat(Ops.REMAT, name="u"), _remat),
+  (UPat(Ops.CUSTOM_JVP, name="u"), _custom_jvp),
+  (UPat(Ops.CUSTOM_VJP, name="u"), _custom_vjp),
+  (UPat(NON_DIFFERENTIABLE, name="u"), _no_derivative),
+])
+
+
+def _differentiable(u: UOp) -> bool: return u.dtype is void or u.dtype.is_float
+
+
+def backward(outputs: Sequence[UOp], cts: Sequence[UOp | None], wrt: Sequence[UOp]) -> tuple[list[UOp], list[UOp | None]]:
+  """The cotangents of `wrt` given cotangents of `outputs` (None for zero), and the outputs themselves (scans on
+  the path are rebuilt to record their carries for the backward pass)."""
+  outputs = list(outputs)
+  order = toposort(outputs)
+  needs = _needs(order, wrt)
+  scans = {u: record_carries(u) for u in order if u.op is Ops.SCAN and u in needs}
+  if scans:
+    outputs = substitute(outputs, scans)
+    order = toposort(outputs)
+    needs = _needs(order, wrt)
+  grads: dict = {}
+
+  def acc(s: UOp, c: UOp):
+    grads[s] = c if s not in grads else grads[s] + c
+
+  for o, c in zip(outputs, cts):
+    if c is not None and o in needs: acc(o, c)
+  for u in reversed(order):
+    if u not in grads or not u.src: continue
+    ct = grads[u]
+    if u.op is Ops.PROJ:
+      m = u.src[0]
+      lst = grads.setdefault(m, [None] * len(_results(m)))
+      lst[u.arg] = B.add(lst[u.arg], ct)
+      continue
+    src_cts = VJP_RULES.rewrite(u, ct)
+    for s, c in zip(u.src, src_cts):
+      if c is not None and s in needs: acc(s, c)
+  return outputs, [grads.get(w) for w in wrt]
+
+
+def _results(m: UOp) -> list:
+  from ..ir.shapes import multi_avals
+  return multi_avals(m.op, m.src, m.arg)
+
+
+def _needs(order: list[UOp], wrt) -> set[UOp]:
+  needs = set(w for w in wrt if _differentiable(w))
+  for u in order:
+    if u not in needs and u.op is not Ops.DETACH and _differentiable(u) and any(s in needs for s in u.src): needs.add(u)
+  return needs
+
+
+# ---- public API ----
+
+def _fname(f) -> str: return getattr(f, "__name__", type(f).__name__)
+
+
+def vjp(fun: Callable, *primals, has_aux: bool = False):
+  """(fun(*primals), vjp_fn) where vjp_fn(ct) gives the cotangent of each primal, as jax.vjp.
+
+  >>> y, f_vjp = tracegrad.vjp(tnp.sin, 0.0)
+  >>> f_vjp(1.0)
+  (Array(1., dtype=float32, weak_type=True),)
+  """
+  g, _ = trace(fun, primals, fn="vjp")
+  leaves = [to_array(x, fn="vjp") for x in tree_util.leaves(primals)]
+  n_out = len(g.outputs)
+  if has_aux:
+    sub = tree_util.unflatten(g.out_tree, list(range(n_out)))
+    if not isinstance(sub, (tuple, list)) or len(sub) != 2:
+      raise TypeError("vjp: with has_aux=True the function must return a pair (output, aux)")
+    out_idx, aux_idx, out_tree = tree_util.leaves(sub[0]), tree_util.leaves(sub[1]), tree_util.structure(sub[0])
+  else:
+    out_idx, aux_idx, out_tree = list(range(n_out)), [], g.out_tree
+  outs = [g.outputs[i] for i in out_idx]
+  cps = [UOp.param(o.shape, o.dtype) for o in outs]
+  outs, cts = backward(outs, [c if o.dtype.is_float else None for c, o in zip(cps, outs)], list(g.inputs))
+  args = {p: a.uop for p, a in zip(g.inputs, leaves)}
+  prim = substitute(outs + [g.outputs[i] for i in aux_idx], args)
+  weak = [g.out_weak[i] for i in out_idx]
+  out = tree_util.unflatten(out_tree, [Array(u, w) for u, w in zip(prim[:len(outs)], weak)])
+  in_tree = tree_util.structure(tuple(primals))
+
+  def vjp_fn(ct):
+    cl = tree_util.leaves(ct)
+    if tree_util.structure(ct) != out_tree:
+      raise ValueError(f"vjp: the cotangent must have the structure of the output, {out_tree}; got {tree_util.structure(ct)}")
+    cl = [to_array(c, fn="vjp") for c in cl]
+    for i, (c, o) in enumerate(zip(cl, outs)):
+      if c.shape != o.shape:
+        raise ValueError(f"vjp: cotangent leaf {i} has shape {c.shape}, but the output has shape {o.shape}")
+    mapping = dict(args)
+    mapping.update((p, c.uop.cast(p.dtype)) for p, c in zip(cps, cl))
+    res = substitute([instantiate(c, p) for c, p in zip(cts, g.inputs)], mapping)
+    return tree_util.unflatten(in_tree, [Array(r) for r in res])
+
+  if has_aux:
+    aux = tree_util.unflatten(tree_util.structure(sub[1]), [Array(u, g.out_weak[i]) for u, i in zip(prim[len(outs):], aux_idx)])
+    return out, vjp_fn, aux
+  return out, vjp_fn
+
+
+def _argnums(argnums, n: int, fn: str) -> tuple[int, ...]:
+  nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+  for a in nums:
+    if not isinstance(a, int): raise TypeError(f"{fn}: argnums must be ints, got {a!r}")
+    if not -n <= a < n: raise ValueError(f"{fn}: argnums {argnums} is out of range for a function called with {n} positional arguments")
+  return tuple(a % n for a in nums)
+
+
+def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+  """A function returning (fun(*args), the gradient of fun with respect to args[argnums]), as jax.value_and_grad.
+
+  >>> tracegrad.value_and_grad(lambda x: x ** 2)(3.0)
+  (Array(9., dtype=float32, weak_type=True), Array(6., dtype=float32, weak_type=True))
+  """
+  def vg(*args, **kwargs):
+    nums = _argnums(argnums, len(args), "grad")
+    for a in nums:
+      for leaf in tree_util.leaves(args[a]):
+        d = to_array(leaf, fn="grad").dtype
+        if not d.is_float:
+          raise TypeError(f"grad: differentiating {_fname(fun)} with respect to argument {a} needs float inputs, but a "
+                          f"leaf has dtype {d}; convert it (x.astype(float)), or use vjp for integer inputs")
+
+    def f(*diff):
+      full = list(args)
+      for a, d in zip(nums, diff): full[a] = d
+      return fun(*full, **kwargs)
+
+    res = vjp(f, *[args[a] for a in nums], has_aux=has_aux)
+    out, vjp_fn = res[0], res[1]
+    if not isinstance(out, Array) or out.shape != () or not out.dtype.is_float:
+      what = (f"an output of shape {out.shape} and dtype {out.dtype}" if isinstance(out, Array)
+              else f"a {type(out).__name__}")
+      raise TypeError(f"grad: the function {_fname(fun)} must return a scalar (shape ()) float output, but returned "
+                      f"{what}; reduce it (e.g. .sum()), or use vjp or jacrev for non-scalar outputs")
+    g = vjp_fn(Array(UOp.const(out.dtype, 1.0), out.weak_type))
+    g = g[0] if isinstance(argnums, int) else g
+    return ((out, res[2]), g) if has_aux else (out, g)
+
+  vg.__name__ = f"value_and_grad({_fname(fun)})"
+  return vg
+
+
+def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+  """The gradient of a scalar function with respect to args[argnums], as jax.grad.
+
+  >>> tracegrad.grad(lambda x: tnp.sin(x))(0.0)
+  Array(1., dtype=float32, weak_type=True)
+  """
+  vg = value_and_grad(fun, argnums, has_aux)
+
+  def g(*args, **kwargs):
+    (out, aux), gr = vg(*args, **kwargs) if has_aux else ((None, None), vg(*args, **kwargs)[1])
+    return (gr, aux) if has_aux else gr
+
+  g.__name__ = f"grad({_fname(fun)})"
+  return g
