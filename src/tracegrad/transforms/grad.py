@@ -15,6 +15,7 @@ from .. import tree as tree_util
 from ..array import Array, to_array
 from ..ir import Graph, Ops, PatternMatcher, UOp, UPat, substitute, toposort
 from ..ir.dtypes import void
+from ..ir.shapes import multi_avals
 from ..ir.ops import COMPARE, INT_ONLY, INT_OR_BOOL
 from ..trace import trace
 from . import build as B
@@ -239,11 +240,17 @@ def _flatten_like(args: tuple, got: tuple) -> list:
   return out
 
 
+def _proj(ct, u):
+  """The cotangent of one result of an op with several results, as that op's list of result cotangents."""
+  cts = [None] * len(multi_avals(u.src[0].op, u.src[0].src, u.src[0].arg))
+  cts[u.arg] = ct
+  return (cts,)
+
+
 def _no_derivative(ct, u): return (None,) * len(u.src)
 
 
-NON_DIFFERENTIABLE = COMPARE | INT_ONLY | INT_OR_BOOL | {Ops.IOTA, Ops.CONST, Ops.BUFFER, Ops.PARAM, Ops.BITCAST, Ops.FLOOR,
-                                                         Ops.DETACH}
+NON_DIFFERENTIABLE = COMPARE | INT_ONLY | INT_OR_BOOL | {Ops.BITCAST, Ops.FLOOR, Ops.DETACH}
 
 VJP_RULES = PatternMatcher([
   (UPat(Ops.NEG, name="u"), lambda ct, u: (-ct,)),
@@ -273,6 +280,7 @@ VJP_RULES = PatternMatcher([
   (UPat(Ops.CONCAT, name="u"), _concat),
   (UPat(Ops.GATHER, name="u"), _gather),
   (UPat(Ops.SCATTER, name="u"), _scatter),
+  (UPat(Ops.PROJ, name="u"), _proj),
   (UPat(Ops.COND, name="u"), _cond),
   (UPat(Ops.SCAN, name="u"), _scan),
   (UPat(Ops.WHILE, name="u"), _while),
@@ -299,28 +307,19 @@ def backward(outputs: Sequence[UOp], cts: Sequence[UOp | None], wrt: Sequence[UO
     needs = _needs(order, wrt)
   grads: dict = {}
 
-  def acc(s: UOp, c: UOp):
-    grads[s] = c if s not in grads else grads[s] + c
+  def acc(s: UOp, c):
+    if s not in grads: grads[s] = c
+    elif isinstance(c, list): grads[s] = [B.add(a, b) for a, b in zip(grads[s], c)]
+    else: grads[s] = grads[s] + c
 
   for o, c in zip(outputs, cts):
     if c is not None and o in needs: acc(o, c)
   for u in reversed(order):
     if u not in grads or not u.src: continue
-    ct = grads[u]
-    if u.op is Ops.PROJ:
-      m = u.src[0]
-      lst = grads.setdefault(m, [None] * len(_results(m)))
-      lst[u.arg] = B.add(lst[u.arg], ct)
-      continue
-    src_cts = VJP_RULES.rewrite(u, ct)
+    src_cts = VJP_RULES.rewrite(u, grads[u])
     for s, c in zip(u.src, src_cts):
       if c is not None and s in needs: acc(s, c)
   return outputs, [grads.get(w) for w in wrt]
-
-
-def _results(m: UOp) -> list:
-  from ..ir.shapes import multi_avals
-  return multi_avals(m.op, m.src, m.arg)
 
 
 def _needs(order: list[UOp], wrt) -> set[UOp]:

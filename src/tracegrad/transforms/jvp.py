@@ -15,7 +15,7 @@ from .. import tree as tree_util
 from ..array import Array, to_array
 from ..ir import Graph, Ops, PatternMatcher, UOp, UPat, substitute, toposort
 from ..ir.dtypes import void
-from ..ir.ops import BINARY, COMPARE, INT_ONLY, INT_OR_BOOL
+from ..ir.ops import COMPARE, INT_ONLY, INT_OR_BOOL
 from ..trace import trace
 from . import build as B
 from .build import add, instantiate, neg, scale
@@ -189,8 +189,7 @@ def _custom_vjp(t, u):
 def _no_derivative(t, u): return None
 
 
-NON_DIFFERENTIABLE = COMPARE | INT_ONLY | INT_OR_BOOL | {Ops.IOTA, Ops.CONST, Ops.BUFFER, Ops.PARAM, Ops.BITCAST, Ops.FLOOR,
-                                                         Ops.DETACH}
+NON_DIFFERENTIABLE = COMPARE | INT_ONLY | INT_OR_BOOL | {Ops.BITCAST, Ops.FLOOR, Ops.DETACH}
 
 JVP_RULES = PatternMatcher([
   (UPat(Ops.NEG, name="u"), lambda t, u: neg(t[0])),
@@ -214,6 +213,7 @@ JVP_RULES = PatternMatcher([
   (UPat((Ops.RESHAPE, Ops.BROADCAST, Ops.PERMUTE, Ops.PAD, Ops.SLICE, Ops.FLIP, Ops.GATHER), name="u"), _same),
   (UPat(Ops.CONCAT, name="u"), lambda t, u: UOp.concat([instantiate(x, s) for x, s in zip(t, u.src)], u.arg)),
   (UPat(Ops.SCATTER, name="u"), _scatter),
+  (UPat(Ops.PROJ, name="u"), lambda t, u: t[0][u.arg]),
   (UPat(Ops.COND, name="u"), _cond),
   (UPat(Ops.SCAN, name="u"), _scan),
   (UPat(Ops.WHILE, name="u"), _while),
@@ -233,9 +233,6 @@ def jvp_nodes(outputs: list[UOp], tangents: dict[UOp, UOp]) -> tuple[list[UOp], 
     if u in tan: continue
     ts = tuple(tan.get(s) for s in u.src)
     if all(x is None for x in ts): continue
-    if u.op is Ops.PROJ:
-      tan[u] = ts[0][u.arg]
-      continue
     if u.dtype is not void and not u.dtype.is_float: continue
     out = JVP_RULES.rewrite(u, ts)
     if u.dtype is void:
