@@ -149,11 +149,11 @@ def record_carries(scan: UOp) -> UOp:
 
 
 def _scan(ct, u):
-  rec, n_consts, n_carry, length, reverse = u.arg
-  ny = len(rec.outputs) - 2 * n_carry
+  """Run backward over the steps in the other order; each step recomputes the body from its recorded carry."""
+  body, n_consts, n_carry, length, reverse = u.arg  # a recording scan: its last n_carry ys are the carries
+  ny = len(body.outputs) - n_carry
   consts, init, xs = u.src[:n_consts], u.src[n_consts:n_consts + n_carry], u.src[n_consts + n_carry:]
-  body = Graph(rec.inputs, rec.outputs[:n_carry + ny])
-  carries = [u.proj(n_carry + ny + i) for i in range(n_carry)]
+  carries = [u.proj(ny + i) for i in range(n_carry)]
   fc, fcar, fx = _float_mask(consts), _float_mask(init), _float_mask(xs)
   fy = _float_mask(body.outputs[n_carry:])
   # backward body: consts; carry = (ct of the carry, accumulated ct of the consts); x = (carry, x, ct of y) at step t
