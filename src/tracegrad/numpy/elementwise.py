@@ -87,16 +87,13 @@ def _signbit(u: UOp) -> UOp: return _lt(u.bitcast(_sint(u.dtype)), 0)
 
 
 def _fabs(u: UOp) -> UOp:
-  """|u| for floats by clearing the sign bit (exact for -0.0, inf and nan)."""
-  ut = _uint(u.dtype)
-  return _and(u.bitcast(ut), _k(u, (1 << (u.dtype.bits - 1)) - 1, ut)).bitcast(u.dtype)
+  """|u| for floats, differentiable (derivative +1 at 0, as JAX); adding +0.0 turns -0.0 into +0.0."""
+  return _add(_sel(_lt(u, 0.0), -u, u), 0.0)
 
 
 def _copysign(a: UOp, b: UOp) -> UOp:
-  ut, bits = _uint(a.dtype), a.dtype.bits
-  mag = _and(a.bitcast(ut), _k(a, (1 << (bits - 1)) - 1, ut))
-  sgn = _and(b.bitcast(ut), _k(b, 1 << (bits - 1), ut))
-  return _or(mag, sgn).bitcast(a.dtype)
+  mag = _fabs(a)
+  return _sel(_signbit(b), -mag, mag)
 
 
 def _exp(u): return _exp2(_mul(u, LOG2E))
