@@ -24,8 +24,10 @@ outputs     value they use is a source.
             SCAN(*consts, *carry, *xs; arg=(body, n_consts, n_carry, length, reverse)): body(consts, carry, x[t]) ->
               (carry, y) for t in order; results: final carry, then the ys stacked on a new leading axis
             WHILE(*consts, *carry; arg=(cond, body, n_consts)): carry = body(consts, carry) while cond(consts, carry)
-            CUSTOM_JVP(*operands; arg=(fun, rule, in_tree)) · CUSTOM_VJP(*operands; arg=(fun, fwd, bwd, in_tree, out_tree)):
-              fun(*operands), with the derivative given by the Python rule instead of by fun's own nodes
+            CUSTOM_JVP(*free, *operands; arg=(fun, rule, in_tree, out_tree, n_free)) ·
+            CUSTOM_VJP(*free, *operands; arg=(fun, fwd, bwd, in_tree, out_tree, n_free, res_tree)): fun(*operands),
+              with the derivative given by Python rules rather than by fun's nodes; `free` are the values fun closes
+              over. Reverse mode swaps fun for fwd, whose results after fun's are the residuals (res_tree not None)
             REMAT(*operands; arg=fun): fun(*operands), recomputed rather than stored for the backward pass
 """
 from enum import Enum, auto

@@ -90,23 +90,12 @@ class custom_vjp:
       raise AttributeError(f"custom_vjp: no rule is defined for {name}; define one with {name}.defvjp(fwd, bwd)")
     static, dyn, merge = _split(args, self.nondiff_argnums)
     fwd, bwd = self.fwd, self.bwd
-    trees = {}
 
-    def dyn_fwd(*d):
-      out, res = fwd(*merge(d))
-      trees["out"], trees["res"] = tree_util.structure(out), tree_util.structure(res)
-      return tree_util.leaves(out) + tree_util.leaves(res)
-
+    def dyn_fwd(*d): return fwd(*merge(d))
     def dyn_bwd(res, ct): return bwd(*static, res, ct)
 
-    dyn_bwd.__name__ = getattr(bwd, "__name__", "bwd")
-    g, _ = trace(dyn_fwd, dyn, fn=f"custom_vjp({name})")
-    want = trace(lambda *d: self.fun(*merge(d)), dyn, fn=f"custom_vjp({name})")[0]
-    n_out = trees["out"].num_leaves
-    got = [(o.shape, o.dtype) for o in g.outputs[:n_out]]
-    if trees["out"] != want.out_tree or got != [(o.shape, o.dtype) for o in want.outputs]:
-      raise TypeError(f"custom_vjp: fwd of {name} must return (output, residuals) with the output shaped like "
-                      f"{name}'s, {[(o.shape, o.dtype) for o in want.outputs]}; got {got}")
+    dyn_fwd.__name__, dyn_bwd.__name__ = getattr(fwd, "__name__", "fwd"), getattr(bwd, "__name__", "bwd")
+    g, _ = trace(lambda *d: self.fun(*merge(d)), dyn, fn=f"custom_vjp({name})")
     outs = _call(Ops.CUSTOM_VJP, g, dyn,
-                 lambda cg, in_tree, n_free: (cg, dyn_bwd, n_out, in_tree, trees["out"], trees["res"], n_free), n_out, name)
-    return tree_util.unflatten(trees["out"], outs)
+                 lambda cg, in_tree, n_free: (cg, dyn_fwd, dyn_bwd, in_tree, g.out_tree, n_free, None), len(g.outputs), name)
+    return tree_util.unflatten(g.out_tree, outs)

@@ -213,10 +213,33 @@ def _custom_jvp(ct, u):
   return (None,) * n_free + tuple(_spread(d, mask))
 
 
+def with_residuals(u: UOp) -> UOp:
+  """A custom_vjp node that runs its fwd rule, returning the residuals for bwd after its outputs."""
+  fun, fwd, bwd, in_tree, out_tree, n_free, _ = u.arg
+  trees = {}
+
+  def f(*leaves):
+    out, res = fwd(*tree_util.unflatten(in_tree, leaves))
+    if tree_util.structure(out) != out_tree:
+      raise TypeError(f"custom_vjp: {getattr(fwd, '__name__', 'fwd')} must return (output, residuals) with the output "
+                      f"structured as the function's, {out_tree}; got {tree_util.structure(out)}")
+    trees["res"] = tree_util.structure(res)
+    return tree_util.leaves(out) + tree_util.leaves(res)
+
+  g, _ = trace(f, tuple(Array(s) for s in u.src[n_free:]), fn="custom_vjp")
+  got, want = [(o.shape, o.dtype) for o in g.outputs[:len(fun.outputs)]], [(o.shape, o.dtype) for o in fun.outputs]
+  if got != want:
+    raise TypeError(f"custom_vjp: {getattr(fwd, '__name__', 'fwd')} must return outputs shaped like the function's, "
+                    f"{want}; got {got}")
+  g, free = g.closed()
+  return UOp(Ops.CUSTOM_VJP, void, (*free, *u.src[n_free:]), (g, fwd, bwd, in_tree, out_tree, len(free), trees["res"]))
+
+
 def _custom_vjp(ct, u):
-  fwd, bwd, n_out, in_tree, out_tree, res_tree, n_free = u.arg
-  res = tree_util.unflatten(res_tree, [Array(r) for r in (u.proj(i) for i in range(n_out, len(fwd.outputs)))])
-  cts = tree_util.unflatten(out_tree, [Array(instantiate(c, o)) for c, o in zip(ct[:n_out], fwd.outputs[:n_out])])
+  graph, fwd, bwd, in_tree, out_tree, n_free, res_tree = u.arg
+  n_out = out_tree.num_leaves
+  res = tree_util.unflatten(res_tree, [Array(u.proj(i)) for i in range(n_out, len(graph.outputs))])
+  cts = tree_util.unflatten(out_tree, [Array(instantiate(c, o)) for c, o in zip(ct[:n_out], graph.outputs[:n_out])])
   got = bwd(res, cts)
   if not isinstance(got, tuple):
     raise TypeError(f"custom_vjp: the bwd rule {getattr(bwd, '__name__', 'bwd')} must return a tuple with one "
@@ -291,6 +314,13 @@ VJP_RULES = PatternMatcher([
 ])
 
 
+# ops that keep more of their forward pass for the backward pass than a plain evaluation does
+PREPARE = {Ops.SCAN: record_carries, Ops.CUSTOM_VJP: with_residuals}
+
+
+def _prepared(u: UOp) -> bool: return u.op is Ops.CUSTOM_VJP and u.arg[-1] is not None
+
+
 def _differentiable(u: UOp) -> bool: return u.dtype is void or u.dtype.is_float
 
 
@@ -300,9 +330,9 @@ def backward(outputs: Sequence[UOp], cts: Sequence[UOp | None], wrt: Sequence[UO
   outputs = list(outputs)
   order = toposort(outputs)
   needs = _needs(order, wrt)
-  scans = {u: record_carries(u) for u in order if u.op is Ops.SCAN and u in needs}
-  if scans:
-    outputs = substitute(outputs, scans)
+  prep = {u: PREPARE[u.op](u) for u in order if u in needs and u.op in PREPARE and not _prepared(u)}
+  if prep:
+    outputs = substitute(outputs, prep)
     order = toposort(outputs)
     needs = _needs(order, wrt)
   grads: dict = {}

@@ -155,11 +155,11 @@ def _custom_jvp(c, u):
 
 
 def _custom_vjp(c, u):
-  fwd, bwd, n_out, in_tree, out_tree, res_tree, n_free = u.arg
+  graph, fwd, bwd, in_tree, out_tree, n_free, res_tree = u.arg
   _closed_over_batched(c, n_free, "custom_vjp")
-  g = batch_graph(fwd, [False] * n_free + [True] * (len(u.src) - n_free), c.size)[0]
+  g = batch_graph(graph, [False] * n_free + [True] * (len(u.src) - n_free), c.size)[0]
   srcs = (*u.src[:n_free], *(c.full(i) for i in range(n_free, len(u.src))))
-  return UOp.multi(Ops.CUSTOM_VJP, srcs, (g, vmap(bwd), n_out, in_tree, out_tree, res_tree, n_free))
+  return UOp.multi(Ops.CUSTOM_VJP, srcs, (g, vmap(fwd), vmap(bwd), in_tree, out_tree, n_free, res_tree))
 
 
 BATCH_RULES = PatternMatcher([
