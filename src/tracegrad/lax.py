@@ -3,7 +3,7 @@ closed sub-graphs held by one primitive (COND, SCAN, WHILE), so every transform 
 
 >>> from tracegrad import lax
 >>> lax.fori_loop(0, 4, lambda i, x: x + i, 0)
-Array(6, dtype=int32, weak_type=True)
+Array(6, dtype=int32)
 """
 from __future__ import annotations
 
@@ -152,7 +152,7 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
   _carry_check("scan", "carry", carry, carry_tree, list(g.outputs[:nc]), c_out_tree, f)
   g, free = g.closed()
   outs = UOp.multi(Ops.SCAN, (*free, *(c.uop for c in carry), *(x.uop for x in xl)), (g, len(free), nc, n, bool(reverse)))
-  c_res = _arrays(outs[:nc], [c.weak_type for c in carry])
+  c_res = _arrays(outs[:nc], [c.weak_type and w for c, w in zip(carry, g.out_weak[:nc])])
   ys = _arrays(outs[nc:], g.out_weak[nc:])
   return tree_util.unflatten(carry_tree, c_res), tree_util.unflatten(y_tree, ys)
 
@@ -181,8 +181,9 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     m = dict(zip(fr, g.inputs))
     return Graph(tuple(m.get(u) or UOp.param(u.shape, u.dtype) for u in free) + g.inputs[len(fr):], g.outputs)
 
+  weak = [c.weak_type and w for c, w in zip(carry, bg.out_weak)]
   outs = UOp.multi(Ops.WHILE, (*free, *(c.uop for c in carry)), (widen(cg, cfree), widen(bg, bfree), len(free)))
-  return tree_util.unflatten(tree, _arrays(outs, [c.weak_type for c in carry]))
+  return tree_util.unflatten(tree, _arrays(outs, weak))
 
 
 def _static_int(x):

@@ -401,7 +401,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     mapping = dict(args)
     mapping.update((p, c.uop.cast(p.dtype)) for p, c in zip(cps, cl))
     res = substitute([instantiate(c, p) for c, p in zip(cts, g.inputs)], mapping)
-    return tree_util.unflatten(in_tree, [Array(r) for r in res])
+    return tree_util.unflatten(in_tree, [Array(r, w) for r, w in zip(res, g.in_weak)])
 
   if has_aux:
     aux = tree_util.unflatten(tree_util.structure(sub[1]), [Array(u, g.out_weak[i]) for u, i in zip(prim[len(outs):], aux_idx)])
