@@ -12,10 +12,12 @@ Array([1.       , 2.7182817, 7.3890557], dtype=float32)
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 
+from .. import tree as tree_util
 from ..array import Array
-from ..ir import Ops, UOp, dtypes
+from ..ir import Graph, Ops, UOp, dtypes
 from ..ir.dtypes import DType
 from .core import asarray_, broadcast_uops, promote
 
@@ -180,6 +182,34 @@ def _float_binary(fn: str, body, doc: str = ""):
     ws, _ = _wide(us, dt)
     return Array(body(*ws).cast(dt), weak)
   return _named(f, fn, doc or f"Elementwise {fn}, as jax.numpy.{fn}.")
+
+
+def _smooth(body, deriv):
+  """body (UOps -> UOp) whose derivative is deriv(*xs, y) -> one partial per x, as a CUSTOM_JVP node: every transform
+  uses deriv instead of differentiating body's nodes, which special-case points (x == 0, u == 1) where their own
+  derivatives divide by zero or lose their accuracy. deriv builds on the same node, so higher orders work too."""
+  @functools.lru_cache(maxsize=256)
+  def graph(avals) -> Graph:
+    ps = [UOp.param(shape, dt) for shape, dt in avals]
+    return Graph(tuple(ps), (body(*ps),))
+
+  def rule(primals, tangents):
+    xs = [p.uop for p in primals]
+    y = node(*xs)
+    t = None
+    for ti, d in zip(tangents, deriv(*xs, y)):
+      t = _mul(ti.uop, d) if t is None else _add(t, _mul(ti.uop, d))
+    return Array(y), Array(t)
+
+  def node(*us: UOp) -> UOp:
+    tree = tree_util.structure(tuple(range(len(us))))
+    return UOp.multi(Ops.CUSTOM_JVP, us, (graph(tuple((u.shape, u.dtype) for u in us)), rule, tree, _LEAF, 0))[0]
+
+  rule.__name__ = f"{body.__name__}_derivative"
+  return node
+
+
+_LEAF = tree_util.structure(0)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -429,12 +459,12 @@ def _cbrt(x):
 
 sqrt = _float_unary("sqrt", _sqrt, "The non-negative square root (nan for x < 0).\n\n"
                     "  >>> tnp.sqrt(tnp.array([4.0, 9.0]))\n  Array([2., 3.], dtype=float32)\n  ")
-cbrt = _float_unary("cbrt", _cbrt, "The real cube root.\n\n  >>> tnp.cbrt(tnp.array([-8.0, 27.0]))\n"
+cbrt = _float_unary("cbrt", _smooth(_cbrt, lambda x, y: (_div(_k(y, 1.0), _mul(_mul(y, y), 3.0)),)), "The real cube root.\n\n  >>> tnp.cbrt(tnp.array([-8.0, 27.0]))\n"
                     "  Array([-2.,  3.], dtype=float32)\n  ")
 exp = _float_unary("exp", _exp, "e ** x.\n\n  >>> tnp.exp(tnp.array([0.0, 1.0]))\n"
                    "  Array([1.       , 2.7182817], dtype=float32)\n  ")
 exp2 = _float_unary("exp2", _exp2, "2 ** x.\n\n  >>> tnp.exp2(tnp.array([3.0]))\n  Array([8.], dtype=float32)\n  ")
-expm1 = _float_unary("expm1", _expm1, "exp(x) - 1, accurate for small x.\n\n  >>> tnp.expm1(tnp.array([1e-10]))\n"
+expm1 = _float_unary("expm1", _smooth(_expm1, lambda x, y: (_add(y, 1.0),)), "exp(x) - 1, accurate for small x.\n\n  >>> tnp.expm1(tnp.array([1e-10]))\n"
                      "  Array([1.e-10], dtype=float32)\n  ")
 log = _float_unary("log", _log, "The natural logarithm.\n\n  >>> tnp.log(tnp.array([1.0]))\n"
                    "  Array([0.], dtype=float32)\n  ")
@@ -442,7 +472,7 @@ log2 = _float_unary("log2", _log2, "The base-2 logarithm.\n\n  >>> tnp.log2(tnp.
                     "  Array([3.], dtype=float32)\n  ")
 log10 = _float_unary("log10", lambda u: _mul(_log2(u), LOG10_2), "The base-10 logarithm.\n\n"
                      "  >>> tnp.log10(tnp.array([100.0]))\n  Array([2.], dtype=float32)\n  ")
-log1p = _float_unary("log1p", _log1p, "log(1 + x), accurate for small x.\n\n  >>> tnp.log1p(tnp.array([1e-10]))\n"
+log1p = _float_unary("log1p", _smooth(_log1p, lambda x, y: (_div(_k(x, 1.0), _add(x, 1.0)),)), "log(1 + x), accurate for small x.\n\n  >>> tnp.log1p(tnp.array([1e-10]))\n"
                      "  Array([1.e-10], dtype=float32)\n  ")
 
 
@@ -453,10 +483,12 @@ def _logaddexp(a, b, exp_fn, scale):
   return _sel(_isnan(d), _add(a, b), r)  # nan operands, or infinities of one sign
 
 
-logaddexp = _float_binary("logaddexp", lambda a, b: _logaddexp(a, b, _exp, 1.0),
+logaddexp = _float_binary("logaddexp", _smooth(lambda a, b: _logaddexp(a, b, _exp, 1.0),
+                                                  lambda a, b, y: (_exp(_sub(a, y)), _exp(_sub(b, y)))),
                           "log(exp(x) + exp(y)) without overflow.\n\n  >>> tnp.logaddexp(0.0, 0.0)\n"
                           "  Array(0.6931472, dtype=float32, weak_type=True)\n  ")
-logaddexp2 = _float_binary("logaddexp2", lambda a, b: _logaddexp(a, b, _exp2, LOG2E),
+logaddexp2 = _float_binary("logaddexp2", _smooth(lambda a, b: _logaddexp(a, b, _exp2, LOG2E),
+                                                    lambda a, b, y: (_exp2(_sub(a, y)), _exp2(_sub(b, y)))),
                            "log2(2 ** x + 2 ** y) without overflow.\n\n  >>> tnp.logaddexp2(1.0, 1.0)\n"
                            "  Array(2., dtype=float32, weak_type=True)\n  ")
 
@@ -512,6 +544,12 @@ def _sinc(x):
   return _sel(_eq(x, 0.0), 1.0, _div(y.alu(Ops.SIN), y))
 
 
+def _sinc_derivative(x, y):
+  zero = _eq(x, 0.0)
+  safe = _sel(zero, 1.0, x)
+  return (_sel(zero, 0.0, _div(_sub(_mul(x, math.pi).alu(Ops.COS), y), safe)),)
+
+
 sin = _float_unary("sin", lambda u: u.alu(Ops.SIN), "The sine, x in radians.\n\n  >>> tnp.sin(tnp.array([0.0]))\n"
                    "  Array([0.], dtype=float32)\n  ")
 cos = _float_unary("cos", lambda u: u.alu(Ops.COS), "The cosine, x in radians.\n\n  >>> tnp.cos(tnp.array([0.0]))\n"
@@ -526,17 +564,17 @@ arctan = _float_unary("arctan", lambda u: _atan2(u, 1.0), "The inverse tangent, 
                       "  >>> tnp.arctan(tnp.array([0.0]))\n  Array([0.], dtype=float32)\n  ")
 arctan2 = _float_binary("arctan2", _atan2, "The angle of the point (x, y): arctan(y / x) in the right quadrant.\n\n"
                         "  >>> tnp.arctan2(1.0, 1.0)\n  Array(0.7853981, dtype=float32, weak_type=True)\n  ")
-sinh = _float_unary("sinh", _sinh, "The hyperbolic sine.\n\n  >>> tnp.sinh(tnp.array([0.0]))\n"
+sinh = _float_unary("sinh", _smooth(_sinh, lambda x, y: (_cosh(x),)), "The hyperbolic sine.\n\n  >>> tnp.sinh(tnp.array([0.0]))\n"
                     "  Array([0.], dtype=float32)\n  ")
 cosh = _float_unary("cosh", _cosh, "The hyperbolic cosine.\n\n  >>> tnp.cosh(tnp.array([0.0]))\n"
                     "  Array([1.], dtype=float32)\n  ")
-tanh = _float_unary("tanh", _tanh, "The hyperbolic tangent.\n\n  >>> tnp.tanh(tnp.array([0.0]))\n"
+tanh = _float_unary("tanh", _smooth(_tanh, lambda x, y: (_sub(_k(y, 1.0), _mul(y, y)),)), "The hyperbolic tangent.\n\n  >>> tnp.tanh(tnp.array([0.0]))\n"
                     "  Array([0.], dtype=float32)\n  ")
-arcsinh = _float_unary("arcsinh", _arcsinh, "The inverse hyperbolic sine.\n\n  >>> tnp.arcsinh(tnp.array([0.0]))\n"
+arcsinh = _float_unary("arcsinh", _smooth(_arcsinh, lambda x, y: (_div(_k(x, 1.0), _hypot(x, _k(x, 1.0))),)), "The inverse hyperbolic sine.\n\n  >>> tnp.arcsinh(tnp.array([0.0]))\n"
                        "  Array([0.], dtype=float32)\n  ")
 arccosh = _float_unary("arccosh", _arccosh, "The inverse hyperbolic cosine (nan for x < 1).\n\n"
                        "  >>> tnp.arccosh(tnp.array([1.0]))\n  Array([0.], dtype=float32)\n  ")
-arctanh = _float_unary("arctanh", _arctanh, "The inverse hyperbolic tangent (nan for |x| > 1).\n\n"
+arctanh = _float_unary("arctanh", _smooth(_arctanh, lambda x, y: (_div(_k(x, 1.0), _mul(_sub(_k(x, 1.0), x), _add(x, 1.0))),)), "The inverse hyperbolic tangent (nan for |x| > 1).\n\n"
                        "  >>> tnp.arctanh(tnp.array([0.0]))\n  Array([0.], dtype=float32)\n  ")
 asin, acos, atan, atan2, asinh, acosh, atanh = arcsin, arccos, arctan, arctan2, arcsinh, arccosh, arctanh
 deg2rad = _float_unary("deg2rad", lambda u: _mul(u, math.pi / 180.0), "Degrees to radians.\n\n"
@@ -544,7 +582,7 @@ deg2rad = _float_unary("deg2rad", lambda u: _mul(u, math.pi / 180.0), "Degrees t
 rad2deg = _float_unary("rad2deg", lambda u: _mul(u, 180.0 / math.pi), "Radians to degrees.\n\n"
                        "  >>> tnp.rad2deg(tnp.array([3.1415927]))\n  Array([180.], dtype=float32)\n  ", wide=False)
 radians, degrees = deg2rad, rad2deg
-sinc = _float_unary("sinc", _sinc, "sin(pi x) / (pi x), 1 at 0.\n\n  >>> tnp.sinc(tnp.array([0.0]))\n"
+sinc = _float_unary("sinc", _smooth(_sinc, _sinc_derivative), "sin(pi x) / (pi x), 1 at 0.\n\n  >>> tnp.sinc(tnp.array([0.0]))\n"
                     "  Array([1.], dtype=float32)\n  ")
 
 
