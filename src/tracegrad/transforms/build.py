@@ -100,3 +100,15 @@ def in_range(idx: UOp, dims) -> UOp:
   ok = lt(idx, hi).alu(Ops.AND, lt(zeros(idx), idx).alu(Ops.OR, eq(idx, zeros(idx))))
   okf = ok.cast(dtypes.int32).reduce(Ops.REDUCE_MIN, (idx.ndim - 1,))
   return eq(okf, UOp.const(dtypes.int32, 1, okf.shape)).reshape(idx.shape[:-1])
+
+
+def scatter_mul_others(x: UOp, idx: UOp, upd: UOp) -> UOp:
+  """For each update of a multiplying SCATTER into x, the product of the other updates landing on its element
+  (exact when some updates are zero: only nonzero updates are ever divided by)."""
+  zero = eq(upd, zeros(upd))
+  nonzero = zero.where(ones(upd), upd)
+  prod = ones(x).scatter(idx, nonzero, "mul").gather(idx)
+  n_zero = zeros(x).scatter(idx, as_float(zero, upd), "add").gather(idx)
+  none_other = eq(n_zero, zeros(n_zero))
+  one_zero = eq(n_zero, ones(n_zero))
+  return zero.where(one_zero.where(prod, zeros(upd)), none_other.where(div(prod, nonzero), zeros(upd)))

@@ -102,7 +102,7 @@ def _scatter(ct, u):
     return B.eq(hit, B.zeros(hit)).where(ct, B.zeros(ct)), None, ct.gather(idx) * won * ok
   if u.arg == "mul":
     prod = B.ones(x).scatter(idx, upd, "mul")
-    return ct * prod, None, B.div((ct * u).gather(idx), upd) * ok
+    return ct * prod, None, (ct * x).gather(idx) * B.scatter_mul_others(x, idx, upd) * ok
   won_x = B.as_float(B.eq(x, u), u)
   won_u = B.as_float(B.eq(upd, u.gather(idx)), upd) * ok
   count = won_x + B.zeros(x).scatter(idx, won_u, "add")
