@@ -57,14 +57,19 @@ def select(pred, on_true, on_false):
   return Array(p.uop.broadcast(a.shape).where(a.uop, b.uop), a.weak_type and b.weak_type)
 
 
-def _branch_graphs(branches: Sequence[Callable], operands: tuple, fn: str) -> tuple[list[Graph], list[UOp]]:
+def _describe(g: Graph, other: Graph) -> str:
+  types = "(" + ", ".join(_types(g)) + ")"
+  return f"{g.out_tree} with {types}" if g.out_tree != other.out_tree else types
+
+
+def _branch_graphs(branches: Sequence[Callable], operands: tuple, fn: str, labels: Sequence[str]) -> tuple[list[Graph], list[UOp]]:
   """Each branch traced on the operands and closed, all taking (every branch's free values, operands)."""
   graphs = [trace(b, operands, fn=fn)[0] for b in branches]
   ref = graphs[0]
-  for b, g in zip(branches, graphs):
+  for label, g in zip(labels, graphs):
     if g.out_tree != ref.out_tree or _types(g) != _types(ref):
-      raise TypeError(f"{fn}: every branch must return the same tree of shapes and dtypes; {_name(branches[0])} returns "
-                      f"{ref.out_tree} with {_types(ref)} but {_name(b)} returns {g.out_tree} with {_types(g)}")
+      raise TypeError(f"{fn}: the branches must return the same structure, shapes and dtypes, but {labels[0]} returns "
+                      f"{_describe(ref, g)} and {label} returns {_describe(g, ref)}")
   closed = [g.closed() for g in graphs]
   free = list(dict.fromkeys(u for _, fr in closed for u in fr))
   out = []
@@ -87,7 +92,8 @@ def switch(index, branches: Sequence[Callable], *operands):
   i = to_array(index, fn="switch")
   if i.shape != () or not (i.dtype.is_int or i.dtype.is_bool):
     raise TypeError(f"switch: index must be an integer scalar, got {i.aval_str()}")
-  return _cond(i.uop.cast(dtypes.int32), branches, operands, "switch")
+  labels = [f"branch {k} ({_name(b)})" for k, b in enumerate(branches)]
+  return _cond(i.uop.cast(dtypes.int32), branches, operands, "switch", labels)
 
 
 def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
@@ -101,11 +107,12 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
     raise TypeError(f"cond: pred must be a scalar (a bool or a number), got shape {fmt(p.shape)}; for an elementwise "
                     f"choice use tracegrad.numpy.where or lax.select")
   idx = p.uop.alu(Ops.CMPNE, UOp.const(p.dtype, 0)).cast(dtypes.int32)
-  return _cond(idx, [false_fun, true_fun], operands, "cond")
+  labels = [f"false_fun ({_name(false_fun)})", f"true_fun ({_name(true_fun)})"]
+  return _cond(idx, [false_fun, true_fun], operands, "cond", labels)
 
 
-def _cond(idx: UOp, branches, operands: tuple, fn: str):
-  graphs, free = _branch_graphs(branches, operands, fn)
+def _cond(idx: UOp, branches, operands: tuple, fn: str, labels: Sequence[str]):
+  graphs, free = _branch_graphs(branches, operands, fn, labels)
   leaves, _ = _avals(operands, fn)
   outs = UOp.multi(Ops.COND, (idx, *free, *(l.uop for l in leaves)), tuple(graphs))
   weak = [all(w) for w in zip(*(g.out_weak for g in graphs))] or []
@@ -114,10 +121,11 @@ def _cond(idx: UOp, branches, operands: tuple, fn: str):
 
 def _carry_check(fn: str, what: str, init: list[Array], init_tree, out: list[UOp], out_tree, f):
   if out_tree != init_tree or [(a.shape, a.dtype) for a in init] != [(o.shape, o.dtype) for o in out]:
-    got = ", ".join(f"{o.dtype}{fmt(o.shape)}" for o in out)
-    want = ", ".join(f"{a.dtype}{fmt(a.shape)}" for a in init)
-    raise TypeError(f"{fn}: {_name(f)} must return a carry of the same structure, shapes and dtypes as its input "
-                    f"{what}: expected {init_tree} with ({want}), got {out_tree} with ({got})")
+    got = "(" + ", ".join(f"{o.dtype}{fmt(o.shape)}" for o in out) + ")"
+    want = "(" + ", ".join(f"{a.dtype}{fmt(a.shape)}" for a in init) + ")"
+    if out_tree != init_tree: got, want = f"{out_tree} with {got}", f"{init_tree} with {want}"
+    raise TypeError(f"{fn}: {_name(f)} must return a {what} of the same structure, shapes and dtypes as its input "
+                    f"{what}: expected {want}, got {got}")
 
 
 def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = False, unroll: int = 1):

@@ -284,7 +284,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None) -> 
   return mapped
 
 
-def _path(path) -> str: return "argument " + "".join(f"[{p!r}]" for p in path) if path else "the argument"
+def _path(path) -> str: return "args" + "".join(f"[{p!r}]" for p in path)
 
 
 def _out_axes(out_axes, g: Graph, fn: str) -> list:
