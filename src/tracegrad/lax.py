@@ -178,7 +178,7 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
   if len(cg.outputs) != 1 or cg.outputs[0].shape != () or not (cg.outputs[0].dtype.is_bool or cg.outputs[0].dtype.is_int):
     raise TypeError(f"while_loop: {_name(cond_fun)} must return a bool scalar, got {_types(cg)}")
   bg, _ = trace(body_fun, (avals,), fn="while_loop")
-  _carry_check("while_loop", "value", carry, tree, list(bg.outputs), bg.out_tree, body_fun)
+  _carry_check("while_loop", "carry", carry, tree, list(bg.outputs), bg.out_tree, body_fun)
   p = cg.outputs[0]
   if not p.dtype.is_bool: p = p.alu(Ops.CMPNE, UOp.const(p.dtype, 0, ()))
   cg = Graph(cg.inputs, (p,))
