@@ -47,6 +47,16 @@ def realize(uops: list[UOp], what: str = "value") -> list[np.ndarray]:
   return [_realized[u] for u in uops]
 
 
+def concrete(uops: list[UOp]) -> list[UOp]:
+  """Each concrete node computed (all in one pass, sharing what they have in common) and held as a BUFFER;
+  traced nodes are returned as they are. Transforms call this on their results outside a trace, so that values
+  do not stay lazy graphs that a later computation would evaluate again."""
+  todo = [u for u in uops if not u.traced and u.depth > 0]
+  if not todo: return list(uops)
+  vals = dict(zip(todo, realize(todo)))
+  return [UOp.buffer(vals[u]) if u in vals else u for u in uops]
+
+
 def run_graph(graph, leaves: list[np.ndarray]) -> list[np.ndarray]:
   """The outputs of `graph` for concrete input leaves (numpy arrays matching its inputs)."""
   from .ir import substitute

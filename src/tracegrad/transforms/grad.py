@@ -17,6 +17,7 @@ from ..ir import Graph, Ops, PatternMatcher, UOp, UPat, substitute, toposort
 from ..ir.dtypes import void
 from ..ir.shapes import multi_avals
 from ..ir.ops import COMPARE, INT_ONLY, INT_OR_BOOL
+from ..run import concrete
 from ..trace import trace
 from . import build as B
 from .build import instantiate
@@ -364,7 +365,7 @@ def _needs(order: list[UOp], wrt) -> set[UOp]:
 def _fname(f) -> str: return getattr(f, "__name__", type(f).__name__)
 
 
-def vjp(fun: Callable, *primals, has_aux: bool = False):
+def vjp(fun: Callable, *primals, has_aux: bool = False, _realize: bool = True):
   """(fun(*primals), vjp_fn) where vjp_fn(ct) gives the cotangent of each primal, as jax.vjp.
 
   >>> y, f_vjp = tracegrad.vjp(tnp.sin, 0.0)
@@ -390,7 +391,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
   out = tree_util.unflatten(out_tree, [Array(u, w) for u, w in zip(prim[:len(outs)], weak)])
   in_tree = tree_util.structure(tuple(primals))
 
-  def vjp_fn(ct):
+  def vjp_fn(ct, realize: bool = _realize):
     cl = tree_util.leaves(ct)
     if tree_util.structure(ct) != out_tree:
       raise ValueError(f"vjp: the cotangent must have the structure of the output, {out_tree}; got {tree_util.structure(ct)}")
@@ -401,6 +402,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     mapping = dict(args)
     mapping.update((p, c.uop.cast(p.dtype)) for p, c in zip(cps, cl))
     res = substitute([instantiate(c, p) for c, p in zip(cts, g.inputs)], mapping)
+    if realize: res = concrete(res)
     return tree_util.unflatten(in_tree, [Array(r, w) for r, w in zip(res, g.in_weak)])
 
   if has_aux:
@@ -437,7 +439,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
       for a, d in zip(nums, diff): full[a] = d
       return fun(*full, **kwargs)
 
-    res = vjp(f, *[args[a] for a in nums], has_aux=has_aux)
+    res = vjp(f, *[args[a] for a in nums], has_aux=has_aux, _realize=False)
     out, vjp_fn = res[0], res[1]
     if not isinstance(out, Array) or out.shape != () or not out.dtype.is_float:
       what = (f"an output of shape {out.shape} and dtype {out.dtype}" if isinstance(out, Array)
@@ -446,7 +448,11 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
                       f"{what}; reduce it (e.g. .sum()), or use vjp or jacrev for non-scalar outputs")
     g = vjp_fn(Array(UOp.const(out.dtype, 1.0), out.weak_type))
     g = g[0] if isinstance(argnums, int) else g
-    return ((out, res[2]), g) if has_aux else (out, g)
+    aux = res[2] if has_aux else None
+    leaves, tree = tree_util.flatten((out, g, aux))  # one pass computes the value, the gradient and aux together
+    done = concrete([x.uop for x in leaves])
+    out, g, aux = tree_util.unflatten(tree, [Array(u, x.weak_type) for u, x in zip(done, leaves)])
+    return ((out, aux), g) if has_aux else (out, g)
 
   vg.__name__ = f"value_and_grad({_fname(fun)})"
   return vg

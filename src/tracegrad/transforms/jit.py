@@ -15,6 +15,7 @@ from typing import Callable, Sequence
 from .. import tree as tree_util
 from ..array import Array, to_array
 from ..ir import Graph
+from ..run import concrete
 from ..trace import trace
 
 
@@ -56,7 +57,7 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (), static_argnames
 
       g, _ = trace(f, dyn, dkw, fn=f"jit({name})")
       if not g.closed()[1]: cache[key] = g  # a graph that closes over another trace's values is not reusable
-    outs = g(*[a.uop for a in arrs])
+    outs = concrete(g(*[a.uop for a in arrs]))
     return tree_util.unflatten(g.out_tree, [Array(o, w) for o, w in zip(outs, g.out_weak)])
 
   jitted.clear_cache = cache.clear

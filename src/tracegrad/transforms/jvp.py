@@ -16,6 +16,7 @@ from ..array import Array, to_array
 from ..ir import Graph, Ops, PatternMatcher, UOp, UPat, substitute, toposort
 from ..ir.dtypes import void
 from ..ir.ops import COMPARE, INT_ONLY, INT_OR_BOOL
+from ..run import concrete
 from ..trace import trace
 from . import build as B
 from .build import add, instantiate, neg, scale
@@ -320,12 +321,12 @@ def _linearized(fun: Callable, primals: tuple, has_aux: bool, fn: str):
     _check_tangents(leaves, tl, fn)
     mapping = dict(args)
     mapping.update((t, x.uop.cast(t.dtype)) for t, x in zip(tps, tl))
-    res = substitute(outs + aux0 + touts, mapping)
+    res = concrete(substitute(outs + aux0 + touts, mapping))
     n, m = len(outs), len(aux0)
     return build(res[:n], res[n:n + m], res[n + m:])
 
   def primal():
-    res = substitute(outs0 + aux0, args)
+    res = concrete(substitute(outs0 + aux0, args))
     o, _, a = build(res[:len(outs0)], res[len(outs0):], None)
     return o, a
 

@@ -18,6 +18,7 @@ from ..array import Array, to_array
 from ..ir import Graph, Ops, PatternMatcher, UOp, UPat, dtypes, substitute, toposort
 from ..ir.dtypes import void
 from ..ir.ops import BINARY, UNARY
+from ..run import concrete
 from ..trace import ShapeDtypeStruct, trace
 from . import build as B
 
@@ -264,7 +265,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None) -> 
     twins = batch_nodes(list(g.outputs), {p: B.moveaxis(l.uop, a, 0) for p, l, a in zip(g.inputs, leaves, norm)
                                           if a is not None}, size)
     args_map = {p: l.uop for p, l, a in zip(g.inputs, leaves, norm) if a is None}
-    outs = substitute([t if t is not None else o for t, o in zip(twins, g.outputs)], args_map)
+    outs = concrete(substitute([t if t is not None else o for t, o in zip(twins, g.outputs)], args_map))
     oaxes = _out_axes(out_axes, g, fn)
     res = []
     for o, t, ax, w in zip(outs, twins, oaxes, g.out_weak):
