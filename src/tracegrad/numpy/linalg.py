@@ -12,12 +12,16 @@ import math
 import operator
 from typing import NamedTuple
 
+import numpy as np
+
+from .. import lax
 from ..array import Array, to_array
 from ..ir import Ops, UOp, broadcast_shapes, dtypes
 from ..ir.dtypes import DType
 from ..ir.shapes import fmt
 from .contract import acc_dtype, matmul, matrix_transpose, tensordot, vecdot
 from .contract import outer as _outer
+from ..transforms.custom import custom_jvp
 from .core import normalize_axis, promote
 
 __all__ = ["norm", "vector_norm", "matrix_norm", "solve", "inv", "det", "slogdet", "SlogdetResult", "matmul",
@@ -178,15 +182,46 @@ def _lu_diag(fn: str, a) -> tuple[UOp, UOp, DType]:
 
 
 def det(a) -> Array:
-  """The determinant of a square matrix (or of each in a stack).
+  """The determinant of a square matrix (or of each in a stack). Its derivative is the cofactor matrix, exact at
+  singular matrices too.
 
   >>> tnp.linalg.det(tnp.array([[4.0, 2.0], [1.0, 3.0]]))
   Array(10., dtype=float32)
   """
-  d, sign, dt = _lu_diag("det", a)
-  batch = d.shape[:-2]
-  out = d.reduce(Ops.REDUCE_PROD, (d.ndim - 2,)).alu(Ops.MUL, sign)
-  return Array(out.reshape(batch).cast(dt))
+  (au,), dt = _inexact("det", a)
+  _square_check("det", au)
+  return Array(_det(Array(au)).uop.cast(dt))
+
+
+@custom_jvp
+def _det(a: Array) -> Array:
+  u, sign = _eliminate(a.uop, a.shape[-1])
+  d = _diag(u)
+  return Array(d.reduce(Ops.REDUCE_PROD, (d.ndim - 2,)).alu(Ops.MUL, sign).reshape(a.shape[:-2]))
+
+
+@_det.defjvp
+def _det_jvp(primals, tangents):
+  (a,), (t,) = primals, tangents
+  return _det(a), (_cofactors(a) * t).sum((-2, -1))
+
+
+def _cofactors(a: Array) -> Array:
+  """C[..., i, j] = (-1)^(i+j) det(a without row i and column j): det(a) inv(a)^T when a is invertible, else from
+  the minors (so the derivative of det is right at singular matrices)."""
+  n = a.shape[-1]
+  if n == 1: return Array(UOp.const(a.dtype, 1, a.shape))
+  y = _det(a)[..., None, None]
+
+  def by_minors(a):
+    keep = np.array([[r for r in range(n) if r != i] for i in range(n)])
+    minors = _det(a[..., keep[:, None, :, None], keep[None, :, None, :]])
+    signs = np.where(np.add.outer(np.arange(n), np.arange(n)) % 2 == 0, 1.0, -1.0).astype(a.dtype.np)
+    return minors * signs
+
+  def by_inverse(a): return y * inv(a).swapaxes(-1, -2)
+
+  return lax.cond((y == 0).any(), by_minors, by_inverse, a)
 
 
 class SlogdetResult(NamedTuple):
