@@ -7,7 +7,6 @@ Array([[0., 0., 0.],
 """
 from __future__ import annotations
 
-import math
 from typing import Callable, Sequence
 
 import numpy as np

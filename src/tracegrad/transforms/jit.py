@@ -14,7 +14,6 @@ from typing import Callable, Sequence
 
 from .. import tree as tree_util
 from ..array import Array, to_array
-from ..ir import Graph
 from ..run import concrete
 from ..trace import trace
 

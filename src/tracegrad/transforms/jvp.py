@@ -93,13 +93,13 @@ def _regroup(g: Graph, groups_in, groups_out) -> Graph:
   return Graph(tuple(g.inputs[i] for i in order(n_in, groups_in)), tuple(g.outputs[i] for i in order(n_out, groups_out)))
 
 
-def _tangent_mask(t, src):
+def _tangent_mask(t):
   return [ti is not None for ti in t], [ti for ti in t if ti is not None]
 
 
 def _cond(t, u):
   idx, ops, branches = u.src[0], u.src[1:], u.arg
-  which, tans = _tangent_mask(t[1:], ops)
+  which, tans = _tangent_mask(t[1:])
   keep = [False] * len(branches[0].outputs)
   for b in branches: keep = [k or w for k, w in zip(keep, jvp_graph(b, which)[1])]
   new = tuple(jvp_graph(b, which, keep)[0] for b in branches)
@@ -131,7 +131,7 @@ def _scan(t, u):
   new_src = (*srcs[:n_consts], *[x for x in tc if x is not None], *srcs[n_consts:n_consts + n_carry], *carry_t,
              *srcs[n_consts + n_carry:], *[x for x in tx if x is not None])
   res = UOp.multi(Ops.SCAN, new_src, (g, n_consts + sum(wc), n_carry + sum(wcar), length, reverse))
-  nct, nyt = sum(wcar), sum(keep[n_carry:])
+  nct = sum(wcar)
   carry, ct, ys, yt = res[:n_carry], res[n_carry:n_carry + nct], res[n_carry + nct:n_carry + nct + ny], res[n_carry + nct + ny:]
   return carry + ys, _spread(ct, wcar) + _spread(yt, keep[n_carry:])
 
@@ -156,7 +156,7 @@ def _while(t, u):
 
 
 def _remat(t, u):
-  which, tans = _tangent_mask(t, u.src)
+  which, tans = _tangent_mask(t)
   g, keep = jvp_graph(u.arg, which)
   res = UOp.multi(Ops.REMAT, (*u.src, *tans), g)
   n = len(u.arg.outputs)

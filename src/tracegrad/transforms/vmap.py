@@ -16,7 +16,6 @@ import optree
 from .. import tree as tree_util
 from ..array import Array, to_array
 from ..ir import Graph, Ops, PatternMatcher, UOp, UPat, dtypes, substitute, toposort
-from ..ir.dtypes import void
 from ..ir.ops import BINARY, UNARY
 from ..run import concrete
 from ..trace import ShapeDtypeStruct, trace
@@ -34,7 +33,6 @@ class _Ctx:
 
 
 def _same(c, u): return UOp(u.op, u.dtype, tuple(c.full(i) for i in range(len(u.src))), u.arg)
-def _reduce(c, u): return UOp(u.op, u.dtype, (c.full(0),), tuple(a + 1 for a in u.arg))
 def _axes(c, u): return UOp(u.op, u.dtype, (c.full(0),), tuple(a + 1 for a in u.arg))
 
 
@@ -74,7 +72,7 @@ def batch_graph(g: Graph, which: list[bool], size: int, force: list[bool] | bool
 
 
 def _cond(c, u):
-  branches, n = u.arg, len(u.src) - 1
+  branches = u.arg
   which = [x is not None for x in c.b[1:]]
   if c.b[0] is None:
     new = tuple(batch_graph(b, which, c.size)[0] for b in branches)
@@ -165,7 +163,7 @@ def _custom_vjp(c, u):
 
 BATCH_RULES = PatternMatcher([
   (UPat(UNARY | BINARY | {Ops.WHERE, Ops.CAST, Ops.BITCAST, Ops.DETACH}, name="u"), _same),
-  (UPat((Ops.REDUCE_SUM, Ops.REDUCE_PROD, Ops.REDUCE_MAX, Ops.REDUCE_MIN), name="u"), _reduce),
+  (UPat((Ops.REDUCE_SUM, Ops.REDUCE_PROD, Ops.REDUCE_MAX, Ops.REDUCE_MIN), name="u"), _axes),
   (UPat(Ops.RESHAPE, name="u"), lambda c, u: c.full(0).reshape((c.size, *u.arg))),
   (UPat(Ops.BROADCAST, name="u"), _broadcast),
   (UPat(Ops.PERMUTE, name="u"), lambda c, u: c.full(0).permute((0, *(p + 1 for p in u.arg)))),
