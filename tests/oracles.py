@@ -1,14 +1,17 @@
 """Test oracles: compare tracegrad with numpy eagerly and traced (make_graph, then run on the device)."""
 from __future__ import annotations
 
+import contextlib
+
 import ml_dtypes
 import numpy as np
+import optree
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import tracegrad
 from tracegrad import run
-from tracegrad.ir import dtypes
+from tracegrad.ir import dtypes, toposort
 
 FLOATS = ["float32", "float16", "bfloat16"]
 INTS = ["int8", "int16", "int32", "uint8", "uint16", "uint32"]
@@ -76,3 +79,198 @@ def check(tfn, nfn, *args, rtol=None, atol=None, check_dtype=True, want_dtype=No
   tr = traced(f, *[tracegrad.numpy.asarray(args[i]) for i in arr_idx])
   assert_close(tr, want, rtol=rtol, atol=atol, check_dtype=check_dtype, err="traced")
   return eager
+
+
+# ---- transforms: finite-difference check_grads and slice-and-stack check_vmap ----
+
+@contextlib.contextmanager
+def x64(enabled: bool = True):
+  """64-bit types on (or off) inside the block, restored afterwards."""
+  old = tracegrad.config.jax_enable_x64
+  tracegrad.config.update("jax_enable_x64", enabled)
+  try:
+    yield
+  finally:
+    tracegrad.config.update("jax_enable_x64", old)
+
+
+def is_float(a) -> bool:
+  d = np.asarray(a).dtype
+  return d.kind == "f" or d == ml_dtypes.bfloat16
+
+
+def _tmap(f, tree, *rest): return tracegrad.tree.map(f, tree, *rest)
+def _np(tree): return _tmap(np.asarray, tree)
+def _tg(tree): return _tmap(tracegrad.numpy.asarray, tree)
+
+
+def _randn_like(rng, tree, dtype=None):
+  return _tmap(lambda a: rng.standard_normal(np.shape(a)).astype(dtype or np.asarray(a).dtype), tree)
+
+
+def _inner(xs, ys) -> float:
+  pairs = zip(tracegrad.tree.leaves(xs), tracegrad.tree.leaves(ys))
+  return sum(float(np.vdot(np.asarray(x, np.float64).ravel(), np.asarray(y, np.float64).ravel()))
+             for x, y in pairs if is_float(x) and is_float(y))
+
+
+def _assert_tree_close(got, want, rtol, atol, err):
+  gl, gt = tracegrad.tree.flatten(got)
+  wl, wt = tracegrad.tree.flatten(want)
+  assert gt == wt, f"{err}: structure {gt} != {wt}"
+  for i, (g, w) in enumerate(zip(gl, wl)):
+    g, w = np.asarray(g), np.asarray(w)
+    assert g.shape == w.shape, f"{err} leaf {i}: shape {g.shape} != {w.shape}"
+    if not (is_float(g) and is_float(w)): continue
+    np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=atol,
+                               err_msg=f"{err} leaf {i}")
+
+
+def _assert_like(got, ref, err):
+  """got has ref's tree structure, shapes and float dtypes (tangents and cotangents have their primal's type)."""
+  gl, gt = tracegrad.tree.flatten(got)
+  rl, rt = tracegrad.tree.flatten(ref)
+  assert gt == rt, f"{err}: structure {gt} != {rt}"
+  for i, (g, r) in enumerate(zip(gl, rl)):
+    assert np.shape(g) == np.shape(r), f"{err} leaf {i}: shape {np.shape(g)} != {np.shape(r)}"
+    gd, rd = np.asarray(g).dtype, np.asarray(r).dtype
+    if is_float(r): assert gd == rd, f"{err} leaf {i}: dtype {gd} != {rd}"
+
+
+def numerical_jvp(f, args: tuple, tangents: tuple, eps: float):
+  """Central differences of f at args along tangents, in float64."""
+  plus = _np(f(*_tg(_tmap(lambda a, t: np.asarray(a) + eps * t, args, tangents))))
+  minus = _np(f(*_tg(_tmap(lambda a, t: np.asarray(a) - eps * t, args, tangents))))
+  diff = lambda p, m: (p.astype(np.float64) - m.astype(np.float64)) / (2 * eps) if is_float(p) else p
+  return _tmap(diff, plus, minus)
+
+
+def _check_jvp(f, args, eps, rtol, atol, rng, err):
+  tangents = _randn_like(rng, args)
+  out, t_out = tracegrad.jvp(f, args, _tg(tangents))
+  _assert_tree_close(out, _np(f(*args)), rtol, atol, f"{err}: primal out")
+  _assert_like(t_out, out, f"{err}: tangent out")
+  _assert_tree_close(t_out, numerical_jvp(f, args, tangents, eps), rtol, atol, f"{err}: tangent vs finite differences")
+
+
+def _check_vjp(f, args, eps, rtol, atol, rng, err, with_jvp=True):
+  out, vjp_fn = tracegrad.vjp(f, *args)
+  _assert_tree_close(out, _np(f(*args)), rtol, atol, f"{err}: primal out")
+  ct = _randn_like(rng, out)
+  cts = vjp_fn(_tg(ct))
+  _assert_like(tuple(cts), args, f"{err}: cotangents")
+  tangents = _randn_like(rng, args)
+  ip = _inner(cts, tangents)
+  ip_fd = _inner(ct, numerical_jvp(f, args, tangents, eps))
+  np.testing.assert_allclose(ip, ip_fd, rtol=rtol, atol=atol,
+                             err_msg=f"{err}: <vjp(ct), t> vs <ct, finite differences>")
+  if not with_jvp: return
+  ip_jvp = _inner(ct, tracegrad.jvp(f, args, _tg(tangents))[1])
+  np.testing.assert_allclose(ip, ip_jvp, rtol=rtol, atol=atol, err_msg=f"{err}: <vjp(ct), t> vs <ct, jvp(t)>")
+
+
+def _check_grads(f, args, order, modes, eps, rtol, atol, rng, err):
+  if "fwd" in modes:
+    msg = f"JVP of {err}" if err else "JVP"
+    _check_jvp(f, args, eps, rtol, atol, rng, msg)
+    if order > 1:
+      _check_grads(lambda p, t: tracegrad.jvp(f, p, t), (args, args), order - 1, modes, eps, rtol, atol, rng, msg)
+  if "rev" in modes:
+    msg = f"VJP of {err}" if err else "VJP"
+    _check_vjp(f, args, eps, rtol, atol, rng, msg, with_jvp="fwd" in modes)
+    if order > 1:
+      def f_vjp(*a):
+        out, vjp_fn = tracegrad.vjp(f, *a)
+        return vjp_fn(out)
+      _check_grads(f_vjp, args, order - 1, modes, eps, rtol, atol, rng, msg)
+
+
+def _check_low_precision(f, args, modes, rng):
+  """jvp/vjp in the arguments' own dtypes match the float64 results loosely and keep the primal dtypes."""
+  tangents = _randn_like(rng, args, np.float64)
+  with x64():
+    a64 = _tg(_tmap(lambda a: np.asarray(a, np.float64), args))
+    if "fwd" in modes: t64 = _np(tracegrad.jvp(f, a64, _tg(tangents))[1])
+    if "rev" in modes:
+      out64, vjp64 = tracegrad.vjp(f, *a64)
+      ct = _randn_like(rng, _np(out64), np.float64)
+      ct_in64 = _np(vjp64(_tg(ct)))
+  f32 = all(np.asarray(a).dtype == np.float32 for a in tracegrad.tree.leaves(args))
+  r = 2e-3 if f32 else 5e-2
+  scale = lambda ref: max([1.0] + [float(np.abs(x).max(initial=0)) for x in tracegrad.tree.leaves(ref)])
+  tol = lambda ref: dict(rtol=r, atol=r * scale(ref))
+  if "fwd" in modes:
+    out, t_out = tracegrad.jvp(f, args, _tg(_tmap(lambda t, a: t.astype(np.asarray(a).dtype), tangents, args)))
+    _assert_like(t_out, out, "JVP in the arguments' dtypes: tangent out")
+    _assert_tree_close(t_out, t64, err="JVP in the arguments' dtypes vs float64", **tol(t64))
+  if "rev" in modes:
+    out, vjp_fn = tracegrad.vjp(f, *args)
+    cts = vjp_fn(_tg(_tmap(lambda c, o: c.astype(np.asarray(o).dtype), ct, _np(out))))
+    _assert_like(tuple(cts), args, "VJP in the arguments' dtypes: cotangents")
+    _assert_tree_close(tuple(cts), tuple(ct_in64), err="VJP in the arguments' dtypes vs float64", **tol(ct_in64))
+
+
+def check_grads(f, args, order: int = 1, modes=("fwd", "rev"), eps: float | None = None, atol: float | None = None,
+                rtol: float | None = None, seed: int = 0):
+  """Check tracegrad.jvp ("fwd") and tracegrad.vjp ("rev") of f at args, as jax.test_util.check_grads.
+
+  Derivatives are compared with central finite differences along random directions, and vjp with jvp through
+  <vjp(ct), t> == <ct, jvp(t)>, with f run in float64 (x64 on); order 2 checks the jvp and vjp functions
+  themselves. Float32 arguments are also run in float32 and compared loosely with the float64 results. Without
+  "fwd" in modes, vjp is compared with finite differences only (so a custom_vjp function can be checked).
+  Every leaf of args (a pytree) must be floating.
+  """
+  args = tuple(args)
+  for leaf in tracegrad.tree.leaves(args):
+    assert is_float(leaf), f"check_grads: every argument must be floating, got {np.asarray(leaf).dtype}"
+  eps, atol, rtol = eps or 1e-4, atol or 1e-5, rtol or 1e-5
+  rng = np.random.default_rng(seed)
+  with x64():
+    a64 = _tg(_tmap(lambda a: np.asarray(a, np.float64), args))
+    _check_grads(f, a64, order, modes, eps, rtol, atol, rng, "")
+  if any(np.asarray(a).dtype != np.float64 for a in tracegrad.tree.leaves(args)):
+    _check_low_precision(f, _tg(args), modes, rng)
+
+
+def primitives_of(f, *args) -> set:
+  """The primitives (Ops) in the traced graph of f(*args)."""
+  g = tracegrad.make_graph(f)(*args)
+  return {u.op for u in toposort(list(g.outputs))}
+
+
+def check_vmap(f, args, in_axes=0, out_axes=0, axis_size: int | None = None, rtol=None, atol=None):
+  """tracegrad.vmap(f, in_axes, out_axes) equals f called on each slice of the batched arguments, stacked.
+
+  in_axes and out_axes are pytree prefixes (ints, None) of the arguments and outputs, as in jax.vmap.
+  """
+  args = tuple(_tmap(lambda a: a if isinstance(a, (int, float, bool)) else tracegrad.numpy.asarray(a), args))
+  kw = {} if axis_size is None else {"axis_size": axis_size}
+  got = tracegrad.vmap(f, in_axes=in_axes, out_axes=out_axes, **kw)(*args)
+  in_axes = tuple(in_axes) if isinstance(in_axes, list) else in_axes
+  leaves, treedef = tracegrad.tree.flatten(args)
+  axes = optree.broadcast_prefix(in_axes, args, none_is_leaf=True, namespace=tracegrad.tree.NAMESPACE)
+  assert len(axes) == len(leaves), "check_vmap: in_axes does not match the arguments"
+  sizes = {np.shape(a)[ax] for a, ax in zip(leaves, axes) if ax is not None}
+  assert len(sizes) <= 1, f"check_vmap: batched arguments disagree on the batch size: {sizes}"
+  n = sizes.pop() if sizes else axis_size
+  assert n, "check_vmap: the batch must not be empty"
+  outs = []
+  for i in range(n):
+    sl = [a if ax is None else tracegrad.numpy.asarray(np.take(np.asarray(a), i, axis=ax))
+          for a, ax in zip(leaves, axes)]
+    outs.append(f(*tracegrad.tree.unflatten(treedef, sl)))
+  want_tree = tracegrad.tree.structure(outs[0])
+  got_leaves, got_tree = tracegrad.tree.flatten(got)
+  assert got_tree == want_tree, f"vmap: output structure {got_tree} != {want_tree}"
+  oaxes = optree.broadcast_prefix(out_axes, outs[0], none_is_leaf=True, namespace=tracegrad.tree.NAMESPACE)
+  per_slice = [[np.asarray(tracegrad.numpy.asarray(x)) for x in tracegrad.tree.leaves(o)] for o in outs]
+  for j, (g, oax) in enumerate(zip(got_leaves, oaxes)):
+    vals = [p[j] for p in per_slice]
+    if oax is None:
+      for v in vals[1:]:
+        assert_close(v, vals[0], rtol=rtol, atol=atol, err=f"out_axes=None leaf {j} varies over the batch")
+      want = vals[0]
+    else:
+      want = np.stack(vals, axis=oax)
+    assert_close(g, want, rtol=rtol, atol=atol, err=f"vmap output leaf {j}")
+  return got
