@@ -419,7 +419,8 @@ def _argnums(argnums, n: int, fn: str) -> tuple[int, ...]:
   return tuple(a % n for a in nums)
 
 
-def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+                   allow_int: bool = False) -> Callable:
   """A function returning (fun(*args), the gradient of fun with respect to args[argnums]), as jax.value_and_grad.
 
   >>> tracegrad.value_and_grad(lambda x: x ** 2)(3.0)
@@ -430,9 +431,9 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
     for a in nums:
       for leaf in tree_util.leaves(args[a]):
         d = to_array(leaf, fn="grad").dtype
-        if not d.is_float:
+        if not d.is_float and not allow_int:
           raise TypeError(f"grad: differentiating {_fname(fun)} with respect to argument {a} needs float inputs, but a "
-                          f"leaf has dtype {d}; convert it (x.astype(float)), or use vjp for integer inputs")
+                          f"leaf has dtype {d}; convert it (x.astype(float)), or pass allow_int=True for a zero gradient")
 
     def f(*diff):
       full = list(args)
@@ -458,13 +459,13 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
   return vg
 
 
-def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, allow_int: bool = False) -> Callable:
   """The gradient of a scalar function with respect to args[argnums], as jax.grad.
 
   >>> tracegrad.grad(lambda x: tnp.sin(x))(0.0)
   Array(1., dtype=float32, weak_type=True)
   """
-  vg = value_and_grad(fun, argnums, has_aux)
+  vg = value_and_grad(fun, argnums, has_aux, allow_int)
 
   def g(*args, **kwargs):
     (out, aux), gr = vg(*args, **kwargs) if has_aux else ((None, None), vg(*args, **kwargs)[1])

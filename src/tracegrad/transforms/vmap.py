@@ -223,7 +223,7 @@ def _broadcast_prefix(prefix, full, msg: str) -> list:
 
 def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None) -> Callable:
   """fun mapped over an axis of its arguments, as jax.vmap: in_axes says which axis of each argument is mapped
-  (None: not mapped), out_axes where the mapped axis goes in each output.
+  (None: not mapped; keyword arguments are mapped on axis 0), out_axes where the mapped axis goes in each output.
 
   >>> tracegrad.vmap(lambda a, b: a * b, in_axes=(0, None))(tnp.ones((3, 2)), tnp.arange(2.0)).shape
   (3, 2)
@@ -231,11 +231,9 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None) -> 
   fn = f"vmap({_fname(fun)})"
 
   def mapped(*args, **kwargs):
-    if kwargs:
-      raise TypeError(f"{fn}: keyword arguments are not mapped; pass them positionally, or close over them")
-    leaves = [to_array(x, fn=fn) for x in tree_util.leaves(args)]
-    axes = _leaf_axes(in_axes, args, fn)
-    paths = [p for p, _ in tree_util.leaves_with_path(args)]
+    leaves = [to_array(x, fn=fn) for x in tree_util.leaves((args, kwargs))]
+    axes = _leaf_axes(in_axes, args, fn) + [0] * len(tree_util.leaves(kwargs))  # keyword arguments map on axis 0
+    paths = [p for p, _ in tree_util.leaves_with_path(args)] + [("kwargs", *p) for p, _ in tree_util.leaves_with_path(kwargs)]
     sizes: dict[int, str] = {}
     norm = []
     for leaf, ax, path in zip(leaves, axes, paths):
@@ -259,7 +257,8 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None) -> 
     size = next(iter(sizes)) if sizes else axis_size
     avals = [ShapeDtypeStruct(l.shape[:a] + l.shape[a + 1:], l.dtype, l.weak_type) if a is not None else l
              for l, a in zip(leaves, norm)]
-    g, _ = trace(fun, tree_util.unflatten(tree_util.structure(args), avals), fn=fn)
+    a_avals, k_avals = tree_util.unflatten(tree_util.structure((args, kwargs)), avals)
+    g, _ = trace(fun, a_avals, k_avals, fn=fn)
     twins = batch_nodes(list(g.outputs), {p: B.moveaxis(l.uop, a, 0) for p, l, a in zip(g.inputs, leaves, norm)
                                           if a is not None}, size)
     args_map = {p: l.uop for p, l, a in zip(g.inputs, leaves, norm) if a is None}
@@ -283,7 +282,9 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None) -> 
   return mapped
 
 
-def _path(path) -> str: return "args" + "".join(f"[{p!r}]" for p in path)
+def _path(path) -> str:
+  if path and path[0] == "kwargs": return path[1] + "".join(f"[{p!r}]" for p in path[2:])
+  return "args" + "".join(f"[{p!r}]" for p in path)
 
 
 def _out_axes(out_axes, g: Graph, fn: str) -> list:
