@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import os
+import time
 import weakref
 
 import numpy as np
 
 from .devices import Device, InterpDevice, TracedValueError
-from .ir import UOp
+from .ir import Graph, UOp
 
 _DEVICES: dict[str, list[Device]] = {"interp": [InterpDevice()]}
 _realized: "weakref.WeakKeyDictionary[UOp, np.ndarray]" = weakref.WeakKeyDictionary()
@@ -57,10 +58,60 @@ def concrete(uops: list[UOp]) -> list[UOp]:
   return [UOp.buffer(vals[u]) if u in vals else u for u in uops]
 
 
-def run_graph(graph, leaves: list[np.ndarray]) -> list[np.ndarray]:
+class Executable:
+  """A Graph made ready to run on a device: `program` holds its kernels when it was compiled (None when it runs on
+  interp), and calling it with numpy input leaves gives the numpy outputs."""
+
+  def __init__(self, graph: Graph, backend: str):
+    from .lower.schedule import Unsupported, schedule
+    self.graph, self.backend, self.program, self.source, self._lib = graph, backend, None, None, None
+    if backend != "cpu": return
+    t0 = time.perf_counter()
+    try:
+      self.program = schedule(graph)
+    except Unsupported as e:
+      debug(1, f"compile: {e}; this graph runs on interp")
+      return
+    from .lower.render_c import render_program
+    self.source = render_program(self.program)
+    debug(4, self.source)
+    self._lib = _DEVICES["cpu"][0].compile(self.source)
+    debug(1, f"compile: {len(self.program.kernels)} kernels in {1e3 * (time.perf_counter() - t0):.1f} ms")
+
+  def __call__(self, leaves: list[np.ndarray]) -> list[np.ndarray]:
+    if len(leaves) != len(self.graph.inputs):
+      raise ValueError(f"run_graph: the graph takes {len(self.graph.inputs)} inputs, got {len(leaves)}")
+    leaves = [np.asarray(v, dtype=p.dtype.np).reshape(p.shape) for p, v in zip(self.graph.inputs, leaves)]
+    if self._lib is not None:
+      t0 = time.perf_counter()
+      out = _DEVICES["cpu"][0].run_program(self.program, self._lib, leaves)
+      debug(2, f"run: {len(self.program.kernels)} kernels in {1e6 * (time.perf_counter() - t0):.1f} us")
+      return out
+    from .ir import substitute
+    mapping = {p: UOp.buffer(v) for p, v in zip(self.graph.inputs, leaves)}
+    return realize(substitute(list(self.graph.outputs), mapping))
+
+
+_executables: "weakref.WeakKeyDictionary[Graph, dict[str, Executable]]" = weakref.WeakKeyDictionary()
+
+
+def executable(graph: Graph) -> Executable:
+  """The graph compiled for the default backend, made once per graph and backend."""
+  backend = default_backend()
+  per = _executables.setdefault(graph, {})
+  if backend not in per: per[backend] = Executable(graph, backend)
+  return per[backend]
+
+
+def run_graph(graph: Graph, leaves: list[np.ndarray]) -> list[np.ndarray]:
   """The outputs of `graph` for concrete input leaves (numpy arrays matching its inputs)."""
-  from .ir import substitute
-  if len(leaves) != len(graph.inputs):
-    raise ValueError(f"run_graph: the graph takes {len(graph.inputs)} inputs, got {len(leaves)}")
-  mapping = {p: UOp.buffer(np.asarray(v, dtype=p.dtype.np).reshape(p.shape)) for p, v in zip(graph.inputs, leaves)}
-  return realize(substitute(list(graph.outputs), mapping))
+  return executable(graph)(leaves)
+
+
+def debug(level: int, msg: str) -> None:
+  """Print msg when TRACEGRAD_DEBUG >= level (1: traces and compiles, 2: runs, 4: generated source)."""
+  try:
+    on = int(os.environ.get("TRACEGRAD_DEBUG", "0")) >= level
+  except ValueError:
+    on = False
+  if on: print(f"tracegrad: {msg}", flush=True)

@@ -1,63 +1,146 @@
-"""jit: trace once per argument signature and reuse the Graph.
+"""jit: trace once per argument signature, compile the Graph for the default device, and reuse both.
 
-Until the compiled CPU backend lands, a jitted function's Graph runs on the reference device; inside another trace
-it is inlined, so jit composes with every other transform.
+Inside another trace a jitted function inlines its Graph, so jit composes with every other transform.
 
 >>> f = tracegrad.jit(lambda x: x * 2)
 >>> f(tnp.arange(3))
 Array([0, 2, 4], dtype=int32)
+>>> print(f.lower(tnp.arange(3)).as_text())
+{ lambda a:i32[3]. let
+    b:i32[3] = mul a 2
+  in (b) }
 """
 from __future__ import annotations
 
 import functools
+import time
 from typing import Callable, Sequence
 
+import numpy as np
+
+from .. import run
 from .. import tree as tree_util
 from ..array import Array, to_array
-from ..run import concrete
+from ..ir import Graph, UOp
 from ..trace import trace
 
 
 def _nums(x) -> tuple[int, ...]: return (x,) if isinstance(x, int) else tuple(x)
 
 
-def jit(fun: Callable, static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
-        donate_argnums: int | Sequence[int] = (), **_options) -> Callable:
-  """fun, traced once for each signature (tree structure, shapes, dtypes, static arguments) and run as a graph."""
-  static = _nums(static_argnums)
-  names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
-  cache: dict = {}
-  name = getattr(fun, "__name__", "function")
+class Compiled:
+  """A jitted function compiled for one signature: call it with arguments of that signature. `kernels` lists the
+  generated kernels (each with its `.source`), empty when the graph runs on the reference device."""
 
-  @functools.wraps(fun)
-  def jitted(*args, **kwargs):
+  def __init__(self, jitted: "Jitted", graph: Graph, key):
+    self._jitted, self.graph, self._key = jitted, graph, key
+    self.executable = run.executable(graph)
+
+  @property
+  def kernels(self) -> list:
+    return list(self.executable.program.kernels) if self.executable.program is not None else []
+
+  def as_text(self) -> str: return self.executable.source or str(self.graph)
+
+  def __call__(self, *args, **kwargs):
+    key, arrs, _ = self._jitted._signature(args, kwargs)
+    if key != self._key:
+      raise TypeError(f"{self._jitted.name}: this compiled function takes arguments of the signature it was compiled "
+                      f"for; {_reason(self._key, key)}")
+    return self._jitted._run(self.graph, arrs)
+
+
+class Lowered:
+  """A jitted function traced for one signature: `as_text()` prints its graph, `compile()` compiles it."""
+
+  def __init__(self, jitted: "Jitted", graph: Graph, key):
+    self._jitted, self.graph, self._key = jitted, graph, key
+
+  def as_text(self) -> str: return str(self.graph)
+  def compile(self) -> Compiled: return Compiled(self._jitted, self.graph, self._key)
+
+
+class Jitted:
+  """The result of jit(fun): a callable that traces fun once per signature and runs the compiled graph."""
+
+  def __init__(self, fun: Callable, static_argnums, static_argnames, donate_argnums):
+    functools.update_wrapper(self, fun)
+    self.fun, self.static = fun, _nums(static_argnums)
+    self.names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+    self.name = f"jit({getattr(fun, '__name__', 'function')})"
+    self.cache: dict = {}
+
+  def _signature(self, args: tuple, kwargs: dict):
     n = len(args)
-    idx = sorted({i % n for i in static if -n <= i < n})
-    if any(not -n <= i < n for i in static):
-      raise ValueError(f"jit({name}): static_argnums {static} is out of range for {n} positional arguments")
-    statics = tuple((i, args[i]) for i in idx) + tuple((k, kwargs[k]) for k in names if k in kwargs)
+    if any(not -n <= i < n for i in self.static):
+      raise ValueError(f"{self.name}: static_argnums {self.static} is out of range for {n} positional arguments")
+    idx = sorted({i % n for i in self.static})
+    statics = tuple((i, args[i]) for i in idx) + tuple((k, kwargs[k]) for k in self.names if k in kwargs)
     for where, v in statics:
       try:
         hash(v)
       except TypeError:
-        raise TypeError(f"jit({name}): static argument {where!r} is a {type(v).__name__}, which is not hashable; "
+        raise TypeError(f"{self.name}: static argument {where!r} is a {type(v).__name__}, which is not hashable; "
                         f"pass a tuple (or another hashable value), or make it a traced argument") from None
     dyn = tuple(a for i, a in enumerate(args) if i not in idx)
-    dkw = {k: v for k, v in kwargs.items() if k not in names}
+    dkw = {k: v for k, v in kwargs.items() if k not in self.names}
     leaves, tree = tree_util.flatten((dyn, dkw))
-    arrs = [to_array(x, fn=f"jit({name})") for x in leaves]
-    key = (tree, tuple((a.shape, a.dtype, a.weak_type) for a in arrs), statics)
-    g = cache.get(key)
+    arrs = [to_array(x, fn=self.name) for x in leaves]
+    key = (tree, tuple((a.shape, a.dtype, a.weak_type) for a in arrs), statics, run.default_backend())
+    return key, arrs, (idx, dyn, dkw)
+
+  def _graph(self, args: tuple, kwargs: dict):
+    key, arrs, (idx, dyn, dkw) = self._signature(args, kwargs)
+    g = self.cache.get(key)
     if g is None:
+      n = len(args)
+
       def f(*d, **kw):
         it = iter(d)
         full = [args[i] if i in idx else next(it) for i in range(n)]
-        return fun(*full, **kw, **{k: v for k, v in kwargs.items() if k in names})
+        return self.fun(*full, **kw, **{k: v for k, v in kwargs.items() if k in self.names})
 
-      g, _ = trace(f, dyn, dkw, fn=f"jit({name})")
-      if not g.closed()[1]: cache[key] = g  # a graph that closes over another trace's values is not reusable
-    outs = concrete(g(*[a.uop for a in arrs]))
-    return tree_util.unflatten(g.out_tree, [Array(o, w) for o, w in zip(outs, g.out_weak)])
+      t0 = time.perf_counter()
+      g, _ = trace(f, dyn, dkw, fn=self.name)
+      why = "first call" if not self.cache else _reason(next(reversed(self.cache)), key)
+      run.debug(1, f"trace {self.name}: {1e3 * (time.perf_counter() - t0):.1f} ms ({why})")
+      if not g.closed()[1]: self.cache[key] = g  # a graph that closes over another trace's values is not reusable
+    return g, key, arrs
 
-  jitted.clear_cache = cache.clear
-  return jitted
+  def _run(self, g: Graph, arrs: list[Array]):
+    if any(a.is_traced for a in arrs):  # inside another transform: inline
+      outs = [Array(o, w) for o, w in zip(g(*[a.uop for a in arrs]), g.out_weak)]
+    else:
+      vals = run.run_graph(g, [np.asarray(a) for a in arrs])
+      outs = [Array(UOp.buffer(v), w) for v, w in zip(vals, g.out_weak)]
+    return tree_util.unflatten(g.out_tree, outs)
+
+  def __call__(self, *args, **kwargs):
+    g, _, arrs = self._graph(args, kwargs)
+    return self._run(g, arrs)
+
+  def lower(self, *args, **kwargs) -> Lowered:
+    """The traced graph for these arguments' signature."""
+    g, key, _ = self._graph(args, kwargs)
+    return Lowered(self, g, key)
+
+  def clear_cache(self) -> None: self.cache.clear()
+
+
+def _reason(old, new) -> str:
+  """Why a signature differs from another: the tree, a leaf's shape/dtype/weak type, a static value, the device."""
+  (t0, a0, s0, d0), (t1, a1, s1, d1) = old, new
+  if t0 != t1: return f"argument structure changed: {t0} -> {t1}"
+  for i, (x, y) in enumerate(zip(a0, a1)):
+    if x != y: return f"argument leaf {i} changed from {x[1]}{list(x[0])} to {y[1]}{list(y[0])}" + \
+                      (" (weak type)" if x[:2] == y[:2] else "")
+  if s0 != s1: return f"static arguments changed: {s0} -> {s1}"
+  return f"device changed: {d0} -> {d1}"
+
+
+def jit(fun: Callable | None = None, static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
+        donate_argnums: int | Sequence[int] = (), **_options):
+  """fun, traced once for each signature (tree structure, shapes, dtypes, static arguments, device) and run as one
+  compiled program, as jax.jit. Usable as a decorator, with or without arguments."""
+  if fun is None: return lambda f: Jitted(f, static_argnums, static_argnames, donate_argnums)
+  return Jitted(fun, static_argnums, static_argnames, donate_argnums)
