@@ -7,8 +7,9 @@ Inside another trace a jitted function inlines its Graph, so jit composes with e
 Array([0, 2, 4], dtype=int32)
 >>> print(f.lower(tnp.arange(3)).as_text())
 { lambda a:i32[3]. let
-    b:i32[3] = mul a 2
-  in (b) }
+    b:i32[3] = broadcast[3] 2
+    c:i32[3] = mul a b
+  in (c) }
 """
 from __future__ import annotations
 
