@@ -1,0 +1,1 @@
+"""Lowering: graphs to kernels (schedule), the kernel IR, index simplification (symbolic) and rendering to source."""

@@ -1,0 +1,87 @@
+"""The kernel IR: a Program is a list of loop nests (Kernels) over flat buffers, in the order they run.
+
+Every expression in a kernel is a scalar UOp (shape ()) built from the ordinary primitives, so the same rewriter
+simplifies it and the same printer shows it:
+
+- a loop variable is an int64 scalar PARAM; `Loop(var, extent)` runs it over [0, extent)
+- a buffer argument is a 1-d PARAM of the buffer's dtype and size
+- a load is GATHER(buffer, RESHAPE(index, (1,))) with an int64 scalar index (always in range)
+- index arithmetic is int64: ADD SUB MUL IDIV MOD MAX MIN CMPLT CMPEQ CMPNE WHERE, constants are CONST
+- values use every elementwise primitive and CAST/BITCAST; half types (float16, bfloat16) are rounded after each
+  operation, as numpy does
+- a reduction's running value is read through its accumulator, a float/int scalar PARAM (Reduce.acc)
+
+A Kernel runs, for every point of `loops`: if it has a `reduce`, acc = identity of reduce.op, then for every point of
+reduce.loops acc = op(acc, reduce.value); then each Store in order. Iterations of `loops` are independent when
+`parallel` is true; a SCATTER kernel is sequential (later writes win, as in numpy).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ir import Ops, UOp, dtypes
+from ..ir.dtypes import DType
+
+
+@dataclass(frozen=True, eq=False)
+class Loop:
+  var: UOp      # int64 scalar PARAM
+  extent: int
+
+
+@dataclass(frozen=True, eq=False)
+class Reduce:
+  op: Ops                      # REDUCE_SUM, REDUCE_PROD, REDUCE_MAX or REDUCE_MIN (NaN propagates through MAX/MIN)
+  acc: UOp                     # scalar PARAM of the accumulator's dtype, read by the stores
+  loops: tuple[Loop, ...]      # inner loops, innermost last
+  value: UOp                   # scalar expression folded into acc at each inner point
+
+
+@dataclass(frozen=True, eq=False)
+class Store:
+  buf: UOp                     # a 1-d buffer PARAM of the kernel
+  index: UOp                   # int64 scalar
+  value: UOp                   # scalar of buf's dtype
+  mode: str | None = None      # None: plain store; "add" "mul" "min" "max" "set": combine with the stored value
+  valid: UOp | None = None     # bool scalar; when given, the store happens only where it is true
+
+
+@dataclass(frozen=True, eq=False)
+class Kernel:
+  name: str
+  bufs: tuple[UOp, ...]        # the buffer PARAMs it reads or writes, in argument order
+  loops: tuple[Loop, ...]      # outer loops, outermost first
+  stores: tuple[Store, ...]
+  reduce: Reduce | None = None
+  parallel: bool = True
+
+  def __str__(self) -> str:
+    from .render_c import render_kernel
+    return render_kernel(self)
+
+
+@dataclass(frozen=True, eq=False)
+class BufferSpec:
+  size: int
+  dtype: DType
+  data: np.ndarray | None = None   # a constant's value (a BUFFER node of the graph), else None
+
+
+@dataclass(eq=False)
+class Program:
+  """Kernels over numbered buffers: inputs (the graph's inputs, in order), constants, intermediates and outputs.
+
+  `calls[k]` gives, for kernel k, the buffer numbers bound to its `bufs`; `outputs[i]` the buffer and shape of
+  output i (an output may also be an input or a constant, passed through)."""
+  kernels: list[Kernel]
+  calls: list[tuple[int, ...]]
+  buffers: list[BufferSpec]
+  inputs: list[int]
+  outputs: list[tuple[int, tuple[int, ...]]]
+
+
+def acc_dtype(d: DType) -> DType:
+  """Half types accumulate in float32."""
+  return dtypes.float32 if d in (dtypes.float16, dtypes.bfloat16) else d

@@ -1,0 +1,278 @@
+"""Scheduling: a Graph becomes a Program of kernels (lower/kernel.py).
+
+A node gets a buffer of its own (is materialised) when it is an input, a constant, an output, a reduction, a
+scatter, or when several nodes use it; everything else is computed inside the kernel of the node that uses it, at
+the index that node asks for. Movement ops never copy: RESHAPE, BROADCAST, PERMUTE, PAD, SLICE, FLIP and CONCAT
+only change the index a value is read at, so a broadcast is never materialised.
+
+>>> import tracegrad, tracegrad.numpy as tnp
+>>> prog = schedule(tracegrad.make_graph(lambda x: tnp.exp(x * 2).sum())(tnp.ones((4, 8))))
+>>> len(prog.kernels)
+1
+"""
+from __future__ import annotations
+
+import math
+import numpy as np
+
+from ..ir import Graph, Ops, PatternMatcher, UOp, UPat, dtypes, graph_rewrite_many, toposort
+from ..ir.ops import ELEMENTWISE, REDUCE
+from .kernel import BufferSpec, Kernel, Loop, Program, Reduce, Store, acc_dtype
+from .symbolic import simplify
+
+I64 = dtypes.int64
+CONTROL_FLOW = frozenset({Ops.COND, Ops.SCAN, Ops.WHILE})
+VIEWS = frozenset({Ops.RESHAPE, Ops.BROADCAST, Ops.PERMUTE, Ops.PAD, Ops.SLICE, Ops.FLIP})
+
+
+class Unsupported(NotImplementedError):
+  """The graph holds an op the compiled backends do not run yet (control flow); callers run it on interp."""
+
+
+# ---- before scheduling: calls are inlined, stop_gradient is the identity ----
+
+def _inline(m: UOp, p: UOp) -> UOp:
+  fun = m.arg if m.op is Ops.REMAT else m.arg[0]
+  return fun(*m.src)[p.arg]
+
+
+INLINE = PatternMatcher([
+  (UPat(Ops.DETACH, src=(UPat.var("x"),)), lambda x: x),
+  (UPat(Ops.PROJ, src=(UPat((Ops.CUSTOM_JVP, Ops.CUSTOM_VJP, Ops.REMAT), name="m"),), name="p"), _inline),
+])
+
+
+def _i(v: int) -> UOp: return UOp.const(I64, v)
+
+
+def _ravel(idx, shape) -> UOp:
+  flat = _i(0)
+  for i, n in zip(idx, shape): flat = flat * _i(n) + i
+  return flat
+
+
+def _unravel(flat: UOp, shape) -> list[UOp]:
+  out, stride = [], math.prod(shape)
+  for n in shape:
+    stride //= n
+    out.append(flat.alu(Ops.IDIV, _i(stride)).alu(Ops.MOD, _i(n)) if n > 1 else _i(0))
+  return out
+
+
+def _clamp(i: UOp, n: int) -> UOp: return i.alu(Ops.MAX, _i(0)).alu(Ops.MIN, _i(max(n - 1, 0)))
+def _in(i: UOp, lo: int, hi: int) -> UOp: return _i(lo - 1).alu(Ops.CMPLT, i).alu(Ops.AND, i.alu(Ops.CMPLT, _i(hi)))
+
+
+class _KernelBuilder:
+  """Builds the scalar expression of nodes at index tuples, for one kernel."""
+
+  def __init__(self, sched: "_Scheduler", ranges: dict[UOp, int]):
+    self.s, self.ranges, self.memo, self.bufs = sched, ranges, {}, {}
+
+  def buf(self, n: int) -> UOp:
+    if n not in self.bufs:
+      spec = self.s.buffers[n]
+      self.bufs[n] = UOp.param((spec.size,), spec.dtype)
+    return self.bufs[n]
+
+  def ix(self, u: UOp) -> UOp: return simplify(u, self.ranges)
+
+  def load(self, n: int, flat: UOp) -> UOp: return self.buf(n).gather(self.ix(flat).reshape((1,)))
+
+  def value(self, root: UOp, idx: tuple, own: bool = False) -> UOp:
+    """root's value at idx, rendering its sources (iteratively: the graph may be deep). With own=False, a
+    materialised root is loaded from its buffer."""
+    stack = [(root, tuple(idx), self._gen(root, tuple(idx), own), None)]
+    while True:
+      u, at, gen, send = stack[-1]
+      try:
+        req = gen.send(send)
+      except StopIteration as stop:
+        stack.pop()
+        self.memo[(u, at, own and len(stack) == 0)] = stop.value
+        if not stack: return stop.value
+        stack[-1] = stack[-1][:3] + (stop.value,)
+        continue
+      child, cat = req
+      cat = tuple(self.ix(i) for i in cat)
+      key = (child, cat, False)
+      if key in self.memo:
+        stack[-1] = (u, at, gen, self.memo[key])
+        continue
+      stack[-1] = (u, at, gen, None)
+      stack.append((child, cat, self._gen(child, cat, False), None))
+
+  def _gen(self, u: UOp, idx: tuple, own: bool):
+    if (u, idx, own) in self.memo: return self.memo[(u, idx, own)]
+    if not own and u in self.s.bufnum: return self.load(self.s.bufnum[u], _ravel(idx, u.shape))
+    op = u.op
+    if op is Ops.CONST: return UOp.const(u.dtype, u.arg)
+    if op is Ops.IOTA: return idx[u.arg[1]].cast(u.dtype)
+    if op in ELEMENTWISE:
+      srcs = []
+      for s in u.src: srcs.append((yield s, idx))
+      return UOp(op, u.dtype, tuple(srcs), u.arg)
+    if op is Ops.RESHAPE: return (yield u.src[0], _unravel(_ravel(idx, u.shape), u.src[0].shape))
+    if op is Ops.BROADCAST:
+      s = u.src[0].shape
+      lead = len(u.shape) - len(s)
+      return (yield u.src[0], [_i(0) if n == 1 else idx[lead + k] for k, n in enumerate(s)])
+    if op is Ops.PERMUTE:
+      at = [None] * len(idx)
+      for k, p in enumerate(u.arg): at[p] = idx[k]
+      return (yield u.src[0], at)
+    if op is Ops.SLICE: return (yield u.src[0], [_i(s) + i * _i(st) for i, (s, _, st) in zip(idx, u.arg)])
+    if op is Ops.FLIP:
+      return (yield u.src[0], [_i(n - 1) - i if k in u.arg else i for k, (i, n) in enumerate(zip(idx, u.shape))])
+    if op is Ops.PAD:
+      n = u.src[0].shape
+      v = yield u.src[0], [_clamp(i - _i(lo), m) if lo or hi else i for i, (lo, hi), m in zip(idx, u.arg, n)]
+      ok = None
+      for i, (lo, hi), m in zip(idx, u.arg, n):
+        if lo or hi:
+          c = self.ix(_in(i, lo, lo + m))
+          ok = c if ok is None else ok.alu(Ops.AND, c)
+      return v if ok is None else ok.where(v, UOp.const(u.dtype, 0))
+    if op is Ops.CONCAT:
+      a, start, parts = u.arg, 0, []
+      for s in u.src:
+        n = s.shape[a]
+        at = [_clamp(i - _i(start), n) if k == a else i for k, i in enumerate(idx)]
+        parts.append(((yield s, at), start + n))
+        start += n
+      out = parts[-1][0]
+      for v, end in reversed(parts[:-1]): out = self.ix(idx[a].alu(Ops.CMPLT, _i(end))).where(v, out)
+      return out
+    if op is Ops.GATHER:
+      x, ind = u.src
+      k, batch = ind.shape[-1], ind.ndim - 1
+      cols = []
+      for j in range(k):
+        c = yield ind, list(idx[:batch]) + [_i(j)]
+        cols.append(_clamp(c.cast(I64), x.shape[j]))
+      return (yield x, cols + list(idx[batch:]))
+    raise Unsupported(f"schedule: no kernel lowering for {op.name.lower()}")
+
+
+class _Scheduler:
+  def __init__(self, graph: Graph):
+    self.graph = graph
+    self.outs = graph_rewrite_many(list(graph.outputs), INLINE)
+    order = toposort(self.outs)
+    for u in order:
+      if u.op in CONTROL_FLOW or u.op is Ops.PROJ:
+        raise Unsupported(f"schedule: {u.op.name.lower()} runs on the host; compiled control flow is not done yet")
+    self.buffers: list[BufferSpec] = []
+    self.bufnum: dict[UOp, int] = {}
+    for p in graph.inputs: self._new(p)
+    self.inputs = [self.bufnum[p] for p in graph.inputs]
+    for u in order:
+      if u in self.bufnum: continue
+      if u.op is Ops.BUFFER: self._new(u, np.ascontiguousarray(u.arg.data).reshape(-1))
+      elif u.op is Ops.PARAM:
+        raise ValueError(f"schedule: the graph uses a value from outside its inputs ({u.dtype}{list(u.shape)})")
+    keep = self._materialised(order)
+    for u in order:
+      if u in self.bufnum or u not in keep: continue
+      if u.op is Ops.RESHAPE and u.src[0] in self.bufnum: self.bufnum[u] = self.bufnum[u.src[0]]  # same bytes
+      else: self._new(u)
+    self.order = [u for u in order if u in self.bufnum and u.op not in (Ops.PARAM, Ops.BUFFER)
+                  and not (u.op is Ops.RESHAPE and self.bufnum[u] == self.bufnum.get(u.src[0]))]
+    self.kernels: list[Kernel] = []
+    self.calls: list[tuple[int, ...]] = []
+
+  def _materialised(self, order: list[UOp]) -> set[UOp]:
+    """Nodes that get a buffer: outputs, reductions, scatters; nodes read at several indices (used by a movement
+    op and something else); and nodes that several kernels would otherwise each recompute."""
+    users: dict[UOp, list[UOp]] = {u: [] for u in order}
+    for u in order:
+      for s in set(u.src): users[s].append(u)
+    m = {u for u in order if u.op in REDUCE or u.op is Ops.SCATTER or u.op in (Ops.PARAM, Ops.BUFFER)}
+    m |= {o for o in self.outs if o.op is not Ops.CONST}
+    m |= {u for u in order if len(users[u]) > 1 and not self._cheap(u)
+          and any(v.op not in ELEMENTWISE for v in users[u])}
+    while True:  # a node reached from two kernels' roots is computed once, into a buffer
+      roots: dict[UOp, frozenset] = {}
+      for u in reversed(order):
+        roots[u] = frozenset().union(*(({v} if v in m else roots[v]) for v in users[u])) if users[u] else frozenset()
+      more = {u for u in order if u not in m and len(roots[u]) > 1 and not self._cheap(u)}
+      if not more: return m
+      m |= more
+
+  def _cheap(self, u: UOp) -> bool:
+    while u.op in VIEWS: u = u.src[0]
+    return u.op in (Ops.CONST, Ops.IOTA, Ops.PARAM, Ops.BUFFER)
+
+  def _new(self, u: UOp, data=None) -> int:
+    self.bufnum[u] = len(self.buffers)
+    self.buffers.append(BufferSpec(u.size if data is None else data.size, u.dtype, data))
+    return self.bufnum[u]
+
+  def _loops(self, shape) -> tuple[list[Loop], list[UOp]]:
+    loops, idx = [], []
+    for n in shape:
+      if n == 1: idx.append(_i(0))
+      else:
+        v = UOp.param((), I64)
+        loops.append(Loop(v, n))
+        idx.append(v)
+    return loops, idx
+
+  def _emit(self, name: str, kb: _KernelBuilder, loops, stores, reduce=None, parallel=True):
+    nums = sorted(kb.bufs)
+    self.kernels.append(Kernel(name, tuple(kb.bufs[n] for n in nums), tuple(loops), tuple(stores), reduce, parallel))
+    self.calls.append(tuple(nums))
+
+  def kernel_for(self, u: UOp):
+    name = f"k{len(self.kernels)}_{u.op.name.lower()}"
+    if u.size == 0: return
+    n = self.bufnum[u]
+    if u.op in REDUCE:
+      x = u.src[0]
+      loops, idx = self._loops(u.shape)
+      rloops, ridx = self._loops(tuple(x.shape[a] if a in u.arg else 1 for a in range(x.ndim)))
+      kb = _KernelBuilder(self, {l.var: l.extent for l in loops + rloops})
+      full = [r if a in u.arg else i for a, (i, r) in enumerate(zip(idx, ridx))]
+      ad = acc_dtype(u.dtype)
+      acc = UOp.param((), ad)
+      value = kb.value(x, full).cast(ad)
+      store = Store(kb.buf(n), kb.ix(_ravel(idx, u.shape)), acc.cast(u.dtype))
+      self._emit(name, kb, loops, [store], Reduce(u.op, acc, tuple(rloops), value))
+    elif u.op is Ops.SCATTER:
+      x, ind, upd = u.src
+      loops, idx = self._loops(u.shape)
+      kb = _KernelBuilder(self, {l.var: l.extent for l in loops})
+      self._emit(name + "_init", kb, loops, [Store(kb.buf(n), kb.ix(_ravel(idx, u.shape)), kb.value(x, idx))])
+      loops, idx = self._loops(upd.shape)
+      kb = _KernelBuilder(self, {l.var: l.extent for l in loops})
+      k, batch = ind.shape[-1], ind.ndim - 1
+      cols, ok = [], None
+      for j in range(k):
+        c = kb.value(ind, list(idx[:batch]) + [_i(j)]).cast(I64)
+        inside = kb.ix(_in(c, 0, x.shape[j]))
+        ok = inside if ok is None else ok.alu(Ops.AND, inside)
+        cols.append(_clamp(c, x.shape[j]))
+      flat = kb.ix(_ravel(cols + list(idx[batch:]), x.shape))
+      mode = None if u.arg == "set" else u.arg
+      self._emit(name, kb, loops, [Store(kb.buf(n), flat, kb.value(upd, idx), mode, ok)], parallel=False)
+    else:
+      loops, idx = self._loops(u.shape)
+      kb = _KernelBuilder(self, {l.var: l.extent for l in loops})
+      self._emit(name, kb, loops, [Store(kb.buf(n), kb.ix(_ravel(idx, u.shape)), kb.value(u, idx, own=True))])
+
+  def program(self) -> Program:
+    for u in self.order: self.kernel_for(u)
+    outputs = []
+    for o in self.outs:
+      if o not in self.bufnum: self._const_output(o)
+      outputs.append((self.bufnum[o], o.shape))
+    return Program(self.kernels, self.calls, self.buffers, self.inputs, outputs)
+
+  def _const_output(self, o: UOp):
+    self._new(o)
+    self.kernel_for(o)
+
+
+def schedule(graph: Graph) -> Program:
+  """The kernels that compute graph's outputs from its inputs (raises Unsupported for control flow)."""
+  return _Scheduler(graph).program()

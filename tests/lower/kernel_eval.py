@@ -1,0 +1,59 @@
+"""A numpy evaluator of Programs (the kernel IR), vectorised over each kernel's loop points: an oracle for the
+scheduler that does not need a C compiler."""
+from __future__ import annotations
+
+import numpy as np
+
+from tracegrad.devices.interp import evaluate
+from tracegrad.ir import Ops, toposort
+from tracegrad.lower.kernel import Program
+
+_COMBINE = {"add": np.add, "mul": np.multiply, "min": np.minimum, "max": np.maximum}
+_REDUCE = {Ops.REDUCE_SUM: np.sum, Ops.REDUCE_PROD: np.prod, Ops.REDUCE_MAX: np.max, Ops.REDUCE_MIN: np.min}
+
+
+def _eval(expr, env: dict, grid_shape):
+  vals = dict(env)
+  for u in toposort([expr]):
+    if u in vals: continue
+    if u.op is Ops.GATHER:
+      buf, idx = vals[u.src[0]], vals[u.src[1].src[0]]
+      vals[u] = buf[np.broadcast_to(idx, grid_shape)]
+    elif u.op is Ops.RESHAPE and u.shape == (1,): vals[u] = vals[u.src[0]]
+    else:
+      args = [np.broadcast_to(vals[s], grid_shape) if s.shape == () else vals[s] for s in u.src]
+      vals[u] = evaluate(u, args) if u.src else np.broadcast_to(evaluate(u, []), grid_shape)
+  return np.broadcast_to(vals[expr], grid_shape)
+
+
+def run_program(prog: Program, inputs: list[np.ndarray]) -> list[np.ndarray]:
+  bufs = [None] * len(prog.buffers)
+  for n, x in zip(prog.inputs, inputs): bufs[n] = np.ascontiguousarray(x).reshape(-1)
+  for n, spec in enumerate(prog.buffers):
+    if bufs[n] is None: bufs[n] = spec.data.copy() if spec.data is not None else np.zeros(spec.size, spec.dtype.np)
+  with np.errstate(all="ignore"):
+    for k, nums in zip(prog.kernels, prog.calls):
+      env = {p: bufs[n] for p, n in zip(k.bufs, nums)}
+      loops = list(k.loops) + (list(k.reduce.loops) if k.reduce else [])
+      shape = tuple(l.extent for l in loops)
+      for d, l in enumerate(loops):
+        env[l.var] = np.arange(l.extent, dtype=np.int64).reshape([-1 if j == d else 1 for j in range(len(loops))])
+      outer = tuple(l.extent for l in k.loops)
+      if k.reduce:
+        v = _eval(k.reduce.value, env, shape)
+        axes = tuple(range(len(k.loops), len(loops)))
+        red = _REDUCE[k.reduce.op](v, axis=axes) if axes else v
+        env = {p: bufs[n] for p, n in zip(k.bufs, nums)}
+        for d, l in enumerate(k.loops):
+          env[l.var] = np.arange(l.extent, dtype=np.int64).reshape([-1 if j == d else 1 for j in range(len(outer))])
+        env[k.reduce.acc] = red.astype(k.reduce.acc.dtype.np)
+      for st in k.stores:
+        idx = _eval(st.index, env, outer).reshape(-1)
+        val = _eval(st.value, env, outer).reshape(-1)
+        ok = _eval(st.valid, env, outer).reshape(-1) if st.valid is not None else np.ones(idx.shape, bool)
+        buf = env[st.buf]
+        if k.parallel and st.mode is None: buf[idx[ok]] = val[ok]
+        else:
+          for i, v, g in zip(idx, val, ok):
+            if g: buf[i] = v if st.mode is None else _COMBINE[st.mode](buf[i], v)
+  return [bufs[n].reshape(shape).copy() for n, shape in prog.outputs]
