@@ -96,5 +96,9 @@ def test_bad_inputs():
 
 
 def test_devices():
-  assert [d.platform for d in tracegrad.devices()] == ["interp"]
-  assert tnp.ones(2).device.platform == "interp"
+  backend = tracegrad.default_backend()
+  assert [d.platform for d in tracegrad.devices()] == [backend]
+  assert tnp.ones(2).device.platform == backend
+  assert [d.platform for d in tracegrad.devices("interp")] == ["interp"]
+  with pytest.raises(ValueError, match="unknown backend"):
+    tracegrad.devices("tpu")

@@ -1,4 +1,5 @@
-"""The one place that picks a device and computes values of graphs."""
+"""The one place that picks a device and computes values of graphs: eagerly (numpy-backed, no compile per
+operation) or compiled (a jitted Graph becomes one native program on the cpu device)."""
 from __future__ import annotations
 
 import os
@@ -7,33 +8,46 @@ import weakref
 
 import numpy as np
 
-from .devices import Device, InterpDevice, TracedValueError
+from .devices import CPUDevice, Device, InterpDevice, TracedValueError
 from .ir import Graph, UOp
 
 _DEVICES: dict[str, list[Device]] = {"interp": [InterpDevice()]}
 _realized: "weakref.WeakKeyDictionary[UOp, np.ndarray]" = weakref.WeakKeyDictionary()
+_state = {"probed": False}
+
+
+def _registry() -> dict[str, list[Device]]:
+  """The available backends; the cpu device joins on first use when a C compiler works."""
+  if not _state["probed"]:
+    _state["probed"] = True
+    cpu = CPUDevice()
+    if cpu.available(): _DEVICES["cpu"] = [cpu]
+  return _DEVICES
 
 
 def devices(backend: str | None = None) -> list[Device]:
   """The devices of `backend` (default: the default backend).
 
-  >>> tracegrad.devices()
+  >>> tracegrad.devices("interp")
   [InterpDevice(id=0)]
   """
   name = backend or default_backend()
-  if name not in _DEVICES:
+  if name not in _registry():
     raise ValueError(f"devices: unknown backend {name!r}; available: {', '.join(_DEVICES)}")
   return list(_DEVICES[name])
 
 
 def default_backend() -> str:
-  name = os.environ.get("TRACEGRAD_DEVICE", "interp")
+  """TRACEGRAD_DEVICE, else cpu when a C compiler works, else interp."""
+  reg = _registry()
+  name = os.environ.get("TRACEGRAD_DEVICE") or ("cpu" if "cpu" in reg else "interp")
+  if name == "cpu" and "cpu" not in reg: return "interp"  # the cpu device warned that it found no C compiler
   if name not in _DEVICES:
     raise ValueError(f"TRACEGRAD_DEVICE={name!r} names no available device; available: {', '.join(_DEVICES)}")
   return name
 
 
-def default_device() -> Device: return _DEVICES[default_backend()][0]
+def default_device() -> Device: return _registry()[default_backend()][0]
 
 
 def realize(uops: list[UOp], what: str = "value") -> list[np.ndarray]:

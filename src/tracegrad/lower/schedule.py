@@ -52,6 +52,7 @@ def _ravel(idx, shape) -> UOp:
 
 
 def _unravel(flat: UOp, shape) -> list[UOp]:
+  if 0 in shape: return [_i(0)] * len(shape)  # nothing is ever read from an empty array
   out, stride = [], math.prod(shape)
   for n in shape:
     stride //= n

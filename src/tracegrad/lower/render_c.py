@@ -1,0 +1,406 @@
+"""Kernel IR to C: one static function per Kernel, and one source per Program whose entry `void tg_run(void **bufs)`
+runs every kernel in order.
+
+>>> from tracegrad.ir import UOp, dtypes
+>>> from tracegrad.lower.kernel import Kernel, Loop, Store
+>>> i, x = UOp.param((), dtypes.int64), UOp.param((4,), dtypes.float32)
+>>> print(render_kernel(Kernel("neg", (x,), (Loop(i, 4),), (Store(x, i, -x.gather(i.reshape((1,)))),), parallel=False)))
+static void neg(float *restrict b0) {
+  for (int64_t i0 = 0; i0 < 4; i0++) {
+    float v0 = b0[i0];
+    float v1 = -v0;
+    b0[i0] = v1;
+  }
+}
+
+Each expression node becomes one `T vN = ...;` statement, so shared subexpressions are computed once. float16 and
+bfloat16 values live in float and are rounded back after every operation (as numpy and ml_dtypes compute them);
+their buffers hold the bits as uint16_t. Integer arithmetic wraps: the source is compiled with -fwrapv.
+"""
+from __future__ import annotations
+
+import math
+import re
+from contextlib import ExitStack, contextmanager
+
+import numpy as np
+
+from ..ir import Ops, UOp, dtypes
+from ..ir.dtypes import DType
+from .kernel import Kernel, Program
+
+PRELUDE = r"""#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#define TG_BITCAST(T, S, x) (((union { S s; T t; }){.s = (x)}).t)
+
+static inline uint32_t tg_fbits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline float tg_ffrom(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+/* float16 <-> float, rounding to nearest even; NaNs keep their sign and top payload bits (as numpy) */
+static inline float tg_h2f(uint16_t h) {
+  uint32_t e = h & 0x7c00u, m = h & 0x3ffu;
+  uint32_t normal = ((uint32_t)(h & 0x7fffu) << 13) + 0x38000000u, special = 0x7f800000u | m << 13;
+  uint32_t subnormal = tg_fbits((float)m * 0x1p-24f);
+  return tg_ffrom((uint32_t)(h & 0x8000u) << 16 | (e == 0x7c00u ? special : e ? normal : subnormal));
+}
+static inline uint16_t tg_f2h(float f) {
+  uint32_t x = tg_fbits(f), a = x & 0x7fffffffu;
+  uint32_t nan = 0x7c00u | ((a & 0x7fffffu) >> 13), normal = (a - 0x38000000u + 0xfffu + ((a >> 13) & 1u)) >> 13;
+  uint32_t subnormal = tg_fbits(tg_ffrom(a) * 0x1p24f + 0x1p23f) - 0x4b000000u;
+  uint32_t r = a > 0x7f800000u ? (nan == 0x7c00u ? 0x7c01u : nan) : a >= 0x477ff000u ? 0x7c00u
+             : a >= 0x38800000u ? normal : subnormal;
+  return (uint16_t)((x >> 16 & 0x8000u) | r);
+}
+
+/* bfloat16 <-> float, rounding to nearest even; a NaN becomes the quiet NaN of its sign (as ml_dtypes) */
+static inline float tg_bf2f(uint16_t b) { return tg_ffrom((uint32_t)b << 16); }
+static inline uint16_t tg_f2bf(float f) {
+  uint32_t x = tg_fbits(f);
+  uint32_t r = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16, nan = (x >> 16 & 0x8000u) | 0x7fc0u;
+  return (uint16_t)((x & 0x7fffffffu) > 0x7f800000u ? nan : r);
+}
+static inline uint16_t tg_bf_bits(float f) { return (uint16_t)(tg_fbits(f) >> 16); }
+
+static inline float tg_rh(float f) { return tg_h2f(tg_f2h(f)); }
+static inline float tg_rb(float f) { return tg_bf2f(tg_f2bf(f)); }
+
+/* to float rounding to odd, so that a second rounding to a half type is the correctly rounded result */
+static inline float tg_d2f_odd(double d) {
+  float f = (float)d;
+  if ((double)f == d || f != f) return f;
+  uint32_t b = tg_fbits(f);
+  if (fabs((double)f) > fabs(d)) b -= 1;
+  return tg_ffrom(b | 1u);
+}
+static inline float tg_u64_odd(uint64_t u) {
+  if (u < (1ull << 24)) return (float)u;
+  int s = 40 - __builtin_clzll(u);
+  uint64_t m = (u >> s) | ((u & ((1ull << s) - 1)) != 0);
+  return (float)m * tg_ffrom((uint32_t)(127 + s) << 23);
+}
+static inline float tg_i64_odd(int64_t x) { return x < 0 ? -tg_u64_odd(-(uint64_t)x) : tg_u64_odd((uint64_t)x); }
+"""
+
+HALF = (dtypes.float16, dtypes.bfloat16)
+CTYPE = {dtypes.bool_: "_Bool", dtypes.int8: "int8_t", dtypes.int16: "int16_t", dtypes.int32: "int32_t",
+         dtypes.int64: "int64_t", dtypes.uint8: "uint8_t", dtypes.uint16: "uint16_t", dtypes.uint32: "uint32_t",
+         dtypes.uint64: "uint64_t", dtypes.float16: "float", dtypes.bfloat16: "float", dtypes.float32: "float",
+         dtypes.float64: "double"}
+MEMTYPE = {**CTYPE, dtypes.float16: "uint16_t", dtypes.bfloat16: "uint16_t"}
+LOAD = {dtypes.float16: "tg_h2f", dtypes.bfloat16: "tg_bf2f"}
+STORE = {dtypes.float16: "tg_f2h", dtypes.bfloat16: "tg_bf_bits"}   # the values are exact: no rounding at a store
+ROUND = {dtypes.float16: "tg_rh", dtypes.bfloat16: "tg_rb"}
+UNSIGNED = {dtypes.int8: "uint8_t", dtypes.int16: "uint16_t", dtypes.int32: "uint32_t", dtypes.int64: "uint64_t"}
+
+# ops whose half-type result must be rounded back (NEG, FLOOR, MAX, MIN and WHERE are exact)
+ROUNDED = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.DIV, Ops.MOD, Ops.RECIP, Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN,
+                     Ops.COS, Ops.POW, Ops.ATAN2})
+
+PARALLEL_MIN_STEPS = 32768
+COLLAPSE_MIN = 64
+
+
+# ---- constants ----
+
+def _wrap(v: int, d: DType) -> int:
+  lo = 0 if d.is_unsigned else -(1 << (d.bits - 1))
+  return (v - lo) % (1 << d.bits) + lo
+
+
+def _int_literal(v: int, d: DType) -> str:
+  v = _wrap(v, d)
+  if d.bits == 64:
+    if d.is_unsigned: return f"{v}ULL"
+    return "(-9223372036854775807LL - 1)" if v == -2**63 else (f"{v}LL" if v >= 0 else f"({v}LL)")
+  if d is dtypes.uint32: return f"{v}u"
+  if v == -2**31: return "(-2147483647 - 1)"
+  return str(v) if v >= 0 else f"({v})"
+
+
+def _float_literal(x: float, d: DType) -> str:
+  if math.isnan(x): return "(-NAN)" if math.copysign(1.0, x) < 0 else "NAN"
+  if math.isinf(x): return "INFINITY" if x > 0 else "(-INFINITY)"
+  s = repr(x) if d is dtypes.float64 else f"{x:.9g}"
+  if not any(c in s for c in ".e"): s += ".0"
+  s += "" if d is dtypes.float64 else "f"
+  return f"({s})" if s.startswith("-") else s
+
+
+def render_const(value, d: DType) -> str:
+  """A C literal of `value` as the dtype `d` holds it (half types: their exact value, as a float)."""
+  if d.is_bool: return "1" if value else "0"
+  if d.is_int: return _int_literal(int(value), d)
+  return _float_literal(float(np.array(value, dtype=d.np).astype(np.float64)), d)
+
+
+# ---- operations: each renders the C expression of a node from its operands' expressions ----
+
+def _dt(u: UOp) -> DType: return u.src[-1].dtype
+
+
+def _libm(name: str):
+  return lambda u, *a: f"{name}{'' if _dt(u) is dtypes.float64 else 'f'}({', '.join(a)})"
+
+
+def _infix(op: str): return lambda u, a, b: f"{a} {op} {b}"
+
+
+def _plain_divisor(u: UOp) -> bool:
+  return u.src[1].op is Ops.CONST and _wrap(int(u.src[1].arg), _dt(u)) not in (0, -1)
+
+
+def _idiv(u, a, b):
+  if _plain_divisor(u): return f"{a} / {b}"
+  if _dt(u).is_unsigned: return f"{b} == 0 ? 0 : {a} / {b}"
+  return f"{b} == 0 ? 0 : {b} == -1 ? -{a} : {a} / {b}"
+
+
+def _mod(u, a, b):
+  if _dt(u).is_float: return _libm("fmod")(u, a, b)
+  if _plain_divisor(u): return f"{a} % {b}"
+  if _dt(u).is_unsigned: return f"{b} == 0 ? 0 : {a} % {b}"
+  return f"({b} == 0 || {b} == -1) ? 0 : {a} % {b}"
+
+
+def _minmax(cmp: str):
+  def go(u, a, b):
+    d = _dt(u)
+    if not d.is_float: return f"{a} {cmp} {b} ? {a} : {b}"
+    # numpy returns the second operand of two equal values (the first for float16) and propagates NaN
+    c = cmp + "=" if d is dtypes.float16 else cmp
+    return f"{a} {c} {b} || {a} != {a} ? {a} : {b}"
+  return go
+
+
+def _shl(u, a, b):
+  d = _dt(u)
+  return f"({CTYPE[d]})(({UNSIGNED[d]}){a} << {b})" if d in UNSIGNED else f"{a} << {b}"
+
+
+def _recip(u, a): return f"{'1.0' if _dt(u) is dtypes.float64 else '1.0f'} / {a}"
+
+
+ALU = {
+  Ops.NEG: lambda u, a: f"-{a}", Ops.RECIP: _recip, Ops.SQRT: _libm("sqrt"), Ops.EXP2: _libm("exp2"),
+  Ops.LOG2: _libm("log2"), Ops.SIN: _libm("sin"), Ops.COS: _libm("cos"), Ops.FLOOR: _libm("floor"),
+  Ops.ADD: _infix("+"), Ops.SUB: _infix("-"), Ops.MUL: _infix("*"), Ops.DIV: _infix("/"), Ops.IDIV: _idiv,
+  Ops.MOD: _mod, Ops.MAX: _minmax(">"), Ops.MIN: _minmax("<"), Ops.POW: _libm("pow"), Ops.ATAN2: _libm("atan2"),
+  Ops.CMPLT: _infix("<"), Ops.CMPEQ: _infix("=="), Ops.CMPNE: _infix("!="),
+  Ops.AND: _infix("&"), Ops.OR: _infix("|"), Ops.XOR: _infix("^"), Ops.SHL: _shl, Ops.SHR: _infix(">>"),
+  Ops.WHERE: lambda u, c, a, b: f"{c} ? {a} : {b}",
+}
+
+
+def render_cast(src: DType, dst: DType, x: str) -> str:
+  if dst.is_bool: return f"{x} != 0"
+  if dst in HALF:
+    if src is dtypes.float64: x = f"tg_d2f_odd({x})"
+    elif src.is_int and src.bits >= 32: x = f"tg_{'u' if src.is_unsigned else 'i'}64_odd({x})"
+    return f"{ROUND[dst]}({x})"
+  return f"({CTYPE[dst]}){x}"
+
+
+def render_bitcast(src: DType, dst: DType, x: str) -> str:
+  if src in HALF: src, x = dtypes.uint16, f"{STORE[src]}({x})"
+  if dst.is_bool: return f"{x} != 0"
+  via = dtypes.uint16 if dst in HALF else dst
+  if CTYPE[src] != CTYPE[via]: x = f"TG_BITCAST({CTYPE[via]}, {CTYPE[src]}, {x})"
+  return f"{LOAD[dst]}({x})" if dst in HALF else x
+
+
+# ---- kernels ----
+
+def _deps(u: UOp) -> tuple:
+  """The scalar values a node reads: a load reads its index (a buffer is not a value)."""
+  if u.op is not Ops.GATHER: return u.src
+  idx = u.src[1]
+  if idx.op is not Ops.RESHAPE or idx.shape != (1,) or idx.src[0].shape != ():
+    raise ValueError(f"render_c: a load must be GATHER(buffer, RESHAPE(index, (1,))), got index {idx!r}")
+  return (idx.src[0],)
+
+
+def _order(roots, known) -> list[UOp]:
+  """The nodes below `roots` not in `known`, each after its sources (iterative: expressions can be deep)."""
+  seen, order = set(known), []
+  for r in roots:
+    stack = [(r, False)]
+    while stack:
+      u, done = stack.pop()
+      if done: order.append(u)
+      elif u not in seen:
+        seen.add(u)
+        stack.append((u, True))
+        stack.extend((s, False) for s in reversed(_deps(u)) if s not in seen)
+  return order
+
+
+def _widening(u: UOp) -> bool:
+  """A half-type value read as float32: the same C value."""
+  return u.op is Ops.CAST and u.dtype is dtypes.float32 and u.src[0].dtype in HALF
+
+
+class _Body:
+  """The statements of one kernel function; each value is named once per scope, and read again from memory after a
+  store to a buffer it loads from."""
+
+  def __init__(self, k: Kernel):
+    self.bufs = {b: f"b{i}" for i, b in enumerate(k.bufs)}
+    self.names: dict[UOp, str] = {}
+    self.reads: dict[UOp, frozenset] = {}
+    self.lines: list[str] = []
+    self.count, self.depth = 0, 1
+
+  def line(self, s: str): self.lines.append("  " * self.depth + s)
+
+  @contextmanager
+  def block(self, header: str, pragma: str | None = None):
+    if pragma: self.line(pragma)
+    self.line(header + " {")
+    saved, self.depth = dict(self.names), self.depth + 1
+    yield
+    self.names = {u: n for u, n in saved.items() if self.names.get(u) == n}
+    self.depth -= 1
+    self.line("}")
+
+  def stored(self, buf: UOp):
+    self.names = {u: n for u, n in self.names.items() if buf not in self.reads.get(u, ())}
+
+  def load(self, buf: UOp, index: str) -> str:
+    if buf not in self.bufs: raise ValueError(f"render_c: a load reads {buf!r}, which is not a buffer of the kernel")
+    ref = f"{self.bufs[buf]}[{index}]"
+    return f"{LOAD[buf.dtype]}({ref})" if buf.dtype in LOAD else ref
+
+  def expr(self, u: UOp) -> str:
+    a = [self.names[s] for s in _deps(u)]
+    if u.op in ALU:
+      e = ALU[u.op](u, *a)
+      return f"{ROUND[u.dtype]}({e})" if u.dtype in ROUND and u.op in ROUNDED else e
+    if u.op is Ops.GATHER: return self.load(u.src[0], a[0])
+    if u.op is Ops.CAST: return render_cast(u.src[0].dtype, u.dtype, a[0])
+    if u.op is Ops.BITCAST: return render_bitcast(u.src[0].dtype, u.dtype, a[0])
+    if u.op is Ops.PARAM:
+      raise ValueError(f"render_c: {u!r} is not a loop variable, the accumulator or a buffer load of the kernel")
+    raise NotImplementedError(f"render_c: no C rendering of {u.op.name} in a kernel expression")
+
+  def emit(self, roots) -> list[str]:
+    for u in _order(roots, self.names):
+      own = (u.src[0],) if u.op is Ops.GATHER else ()
+      self.reads[u] = frozenset().union(own, *(self.reads.get(s, ()) for s in _deps(u)))
+      if u.op is Ops.CONST: self.names[u] = render_const(u.arg, u.dtype)
+      elif u.op is Ops.DETACH or _widening(u): self.names[u] = self.names[u.src[0]]
+      else:
+        name, self.count = f"v{self.count}", self.count + 1
+        self.line(f"{CTYPE[u.dtype]} {name} = {self.expr(u)};")
+        self.names[u] = name
+    return [self.names[r] for r in roots]
+
+
+REDUCE_ALU = {Ops.REDUCE_SUM: Ops.ADD, Ops.REDUCE_PROD: Ops.MUL, Ops.REDUCE_MAX: Ops.MAX, Ops.REDUCE_MIN: Ops.MIN}
+BOOL_ALU = {Ops.ADD: Ops.OR, Ops.MUL: Ops.AND, Ops.MAX: Ops.OR, Ops.MIN: Ops.AND}
+STORE_ALU = {"add": Ops.ADD, "mul": Ops.MUL, "min": Ops.MIN, "max": Ops.MAX}
+SIMD_REDUCTION = {Ops.REDUCE_SUM: "+", Ops.REDUCE_PROD: "*"}
+
+
+def _combine(op: Ops, a: UOp, b: UOp) -> UOp:
+  """a op b in a's dtype (bool: OR for sums and maxima, AND for products and minima)."""
+  return UOp(BOOL_ALU[op] if a.dtype.is_bool else op, a.dtype, (a, b.cast(a.dtype)))
+
+
+def _identity(op: Ops, d: DType):
+  return {Ops.REDUCE_SUM: 0, Ops.REDUCE_PROD: 1, Ops.REDUCE_MAX: dtypes.min_value(d),
+          Ops.REDUCE_MIN: dtypes.max_value(d)}[op]
+
+
+def _omp(what: str, n: int) -> str: return f"#pragma omp {what}" + (f" collapse({n})" if n > 1 else "")
+
+
+def _loop_pragmas(k: Kernel) -> dict[int, str]:
+  """OpenMP pragmas by outer loop position: threads over the outer loops of big parallel kernels, simd on the
+  innermost loop where no accumulator is carried across it."""
+  n = len(k.loops)
+  if not k.parallel or n == 0: return {}
+  ext = [l.extent for l in k.loops]
+  steps = math.prod(ext) * (math.prod(l.extent for l in k.reduce.loops) if k.reduce else 1)
+  if steps < PARALLEL_MIN_STEPS or math.prod(ext) < 2: return {} if k.reduce else {n - 1: "#pragma omp simd"}
+  if k.reduce: return {0: _omp("parallel for", n)}
+  if n == 1 or math.prod(ext[:-1]) < COLLAPSE_MIN: return {0: _omp("parallel for simd", n)}
+  return {0: _omp("parallel for", n - 1), n - 1: "#pragma omp simd"}
+
+
+def _reduce_pragma(k: Kernel) -> str | None:
+  d = k.reduce.acc.dtype
+  if k.reduce.op not in SIMD_REDUCTION or d.is_bool or d in HALF: return None
+  return f"#pragma omp simd reduction({SIMD_REDUCTION[k.reduce.op]}:acc)"
+
+
+def _loop(var: str, extent: int) -> str: return f"for (int64_t {var} = 0; {var} < {extent}; {var}++)"
+
+
+def _emit_reduce(b: _Body, k: Kernel):
+  r = k.reduce
+  b.names[r.acc] = "acc"
+  inner = {l.var for l in r.loops} | {r.acc}
+  for j, l in enumerate(r.loops): b.names[l.var] = f"r{j}"
+  step = _combine(REDUCE_ALU[r.op], r.acc, r.value)
+  nodes = _order([step], b.names)
+  varying = set(inner)
+  for u in nodes:
+    if any(s in varying for s in _deps(u)): varying.add(u)
+  b.emit([s for u in nodes if u in varying for s in _deps(u) if s not in varying])   # loop-invariant parts, hoisted
+  b.line(f"{CTYPE[r.acc.dtype]} acc = {render_const(_identity(r.op, r.acc.dtype), r.acc.dtype)};")
+  with ExitStack() as loops:
+    for j, l in enumerate(r.loops):
+      loops.enter_context(b.block(_loop(f"r{j}", l.extent), _reduce_pragma(k) if j == len(r.loops) - 1 else None))
+    b.line(f"acc = {b.emit([step])[0]};")
+
+
+def _emit_store(b: _Body, s):
+  if s.buf not in b.bufs: raise ValueError(f"render_c: a store writes {s.buf!r}, which is not a buffer of the kernel")
+  with ExitStack() as guard:
+    if s.valid is not None: guard.enter_context(b.block(f"if ({b.emit([s.valid])[0]})"))
+    value = s.value
+    if s.mode in STORE_ALU: value = _combine(STORE_ALU[s.mode], s.buf.gather(s.index.reshape((1,))), s.value)
+    elif s.mode not in (None, "set"): raise ValueError(f"render_c: unknown store mode {s.mode!r}")
+    idx, v = b.emit([s.index, value])
+    b.line(f"{b.bufs[s.buf]}[{idx}] = {f'{STORE[s.buf.dtype]}({v})' if s.buf.dtype in STORE else v};")
+    b.stored(s.buf)
+
+
+def c_name(name: str) -> str:
+  """A C identifier from a kernel name (kernels never take the tg_ prefix of the prelude)."""
+  s = re.sub(r"\W", "_", name) or "kernel"
+  return f"k_{s}" if s[0].isdigit() or s.startswith("tg_") else s
+
+
+def render_kernel(k: Kernel, name: str | None = None, restrict: bool = True) -> str:
+  """The C function of one kernel: `static void name(T *restrict b0, const T *restrict b1, ...)`."""
+  b = _Body(k)
+  stored = {s.buf for s in k.stores}
+  params = ", ".join(f"{'' if p in stored else 'const '}{MEMTYPE[p.dtype]} *{'restrict ' if restrict else ''}{n}"
+                     for p, n in b.bufs.items())
+  pragmas = _loop_pragmas(k)
+  with ExitStack() as loops:
+    for j, l in enumerate(k.loops):
+      b.names[l.var] = f"i{j}"
+      loops.enter_context(b.block(_loop(f"i{j}", l.extent), pragmas.get(j)))
+    if k.reduce is not None: _emit_reduce(b, k)
+    for s in k.stores: _emit_store(b, s)
+  return f"static void {name or c_name(k.name)}({params or 'void'}) {{\n" + "".join(l + "\n" for l in b.lines) + "}"
+
+
+def render_program(prog: Program) -> str:
+  """One C source: the prelude, every kernel, and `void tg_run(void **bufs)` calling them in order."""
+  parts, calls, seen = [PRELUDE], [], set()
+  for j, (k, nums) in enumerate(zip(prog.kernels, prog.calls)):
+    if len(nums) != len(k.bufs):
+      raise ValueError(f"render_program: kernel {j} ({k.name}) takes {len(k.bufs)} buffers, its call binds {len(nums)}")
+    name = c_name(k.name)
+    while name in seen: name = f"{name}_{j}"
+    seen.add(name)
+    parts.append(render_kernel(k, name, restrict=len(set(nums)) == len(nums)) + "\n")
+    args = ", ".join(f"({MEMTYPE[p.dtype]} *)bufs[{n}]" for p, n in zip(k.bufs, nums))
+    calls.append(f"  {name}({args});\n")
+  parts.append("void tg_run(void **bufs) {\n" + "".join(calls) + ("" if calls else "  (void)bufs;\n") + "}\n")
+  return "\n".join(parts)

@@ -1,0 +1,232 @@
+"""The CPU device: compiling with a disk cache, compile errors, running Programs, the interp fallback."""
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+from tracegrad.devices import cpu as cpu_mod
+from tracegrad.devices.cpu import CPUDevice
+from tracegrad.devices.interp import InterpDevice
+from tracegrad.ir import Ops, UOp, dtypes
+from tracegrad.lower.kernel import BufferSpec, Kernel, Loop, Program, Store
+from tracegrad.lower.render_c import render_program
+
+F32 = dtypes.float32
+HAS_CC = CPUDevice().toolchain() is not None
+needs_cc = pytest.mark.skipif(not HAS_CC, reason="no C compiler")
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+  monkeypatch.setenv("TRACEGRAD_CACHE_DIR", str(tmp_path))
+  return tmp_path / "cpu"
+
+
+def at(buf, i): return buf.gather(i.reshape((1,)))
+
+
+def axpy(n=5, a=2.0):
+  """out = a * x + y over buffers [x, y, out]."""
+  i = UOp.param((), dtypes.int64)
+  x, y, out = (UOp.param((n,), F32) for _ in range(3))
+  k = Kernel("axpy", (out, x, y), (Loop(i, n),), (Store(out, i, UOp.const(F32, a) * at(x, i) + at(y, i)),))
+  return Program([k], [(2, 0, 1)], [BufferSpec(n, F32)] * 3, [0, 1], [(2, (n,))])
+
+
+def test_device_names():
+  d = CPUDevice()
+  assert (d.name, d.platform) == ("cpu", "cpu") and repr(d) == "CpuDevice(id=0)"
+
+
+def test_execute_runs_on_interp_without_compiling(monkeypatch):
+  d = CPUDevice()
+  monkeypatch.setattr(d, "compile", lambda src: pytest.fail("eager execution compiled"))
+  x = UOp.buffer(np.arange(4, dtype=np.float32))
+  (got,) = d.execute([(x * x).alu(Ops.SQRT)], {})
+  np.testing.assert_array_equal(got, np.arange(4, dtype=np.float32))
+
+
+def test_no_compiler_warns_once(monkeypatch):
+  monkeypatch.setenv("CC", "/nonexistent/tracegrad-test-cc")
+  d = CPUDevice()
+  with pytest.warns(RuntimeWarning, match="no working C compiler.*interp"):
+    assert not d.available()
+  with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    assert not d.available()
+  with pytest.raises(RuntimeError, match="no working C compiler"):
+    d.compile("void tg_run(void **bufs) {}")
+
+
+@needs_cc
+def test_compiler_without_openmp(cache, tmp_path, monkeypatch):
+  cc = " ".join(CPUDevice().toolchain().cmd)
+  wrapper = tmp_path / "cc-no-openmp"
+  wrapper.write_text('#!/bin/sh\n'
+                     'for a in "$@"; do [ "$a" = -fopenmp ] && { echo "unsupported: -fopenmp" >&2; exit 1; }; done\n'
+                     f'exec {cc} "$@"\n')
+  wrapper.chmod(0o755)
+  monkeypatch.setenv("CC", str(wrapper))
+  d = CPUDevice()
+  assert d.available() and "-fopenmp" not in d.toolchain().flags and "-fwrapv" in d.toolchain().flags
+  prog = axpy(n=1 << 16)
+  assert "#pragma omp parallel" in render_program(prog)
+  (got,) = d.run_program(prog, d.compile(render_program(prog)), [np.ones(1 << 16, np.float32)] * 2)
+  assert (got == 3).all()
+
+
+@needs_cc
+def test_run_program(cache):
+  d = CPUDevice()
+  assert d.available()
+  prog = axpy()
+  lib = d.compile(render_program(prog))
+  x, y = np.arange(5, dtype=np.float32), np.ones(5, np.float32)
+  (got,) = d.run_program(prog, lib, [x, y])
+  np.testing.assert_array_equal(got, 2 * x + y)
+  (got,) = d.run_program(prog, lib, [x.astype(np.float64), [1, 2, 3, 4, 5]])   # converted to the buffer dtype
+  np.testing.assert_array_equal(got, 2 * x + np.arange(1, 6))
+  with pytest.raises(ValueError, match="takes 2 inputs, got 1"):
+    d.run_program(prog, lib, [x])
+  with pytest.raises(ValueError, match="holds 5 elements"):
+    d.run_program(prog, lib, [x, np.ones(4, np.float32)])
+
+
+@needs_cc
+def test_outputs_may_be_inputs_or_constants(cache):
+  d = CPUDevice()
+  c = np.arange(6, dtype=np.int32)
+  c.flags.writeable = False
+  prog = Program([], [], [BufferSpec(6, dtypes.int32), BufferSpec(6, dtypes.int32, c)], [0], [(0, (2, 3)), (1, (3, 2))])
+  x = np.full(6, 7, np.int32)
+  out_x, out_c = d.run_program(prog, d.compile(render_program(prog)), [x])
+  assert out_x.shape == (2, 3) and not np.shares_memory(out_x, x) and (out_x == 7).all()
+  assert out_c.shape == (3, 2) and np.shares_memory(out_c, c)
+
+
+@needs_cc
+def test_inputs_and_constants_written_in_place_are_copied(cache):
+  d = CPUDevice()
+  i = UOp.param((), dtypes.int64)
+  x, c = UOp.param((3,), F32), UOp.param((3,), F32)
+  k = Kernel("inplace", (x, c), (Loop(i, 3),), (Store(x, i, at(x, i) + at(c, i)), Store(c, i, at(x, i))))
+  const = np.array([1, 2, 3], np.float32)
+  prog = Program([k], [(0, 1)], [BufferSpec(3, F32), BufferSpec(3, F32, const)], [0], [(0, (3,)), (1, (3,))])
+  x_in = np.array([10, 20, 30], np.float32)
+  got_x, got_c = d.run_program(prog, d.compile(render_program(prog)), [x_in])
+  np.testing.assert_array_equal(got_x, [11, 22, 33])
+  np.testing.assert_array_equal(got_c, [11, 22, 33])
+  np.testing.assert_array_equal(x_in, [10, 20, 30])
+  np.testing.assert_array_equal(const, [1, 2, 3])
+
+
+@needs_cc
+def test_constant_buffers_and_intermediates(cache):
+  """Two kernels through an intermediate buffer; a constant of a half type read by the second."""
+  d = CPUDevice()
+  i = UOp.param((), dtypes.int64)
+  n = 4
+  x, t, c, out = (UOp.param((n,), dt) for dt in (dtypes.float16, dtypes.float16, dtypes.float16, dtypes.float32))
+  k1 = Kernel("square", (t, x), (Loop(i, n),), (Store(t, i, at(x, i) * at(x, i)),))
+  k2 = Kernel("shift", (out, t, c), (Loop(i, n),), (Store(out, i, (at(t, i) + at(c, i)).cast(F32)),))
+  const = np.array([0.1, 0.2, 0.3, 1e-7], np.float16)
+  specs = [BufferSpec(n, dtypes.float16), BufferSpec(n, dtypes.float16), BufferSpec(n, dtypes.float16, const),
+           BufferSpec(n, F32)]
+  prog = Program([k1, k2], [(1, 0), (3, 1, 2)], specs, [0], [(3, (n,)), (1, (n,))])
+  xs = np.array([1.5, -3.0, 300.0, 1e-3], np.float16)
+  with np.errstate(over="ignore"):
+    want = (xs * xs + const).astype(np.float32)
+  got, mid = d.run_program(prog, d.compile(render_program(prog)), [xs])
+  np.testing.assert_array_equal(got, want)
+  with np.errstate(over="ignore"):
+    np.testing.assert_array_equal(mid, xs * xs)
+
+
+@needs_cc
+def test_disk_cache(cache, monkeypatch):
+  src = render_program(axpy())
+  CPUDevice().compile(src)
+  (entry,) = cache.glob("*.so")
+  assert not list(cache.glob("*.tmp"))
+  monkeypatch.setattr(cpu_mod, "_build", lambda *a: pytest.fail("a cached library was compiled again"))
+  lib = CPUDevice().compile(src)
+  assert lib.path == entry
+
+
+@needs_cc
+def test_disk_cache_in_another_process(cache):
+  src = render_program(axpy())
+  CPUDevice().compile(src)
+  code = ("import sys\nfrom tracegrad.devices import cpu\n"
+          "cpu._build = lambda *a: sys.exit('compiled again')\n"
+          f"cpu.CPUDevice().compile({src!r})\n")
+  r = subprocess.run([sys.executable, "-c", code], env={**os.environ, "TRACEGRAD_CACHE_DIR": str(cache.parent)},
+                     capture_output=True, text=True, timeout=60)
+  assert r.returncode == 0, r.stderr
+
+
+@needs_cc
+def test_damaged_entry_and_stale_temporaries(cache):
+  prog = axpy(a=3.0)
+  src = render_program(prog)
+  d = CPUDevice()
+  entry = d.library_path(src)
+  cache.mkdir(parents=True)
+  entry.write_bytes(b"not a shared library")
+  (cache / f"{entry.stem[:16]}-stale.tmp").write_bytes(b"\x7fELF half written")
+  lib = d.compile(src)
+  (got,) = d.run_program(prog, lib, [np.ones(5, np.float32), np.zeros(5, np.float32)])
+  np.testing.assert_array_equal(got, np.full(5, 3, np.float32))
+  assert entry.read_bytes()[:4] == b"\x7fELF"
+
+
+@needs_cc
+def test_interrupted_compile_leaves_nothing(cache, monkeypatch):
+  def killed(cmd, **kw):
+    with open(cmd[cmd.index("-o") + 1], "wb") as f: f.write(b"\x7fELF partial")
+    raise KeyboardInterrupt
+  src = render_program(axpy(a=4.0))
+  with monkeypatch.context() as m:
+    m.setattr(cpu_mod.subprocess, "run", killed)
+    with pytest.raises(KeyboardInterrupt):
+      CPUDevice().compile(src)
+  assert not list(cache.iterdir())
+  d = CPUDevice()
+  (got,) = d.run_program(axpy(a=4.0), d.compile(src), [np.ones(5, np.float32), np.ones(5, np.float32)])
+  np.testing.assert_array_equal(got, np.full(5, 5, np.float32))
+
+
+@needs_cc
+def test_compile_error(cache):
+  src = "#include <stdint.h>\nvoid tg_run(void **bufs) {\n  int x = ;\n}\n"
+  with pytest.raises(RuntimeError) as e:
+    CPUDevice().compile(src)
+  msg = str(e.value)
+  assert "error" in msg and "   3    int x = ;" in msg and "cpu: the C compiler failed" in msg
+  assert not list(cache.glob("*.so")) and not list(cache.glob("*.tmp"))
+
+
+@needs_cc
+def test_big_parallel_kernel_matches_interp(cache):
+  """Big enough for threads: out[i, j] = max(x[i, j], y[j]) over a broadcast y."""
+  n, m = 300, 257
+  i, j = UOp.param((), dtypes.int64), UOp.param((), dtypes.int64)
+  x, y, out = UOp.param((n * m,), F32), UOp.param((m,), F32), UOp.param((n * m,), F32)
+  flat = i * UOp.const(dtypes.int64, m) + j
+  store = Store(out, flat, at(x, flat).alu(Ops.MAX, at(y, j)))
+  k = Kernel("bcast_max", (out, x, y), (Loop(i, n), Loop(j, m)), (store,))
+  prog = Program([k], [(2, 0, 1)], [BufferSpec(n * m, F32), BufferSpec(m, F32), BufferSpec(n * m, F32)], [0, 1],
+                 [(2, (n, m))])
+  src = render_program(prog)
+  assert "#pragma omp parallel for" in src
+  rng = np.random.default_rng(0)
+  xs, ys = rng.standard_normal(n * m).astype(np.float32), rng.standard_normal(m).astype(np.float32)
+  xs[::97] = np.nan
+  d = CPUDevice()
+  (got,) = d.run_program(prog, d.compile(src), [xs, ys])
+  bx, by = UOp.buffer(xs.reshape(n, m)), UOp.buffer(np.broadcast_to(ys, (n, m)))
+  (want,) = InterpDevice().execute([bx.alu(Ops.MAX, by)], {})
+  np.testing.assert_array_equal(got, want)

@@ -1,0 +1,412 @@
+"""Kernel IR to C: the rendered text, and compiled programs checked against the interp device bit for bit (with a
+tolerance only for transcendental functions and float sums)."""
+import math
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from oracles import x64
+from tracegrad.devices.cpu import CPUDevice
+from tracegrad.devices.interp import InterpDevice
+from tracegrad.ir import Ops, UOp, dtypes
+from tracegrad.lower.kernel import BufferSpec, Kernel, Loop, Program, Reduce, Store, acc_dtype
+from tracegrad.lower.render_c import render_const, render_kernel, render_program
+
+I64 = dtypes.int64
+FLOATS = [dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64]
+INTS = [dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.uint32, dtypes.int64,
+        dtypes.uint64]
+WIDE = {dtypes.int64, dtypes.uint64, dtypes.float64}
+
+
+def K(v, d=I64): return UOp.const(d, v)
+def like(a, v, d=None): return UOp.const(d or a.dtype, v, a.shape)
+def at(buf, i): return buf.gather(i.reshape((1,)))
+
+
+@pytest.fixture(scope="module")
+def cpu(tmp_path_factory):
+  dev = CPUDevice()
+  if not dev.available(): pytest.skip("no C compiler")
+  with pytest.MonkeyPatch.context() as mp:
+    mp.setenv("TRACEGRAD_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    yield dev
+
+
+def run(cpu, prog, inputs):
+  return cpu.run_program(prog, cpu.compile(render_program(prog)), inputs)
+
+
+def elementwise(fns, in_dtypes, n, parallel=True):
+  """One kernel over n points storing fns[k](*loads) into output k; buffers are the inputs, then the outputs."""
+  i = UOp.param((), I64)
+  ins = [UOp.param((n,), d) for d in in_dtypes]
+  vals = [f(*(at(b, i) for b in ins)) for f in fns]
+  outs = [UOp.param((n,), v.dtype) for v in vals]
+  k = Kernel("elementwise", (*ins, *outs), (Loop(i, n),), tuple(Store(o, i, v) for o, v in zip(outs, vals)),
+             parallel=parallel)
+  specs = [BufferSpec(n, b.dtype) for b in (*ins, *outs)]
+  m = len(ins)
+  return Program([k], [tuple(range(len(specs)))], specs, list(range(m)), [(m + j, (n,)) for j in range(len(fns))])
+
+
+def oracle(fns, arrays):
+  bufs = [UOp.buffer(np.array(a)) for a in arrays]
+  return InterpDevice().execute([f(*bufs) for f in fns], {})
+
+
+def assert_same(got, want, what=""):
+  """Equal bit for bit, except that any NaN equals any NaN."""
+  assert got.dtype == want.dtype and got.shape == want.shape, what
+  if want.dtype.kind in "fV":
+    gn, wn = np.isnan(got), np.isnan(want)
+    bits = np.dtype(f"u{want.dtype.itemsize}")
+    bad = (gn != wn) | (~wn & (got.view(bits) != want.view(bits)))
+  else:
+    bad = got != want
+  assert not bad.any(), f"{what}: at {np.flatnonzero(bad)[:8]}: got {got[bad][:8]}, want {want[bad][:8]}"
+
+
+def assert_close(got, want, d, what="", scale=1):
+  rtol = scale * {dtypes.float16: 2e-3, dtypes.bfloat16: 1e-2, dtypes.float32: 2e-6, dtypes.float64: 1e-13}[d]
+  np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=rtol * 1e-3,
+                             equal_nan=True, err_msg=what)
+
+
+def float_values(d):
+  info = ml_dtypes.finfo(d.np)
+  return np.array([0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 1e-3, 100.0, -7.25, math.inf, -math.inf, math.nan,
+                   float(info.smallest_subnormal), float(info.max)], dtype=d.np)
+
+
+def int_values(d):
+  info = np.iinfo(d.np)
+  vals = [0, 1, 2, 7, 100 % (info.max + 1), info.max, info.max - 1, info.min, info.min + 1]
+  if not d.is_unsigned: vals += [-1, -7, -100 % (info.min - 1)]
+  return np.array(vals, dtype=d.np)
+
+
+def pairs(v):
+  a, b = np.meshgrid(v, v)
+  return a.reshape(-1), b.reshape(-1)
+
+
+def binary(op): return lambda a, b, c=None: a.alu(op, b)
+def unary(op): return lambda a, b, c=None: a.alu(op)
+
+
+FLOAT_EXACT = {op: unary(op) for op in (Ops.NEG, Ops.RECIP, Ops.SQRT, Ops.FLOOR)} | {
+  op: binary(op) for op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.DIV, Ops.MOD, Ops.MAX, Ops.MIN, Ops.CMPLT, Ops.CMPEQ,
+                            Ops.CMPNE)}
+FLOAT_EXACT |= {
+  Ops.WHERE: lambda a, b: a.alu(Ops.CMPLT, b).where(a, b),
+  Ops.CONST: lambda a, b: (a + like(a, -1.5)).alu(Ops.MUL, like(a, math.inf).alu(Ops.NEG)),
+  Ops.DETACH: lambda a, b: a.detach() + a,
+}
+FLOAT_APPROX = {op: unary(op) for op in (Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.COS)} | {
+  op: binary(op) for op in (Ops.POW, Ops.ATAN2)}
+
+
+@pytest.mark.parametrize("d", FLOATS, ids=str)
+def test_float_ops(cpu, d):
+  with x64(d in WIDE):
+    a, b = pairs(float_values(d))
+    fns = list(FLOAT_EXACT.values()) + list(FLOAT_APPROX.values())
+    got = run(cpu, elementwise(fns, [d, d], a.size), [a, b])
+    want = oracle(fns, [a, b])
+    for op, g, w in zip([*FLOAT_EXACT, *FLOAT_APPROX], got, want):
+      if op in FLOAT_EXACT: assert_same(g, w, f"{d} {op}")
+      else: assert_close(g, w, d, f"{d} {op}")
+
+
+def shift_count(a, b): return b.alu(Ops.AND, like(a, a.dtype.bits - 1))
+
+
+INT_OPS = {op: binary(op) for op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.IDIV, Ops.MOD, Ops.MAX, Ops.MIN, Ops.CMPLT,
+                                     Ops.CMPEQ, Ops.CMPNE, Ops.AND, Ops.OR, Ops.XOR)} | {
+  Ops.NEG: unary(Ops.NEG),
+  Ops.SHL: lambda a, b: a.alu(Ops.SHL, shift_count(a, b)),
+  Ops.SHR: lambda a, b: a.alu(Ops.SHR, shift_count(a, b)),
+  Ops.WHERE: lambda a, b: a.alu(Ops.CMPLT, b).where(b, a),
+  Ops.CONST: lambda a, b: a.alu(Ops.MUL, like(a, 250 if a.dtype.is_unsigned else -3))
+                          + like(a, dtypes.min_value(a.dtype)),
+}
+
+
+@pytest.mark.parametrize("d", INTS, ids=str)
+def test_int_ops(cpu, d):
+  with x64(d in WIDE):
+    a, b = pairs(int_values(d))
+    got = run(cpu, elementwise(list(INT_OPS.values()), [d, d], a.size), [a, b])
+    for op, g, w in zip(INT_OPS, got, oracle(list(INT_OPS.values()), [a, b])): assert_same(g, w, f"{d} {op}")
+
+
+def test_bool_ops(cpu):
+  fns = [binary(op) for op in (Ops.AND, Ops.OR, Ops.XOR, Ops.CMPLT, Ops.CMPEQ, Ops.CMPNE, Ops.MAX, Ops.MIN)]
+  fns += [lambda a, b: a.where(b, like(b, True)), lambda a, b: a.alu(Ops.XOR, like(a, True))]
+  a, b = pairs(np.array([False, True]))
+  for g, w in zip(run(cpu, elementwise(fns, [dtypes.bool_] * 2, a.size), [a, b]), oracle(fns, [a, b])):
+    assert_same(g, w, "bool")
+
+
+def cast_values(src, dst):
+  """Values of src whose conversion to dst is defined (floats to integers: in range)."""
+  if src.is_bool: return np.array([False, True])
+  if src.is_int:
+    extra = [(1 << 24) + (1 << 16) + 1, (1 << 24) + 1] if src.bits >= 32 else []
+    extra += [(1 << 40) + (1 << 32) + 1, -(1 << 62) - (1 << 54) - 1] if src.bits == 64 else []
+    return np.concatenate([int_values(src), np.array(extra, np.int64).astype(src.np)])
+  if dst.is_int:
+    v = [0.0, -0.0, 0.3, 1.0, 2.5, 99.9, 126.7] + ([-0.7, -1.5, -99.9, -127.9] if not dst.is_unsigned else [])
+    return np.array(v, src.np)
+  extra = [1 + 2**-8 + 2**-30, 1 + 2**-11 + 2**-40, 65519.99, 65520.0, 1e-40, 3e-8] if src is dtypes.float64 else []
+  return np.concatenate([float_values(src), np.array(extra, np.float64).astype(src.np)])
+
+
+ALL = [dtypes.bool_, *INTS, *FLOATS]
+
+
+@pytest.mark.parametrize("src", ALL, ids=str)
+def test_casts(cpu, src):
+  with x64(True):
+    for_dst = {dst: cast_values(src, dst) for dst in ALL if dst is not src}
+    fns = [lambda a, dst=dst: a.cast(dst) for dst in for_dst]
+    n = max(v.size for v in for_dst.values())
+    # one input per destination, padded with its first value
+    ins = [np.resize(v, n) for v in for_dst.values()]
+    prog = elementwise([lambda *xs, j=j, f=f: f(xs[j]) for j, f in enumerate(fns)], [src] * len(ins), n)
+    got = run(cpu, prog, ins)
+    with np.errstate(over="ignore"):
+      for dst, x, g in zip(for_dst, ins, got): assert_same(g, x.astype(dst.np), f"{src} -> {dst}")
+
+
+def rounding_cases(d):
+  """Every value of a half type, the midpoints between neighbours and the floats just beside them, as float32."""
+  h = np.arange(1 << 16, dtype=np.uint16).view(d.np)
+  v = np.sort(h[np.isfinite(h)].astype(np.float64))
+  mid = ((v[1:] + v[:-1]) / 2).astype(np.float32)
+  return np.concatenate([h.astype(np.float32), mid, np.nextafter(mid, np.float32(np.inf)),
+                         np.nextafter(mid, np.float32(-np.inf))])
+
+
+def test_half_conversions_exhaustive(cpu):
+  ins = [rounding_cases(dtypes.float16), rounding_cases(dtypes.bfloat16)]
+  n = max(x.size for x in ins)
+  ins = [np.resize(x, n) for x in ins]
+  fns = [lambda a, b: a.cast(dtypes.float16), lambda a, b: b.cast(dtypes.bfloat16),
+         lambda a, b: a.cast(dtypes.float16).cast(dtypes.float32),
+         lambda a, b: b.cast(dtypes.bfloat16).cast(dtypes.float32)]
+  got = run(cpu, elementwise(fns, [dtypes.float32] * 2, n), ins)
+  with np.errstate(all="ignore"):
+    want = [ins[0].astype(np.float16), ins[1].astype(ml_dtypes.bfloat16)]
+  for g, w in zip(got, want + [w.astype(np.float32) for w in want]): assert_same(g, w, str(g.dtype))
+
+
+BITCASTS = [(dtypes.float32, dtypes.int32), (dtypes.int32, dtypes.float32), (dtypes.uint32, dtypes.float32),
+            (dtypes.float16, dtypes.int16), (dtypes.int16, dtypes.float16), (dtypes.uint16, dtypes.bfloat16),
+            (dtypes.bfloat16, dtypes.uint16), (dtypes.float16, dtypes.bfloat16), (dtypes.bfloat16, dtypes.float16),
+            (dtypes.float64, dtypes.int64), (dtypes.uint64, dtypes.float64), (dtypes.int8, dtypes.uint8),
+            (dtypes.bool_, dtypes.int8)]
+
+
+def test_bitcasts(cpu):
+  rng = np.random.default_rng(0)
+  with x64(True):
+    ins = []
+    for src, dst in BITCASTS:
+      bits = rng.integers(0, 256, size=64 * src.itemsize, dtype=np.uint8).view(f"u{src.itemsize}")
+      special = {2: [0x7c01, 0xfe00, 0x7f81, 0xffc1, 0x8000, 0x0001], 4: [0x7f800001, 0xffc00000, 0x80000000, 1],
+                 8: [0x7ff0000000000001, 0x8000000000000000], 1: [0, 1]}[src.itemsize]
+      bits = np.concatenate([bits, np.array(special, bits.dtype)])[:64]
+      ins.append(np.array(bits % 2 if src.is_bool else bits).astype(src.np) if src.is_bool else bits.view(src.np))
+    fns = [lambda *xs, j=j, dst=dst: xs[j].bitcast(dst) for j, (_, dst) in enumerate(BITCASTS)]
+    got = run(cpu, elementwise(fns, [s for s, _ in BITCASTS], 64), ins)
+    for (src, dst), x, g in zip(BITCASTS, ins, got):
+      want = x.view(dst.np)
+      assert np.array_equal(g.view(f"u{dst.itemsize}"), want.view(f"u{dst.itemsize}")), f"{src} -> {dst}"
+
+
+CONSTS = [(dtypes.float32, [0.1, -0.0, math.inf, -math.inf, math.nan, 1e-45, 3.4028234663852886e38, 1e20, 7.0]),
+          (dtypes.float64, [0.1, -0.0, math.inf, math.nan, 5e-324, 1.7976931348623157e308, 1 / 3]),
+          (dtypes.float16, [0.1, 65504.0, 6e-8, -0.0, math.inf, 1 + 2**-11 + 2**-40]),
+          (dtypes.bfloat16, [0.1, 1e-40, 3e38, 1 + 2**-8 + 2**-30, -math.inf]),
+          (dtypes.int64, [-2**63, 2**63 - 1, -5, 0]), (dtypes.uint64, [2**64 - 1, 0]),
+          (dtypes.int32, [-2**31, 2**31 - 1, -1]), (dtypes.uint32, [2**32 - 1]), (dtypes.int8, [-128, 127]),
+          (dtypes.uint8, [255]), (dtypes.int16, [-32768]), (dtypes.uint16, [65535]), (dtypes.bool_, [True, False])]
+
+
+def test_constants(cpu):
+  with x64(True):
+    cases = [(d, v) for d, vs in CONSTS for v in vs]
+    fns = [lambda x, d=d, v=v: like(x, v, d) for d, v in cases]
+    got = run(cpu, elementwise(fns, [dtypes.int32], 1), [np.zeros(1, np.int32)])
+    for (d, v), g in zip(cases, got): assert_same(g, np.array([v], d.np), f"{d} {v!r}")
+
+
+def test_const_literals():
+  assert render_const(0.1, dtypes.float32) == "0.100000001f"
+  assert render_const(-0.0, dtypes.float32) == "(-0.0f)"
+  assert render_const(1.0, dtypes.float64) == "1.0"
+  assert render_const(math.inf, dtypes.float32) == "INFINITY"
+  assert render_const(-math.inf, dtypes.float64) == "(-INFINITY)"
+  assert render_const(math.nan, dtypes.float16) == "NAN"
+  assert render_const(-2**63, dtypes.int64) == "(-9223372036854775807LL - 1)"
+  assert render_const(2**64 - 1, dtypes.uint64) == "18446744073709551615ULL"
+  assert render_const(-2**31, dtypes.int32) == "(-2147483647 - 1)"
+  assert render_const(0.1, dtypes.bfloat16) == f"{float(ml_dtypes.bfloat16(0.1)):.9g}f"
+
+
+# ---- reductions ----
+
+def reduce_program(op, d, n, m, value=lambda x: x):
+  """out[i] = op over j of value(a[i*m + j]), accumulated in acc_dtype(d)."""
+  i, j = UOp.param((), I64), UOp.param((), I64)
+  a, out = UOp.param((n * m,), d), UOp.param((n,), d)
+  acc = UOp.param((), acc_dtype(d))
+  red = Reduce(op, acc, (Loop(j, m),), value(at(a, i * K(m) + j)).cast(acc.dtype))
+  k = Kernel(f"reduce_{op.name.lower()}", (out, a), (Loop(i, n),), (Store(out, i, acc.cast(d)),), red)
+  return k
+
+
+def reduce_values(d, n, m, rng):
+  if d.is_bool: return rng.random(n * m) < 0.7
+  if d.is_int: return rng.integers(-3 if not d.is_unsigned else 0, 4, n * m).astype(d.np)
+  x = rng.uniform(0.5, 1.5, n * m).astype(np.float32)
+  x[3], x[m + 2], x[2 * m + 1], x[3 * m] = math.nan, math.inf, -math.inf, math.nan
+  return x.astype(d.np)
+
+
+REDUCES = (Ops.REDUCE_SUM, Ops.REDUCE_PROD, Ops.REDUCE_MAX, Ops.REDUCE_MIN)
+
+
+@pytest.mark.parametrize("d", [dtypes.float32, dtypes.float16, dtypes.bfloat16, dtypes.int32, dtypes.uint8,
+                               dtypes.bool_, dtypes.float64, dtypes.int64], ids=str)
+def test_reduce(cpu, d):
+  n, m = 8, 33
+  with x64(d in WIDE):
+    x = reduce_values(d, n, m, np.random.default_rng(1))
+    kernels = [reduce_program(op, d, n, m) for op in REDUCES]
+    prog = Program(kernels, [(1 + j, 0) for j in range(4)], [BufferSpec(n * m, d)] + [BufferSpec(n, d)] * 4, [0],
+                   [(1 + j, (n,)) for j in range(4)])
+    got = run(cpu, prog, [x])
+    want = InterpDevice().execute([UOp.buffer(x.reshape(n, m)).reduce(op, (1,)) for op in REDUCES], {})
+    for op, g, w in zip(REDUCES, got, want):
+      w = w.reshape(n)
+      # numpy rounds a half-type product or sum at every step; the kernel accumulates in float32
+      if d.is_float and op in (Ops.REDUCE_SUM, Ops.REDUCE_PROD): assert_close(g, w, d, f"{d} {op}", scale=5)
+      else: assert_same(g, w, f"{d} {op}")
+
+
+def test_big_reduce_over_two_loops(cpu):
+  """Threads over two outer loops, two reduce loops, a hoisted loop-invariant load."""
+  n1, n2, m1, m2 = 16, 24, 12, 10
+  i1, i2, j1, j2 = (UOp.param((), I64) for _ in range(4))
+  a, s, out = (UOp.param((size,), dtypes.float32) for size in (n1 * n2 * m1 * m2, n1, n1 * n2))
+  acc = UOp.param((), dtypes.float32)
+  flat = ((i1 * K(n2) + i2) * K(m1) + j1) * K(m2) + j2
+  red = Reduce(Ops.REDUCE_SUM, acc, (Loop(j1, m1), Loop(j2, m2)), at(a, flat) * at(s, i1))
+  k = Kernel("r", (out, a, s), (Loop(i1, n1), Loop(i2, n2)), (Store(out, i1 * K(n2) + i2, acc),), red)
+  src = render_kernel(k)
+  assert "parallel for collapse(2)" in src and src.index("b2[i0]") < src.index("float acc")
+  prog = Program([k], [(2, 0, 1)], [BufferSpec(a.size, dtypes.float32), BufferSpec(n1, dtypes.float32),
+                                    BufferSpec(n1 * n2, dtypes.float32)], [0, 1], [(2, (n1, n2))])
+  rng = np.random.default_rng(2)
+  x, y = rng.standard_normal(a.size).astype(np.float32), rng.standard_normal(n1).astype(np.float32)
+  (got,) = run(cpu, prog, [x, y])
+  want = (x.reshape(n1, n2, m1 * m2).astype(np.float64) * y[:, None, None]).sum(-1)
+  np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_empty_reduce(cpu):
+  k = reduce_program(Ops.REDUCE_MAX, dtypes.float32, 3, 0)
+  prog = Program([k], [(1, 0)], [BufferSpec(0, dtypes.float32), BufferSpec(3, dtypes.float32)], [0], [(1, (3,))])
+  (got,) = run(cpu, prog, [np.zeros(0, np.float32)])
+  assert np.all(got == -np.inf)
+
+
+# ---- sequential scatter with each store mode ----
+
+MODES = [None, "set", "add", "mul", "min", "max"]
+
+
+def scatter_program(d, n, m):
+  """out = x; then for each j, where 0 <= idx[j] < n: out[idx[j]] (mode)= upd[j], one kernel pair per mode."""
+  kernels, calls = [], []
+  i, j = UOp.param((), I64), UOp.param((), I64)
+  for t, mode in enumerate(MODES):
+    x, out, ix, upd = UOp.param((n,), d), UOp.param((n,), d), UOp.param((m,), dtypes.int32), UOp.param((m,), d)
+    kernels.append(Kernel(f"copy_{t}", (out, x), (Loop(i, n),), (Store(out, i, at(x, i)),)))
+    target = at(ix, j).cast(I64)
+    ok = K(-1).alu(Ops.CMPLT, target).alu(Ops.AND, target.alu(Ops.CMPLT, K(n)))
+    safe = target.alu(Ops.MAX, K(0)).alu(Ops.MIN, K(n - 1))
+    kernels.append(Kernel(f"scatter_{t}", (out, ix, upd), (Loop(j, m),), (Store(out, safe, at(upd, j), mode, ok),),
+                          parallel=False))
+    calls += [(3 + t, 0), (3 + t, 1, 2)]
+  specs = [BufferSpec(n, d), BufferSpec(m, dtypes.int32), BufferSpec(m, d)] + [BufferSpec(n, d)] * len(MODES)
+  return Program(kernels, calls, specs, [0, 1, 2], [(3 + t, (n,)) for t in range(len(MODES))])
+
+
+@pytest.mark.parametrize("d", [dtypes.float32, dtypes.float16, dtypes.bfloat16, dtypes.int32, dtypes.bool_], ids=str)
+def test_scatter_modes(cpu, d):
+  n, m = 7, 40
+  rng = np.random.default_rng(3)
+  ix = rng.integers(-2, n + 2, m).astype(np.int32)
+  if d.is_bool: x, upd = rng.random(n) < 0.5, rng.random(m) < 0.5
+  else:
+    x, upd = rng.integers(-4, 5, n).astype(d.np), (rng.integers(-4, 5, m) * (1 if d.is_int else 0.75)).astype(d.np)
+    if d.is_float: upd[5] = np.nan
+  got = run(cpu, scatter_program(d, n, m), [x, ix, upd])
+  for mode, g in zip(MODES, got):
+    scatter = UOp.buffer(x).scatter(UOp.buffer(ix.reshape(m, 1)), UOp.buffer(upd), mode or "set")
+    (w,) = InterpDevice().execute([scatter], {})
+    assert_same(g, w, f"{d} {mode}")
+
+
+# ---- the rendered text ----
+
+def test_statements_once_per_node():
+  i, x, out = UOp.param((), I64), UOp.param((8,), dtypes.float32), UOp.param((8,), dtypes.float32)
+  sq = at(x, i) * at(x, i)
+  src = render_kernel(Kernel("k", (out, x), (Loop(i, 8),), (Store(out, i, sq + sq),)))
+  assert src.count("b1[i0]") == 1 and src.count("v0 * v0") == 1 and "v1 + v1" in src
+  assert "static void k(float *restrict b0, const float *restrict b1)" in src and "#pragma omp simd" in src
+
+
+def test_deep_expression_renders():
+  i, x, out = UOp.param((), I64), UOp.param((4,), dtypes.float32), UOp.param((4,), dtypes.float32)
+  v = at(x, i)
+  for _ in range(5000): v = v + K(1.0, dtypes.float32)
+  src = render_kernel(Kernel("deep", (out, x), (Loop(i, 4),), (Store(out, i, v),)))
+  assert src.count(" + 1.0f;") == 5000
+
+
+def test_pragmas():
+  i, x, out = UOp.param((), I64), UOp.param((1 << 16,), dtypes.float32), UOp.param((1 << 16,), dtypes.float32)
+  big = Kernel("big", (out, x), (Loop(i, 1 << 16),), (Store(out, i, at(x, i)),))
+  assert "#pragma omp parallel for simd" in render_kernel(big)
+  seq = Kernel("seq", (out, x), (Loop(i, 1 << 16),), (Store(out, i, at(x, i), "add"),), parallel=False)
+  assert "#pragma" not in render_kernel(seq)
+  assert "reduction(+:acc)" in render_kernel(reduce_program(Ops.REDUCE_SUM, dtypes.float32, 4, 4))
+  assert "#pragma" not in render_kernel(reduce_program(Ops.REDUCE_MAX, dtypes.float32, 4, 4))
+
+
+def test_program_entry():
+  i = UOp.param((), I64)
+  x, y = UOp.param((4,), dtypes.float16), UOp.param((4,), dtypes.float16)
+  k = Kernel("tg_add", (x, y), (Loop(i, 4),), (Store(x, i, at(x, i) + at(y, i)),))
+  prog = Program([k, k], [(1, 0), (1, 1)], [BufferSpec(4, dtypes.float16)] * 2, [0], [(1, (4,))])
+  src = render_program(prog)
+  assert "k_tg_add((uint16_t *)bufs[1], (uint16_t *)bufs[0]);" in src
+  assert "k_tg_add_1((uint16_t *)bufs[1], (uint16_t *)bufs[1]);" in src
+  assert "static void k_tg_add_1(uint16_t *b0, const uint16_t *b1)" in src   # aliased buffers: no restrict
+  assert src.index("k_tg_add(") < src.index("k_tg_add_1(") and "void tg_run(void **bufs)" in src
+  assert str(k) == render_kernel(k)
+
+
+def test_bad_kernels():
+  i, x, y = UOp.param((), I64), UOp.param((4,), dtypes.float32), UOp.param((4,), dtypes.float32)
+  with pytest.raises(ValueError, match="not a buffer of the kernel"):
+    render_kernel(Kernel("k", (x,), (Loop(i, 4),), (Store(x, i, at(y, i)),)))
+  with pytest.raises(ValueError, match="not a loop variable"):
+    render_kernel(Kernel("k", (x,), (Loop(i, 4),), (Store(x, i, UOp.param((), dtypes.float32)),)))
