@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from .devices import TracedValueError
-from .ir import UOp, dtypes
+from .ir import Ops, UOp, dtypes
 from .ir.dtypes import DType
 from .ir.shapes import fmt
 from . import run
@@ -60,6 +60,7 @@ class Array:
 
   # ---- concrete values ----
   def _value(self, what: str = "Array") -> np.ndarray:
+    if self._uop.op is Ops.BUFFER: return self._uop.arg.data
     if self._uop.traced: raise TracedValueError(_traced_message(self, what))
     v = run.realize([self._uop])[0]
     if self._uop.depth > 0: self._uop = UOp.buffer(v)

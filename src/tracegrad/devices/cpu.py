@@ -89,6 +89,20 @@ def cache_dir() -> Path:
   return Path(os.environ.get("TRACEGRAD_CACHE_DIR") or Path.home() / ".cache" / "tracegrad") / "cpu"
 
 
+class _Plan:
+  """What a Program's runs share: buffer dtypes and sizes, constant arrays, which buffers kernels write."""
+
+  def __init__(self, prog):
+    written = {nums[k.bufs.index(s.buf)] for k, nums in zip(prog.kernels, prog.calls) for s in k.stores}
+    ins = set(prog.inputs)
+    self.inputs = [(n, prog.buffers[n].dtype.np, prog.buffers[n].size, n in written) for n in prog.inputs]
+    self.template = [None if b.data is None else np.ascontiguousarray(b.data, b.dtype.np).reshape(-1)
+                     for b in prog.buffers]
+    self.allocs = [(n, b.size, b.dtype.np) for n, b in enumerate(prog.buffers) if b.data is None and n not in ins]
+    self.written_consts = [n for n, b in enumerate(prog.buffers) if b.data is not None and n in written]
+    self.outputs = [(n, shape, n in ins and n not in written) for n, shape in prog.outputs]
+
+
 class Library:
   """A loaded shared library: `tg_run(ptrs)` runs the program whose buffers `ptrs` points at."""
 
@@ -128,7 +142,7 @@ class CPUDevice(Device):
   def __init__(self):
     self._interp = InterpDevice()
     self._libs: dict[Path, Library] = {}
-    self._written: "weakref.WeakKeyDictionary[object, frozenset[int]]" = weakref.WeakKeyDictionary()
+    self._plans: "weakref.WeakKeyDictionary[object, _Plan]" = weakref.WeakKeyDictionary()
 
   def toolchain(self) -> Toolchain | None: return find_toolchain(os.environ.get("CC") or None)
 
@@ -167,36 +181,26 @@ class CPUDevice(Device):
     self._libs[path] = lib
     return lib
 
-  def _written_bufs(self, prog) -> frozenset[int]:
-    if prog not in self._written:
-      self._written[prog] = frozenset(nums[k.bufs.index(s.buf)] for k, nums in zip(prog.kernels, prog.calls)
-                                      for s in k.stores)
-    return self._written[prog]
+  def _plan(self, prog) -> "_Plan":
+    if prog not in self._plans: self._plans[prog] = _Plan(prog)
+    return self._plans[prog]
 
   def run_program(self, prog, lib: Library, inputs: list[np.ndarray]) -> list[np.ndarray]:
     """Run a compiled Program once on `inputs` (in the order of prog.inputs); its outputs, shaped."""
-    if len(inputs) != len(prog.inputs):
-      raise ValueError(f"run_program: the program takes {len(prog.inputs)} inputs, got {len(inputs)}")
-    written = self._written_bufs(prog)
-    arrays: list = [None] * len(prog.buffers)
-    for n, x in zip(prog.inputs, inputs):
-      spec = prog.buffers[n]
-      a = np.asarray(x, dtype=spec.dtype.np)
-      if a.size != spec.size:
-        raise ValueError(f"run_program: input buffer {n} holds {spec.size} elements of {spec.dtype}, got an array of "
-                         f"shape {a.shape}")
-      arrays[n] = np.array(a.reshape(-1)) if n in written else np.ascontiguousarray(a).reshape(-1)
-    for n, spec in enumerate(prog.buffers):
-      if arrays[n] is not None: continue
-      if spec.data is None: arrays[n] = np.empty(spec.size, spec.dtype.np)
-      else:
-        data = np.ascontiguousarray(spec.data, dtype=spec.dtype.np).reshape(-1)
-        arrays[n] = data.copy() if n in written else data
-    ptrs = _ffi.new("void *[]", max(len(arrays), 1))
-    for i, a in enumerate(arrays): ptrs[i] = _ffi.cast("void *", a.__array_interface__["data"][0])
-    lib.tg_run(ptrs)
-    inputs_set = set(prog.inputs) - written
-    return [(arrays[n].copy() if n in inputs_set else arrays[n]).reshape(shape) for n, shape in prog.outputs]
+    plan = self._plan(prog)
+    if len(inputs) != len(plan.inputs):
+      raise ValueError(f"run_program: the program takes {len(plan.inputs)} inputs, got {len(inputs)}")
+    arrays = list(plan.template)
+    for (n, dt, size, written), x in zip(plan.inputs, inputs):
+      a = x if type(x) is np.ndarray and x.dtype == dt and x.flags.c_contiguous else np.ascontiguousarray(x, dt)
+      if a.size != size:
+        raise ValueError(f"run_program: input buffer {n} holds {size} elements of {dt}, got an array of shape {a.shape}")
+      arrays[n] = a.copy() if written else a
+    for n, size, dt in plan.allocs: arrays[n] = np.empty(size, dt)
+    for n in plan.written_consts: arrays[n] = arrays[n].copy()
+    addrs = np.fromiter((a.__array_interface__["data"][0] for a in arrays), np.uintp, len(arrays))
+    lib.tg_run(_ffi.cast("void **", addrs.ctypes.data))
+    return [(arrays[n].copy() if copy else arrays[n]).reshape(shape) for n, shape, copy in plan.outputs]
 
   def execute(self, outputs: list[UOp], known: Mapping[UOp, np.ndarray]) -> list[np.ndarray]:
     return self._interp.execute(outputs, known)
