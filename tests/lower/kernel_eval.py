@@ -38,15 +38,16 @@ def run_program(prog: Program, inputs: list[np.ndarray]) -> list[np.ndarray]:
       shape = tuple(l.extent for l in loops)
       for d, l in enumerate(loops):
         env[l.var] = np.arange(l.extent, dtype=np.int64).reshape([-1 if j == d else 1 for j in range(len(loops))])
-      outer = tuple(l.extent for l in k.loops)
+      store_loops = list(k.loops) + list(k.epilogue)
+      outer = tuple(l.extent for l in store_loops)
       if k.reduce:
         v = _eval(k.reduce.value, env, shape)
         axes = tuple(range(len(k.loops), len(loops)))
         red = _REDUCE[k.reduce.op](v, axis=axes) if axes else v
         env = {p: bufs[n] for p, n in zip(k.bufs, nums)}
-        for d, l in enumerate(k.loops):
-          env[l.var] = np.arange(l.extent, dtype=np.int64).reshape([-1 if j == d else 1 for j in range(len(outer))])
-        env[k.reduce.acc] = red.astype(k.reduce.acc.dtype.np)
+        env[k.reduce.acc] = red.astype(k.reduce.acc.dtype.np).reshape(red.shape + (1,) * len(k.epilogue))
+      for d, l in enumerate(store_loops):
+        env[l.var] = np.arange(l.extent, dtype=np.int64).reshape([-1 if j == d else 1 for j in range(len(outer))])
       for st in k.stores:
         idx = _eval(st.index, env, outer).reshape(-1)
         val = _eval(st.value, env, outer).reshape(-1)

@@ -64,6 +64,12 @@ def test_fusion_counts():
   assert len(schedule(tg.make_graph(lambda x: x @ x.T)(X)).kernels) == 1
 
 
+def test_row_softmax_is_two_kernels_with_the_division_in_the_sums_epilogue():
+  prog = schedule(tg.make_graph(_softmax)(X))
+  assert len(prog.kernels) == 2 and prog.kernels[1].epilogue and prog.kernels[1].reduce.op is Ops.REDUCE_SUM
+  assert max(b.size for b in prog.buffers) == X.size  # exp(x - max) is recomputed, never stored
+
+
 def test_a_broadcast_is_never_materialised():
   g = tg.make_graph(lambda x: (tnp.broadcast_to(x, (2 ** 20, 4, 8)) * 2.0).sum())(X)
   prog = schedule(g)

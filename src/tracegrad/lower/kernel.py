@@ -12,7 +12,8 @@ simplifies it and the same printer shows it:
 - a reduction's running value is read through its accumulator, a float/int scalar PARAM (Reduce.acc)
 
 A Kernel runs, for every point of `loops`: if it has a `reduce`, acc = identity of reduce.op, then for every point of
-reduce.loops acc = op(acc, reduce.value); then each Store in order. Iterations of `loops` are independent when
+reduce.loops acc = op(acc, reduce.value); then, for every point of `epilogue` (no loops: once), each Store in order.
+A load after a store to the same buffer in the same iteration reads the stored value. Iterations of `loops` are independent when
 `parallel` is true; a SCATTER kernel is sequential (later writes win, as in numpy).
 """
 from __future__ import annotations
@@ -56,10 +57,15 @@ class Kernel:
   stores: tuple[Store, ...]
   reduce: Reduce | None = None
   parallel: bool = True
+  epilogue: tuple[Loop, ...] = ()   # loops around the stores, after the reduce (a softmax's division by its sum)
 
-  def __str__(self) -> str:
+  @property
+  def source(self) -> str:
+    """The kernel as C source."""
     from .render_c import render_kernel
     return render_kernel(self)
+
+  __str__ = source.fget
 
 
 @dataclass(frozen=True, eq=False)

@@ -386,6 +386,9 @@ def render_kernel(k: Kernel, name: str | None = None, restrict: bool = True) -> 
       b.names[l.var] = f"i{j}"
       loops.enter_context(b.block(_loop(f"i{j}", l.extent), pragmas.get(j)))
     if k.reduce is not None: _emit_reduce(b, k)
+    for j, l in enumerate(k.epilogue):
+      b.names[l.var] = f"e{j}"
+      loops.enter_context(b.block(_loop(f"e{j}", l.extent), "#pragma omp simd" if j == len(k.epilogue) - 1 else None))
     for s in k.stores: _emit_store(b, s)
   return f"static void {name or c_name(k.name)}({params or 'void'}) {{\n" + "".join(l + "\n" for l in b.lines) + "}"
 

@@ -23,6 +23,7 @@ from .symbolic import simplify
 I64 = dtypes.int64
 CONTROL_FLOW = frozenset({Ops.COND, Ops.SCAN, Ops.WHILE})
 VIEWS = frozenset({Ops.RESHAPE, Ops.BROADCAST, Ops.PERMUTE, Ops.PAD, Ops.SLICE, Ops.FLIP})
+REINDEX = VIEWS | {Ops.CONCAT, Ops.GATHER, Ops.SCATTER}   # users that read their source at other indices
 
 
 class Unsupported(NotImplementedError):
@@ -69,6 +70,7 @@ class _KernelBuilder:
 
   def __init__(self, sched: "_Scheduler", ranges: dict[UOp, int]):
     self.s, self.ranges, self.memo, self.bufs = sched, ranges, {}, {}
+    self.reduced: dict[UOp, UOp] = {}   # a reduction computed in this kernel: its accumulator
 
   def buf(self, n: int) -> UOp:
     if n not in self.bufs:
@@ -105,6 +107,7 @@ class _KernelBuilder:
 
   def _gen(self, u: UOp, idx: tuple, own: bool):
     if (u, idx, own) in self.memo: return self.memo[(u, idx, own)]
+    if u in self.reduced: return self.reduced[u]
     if not own and u in self.s.bufnum: return self.load(self.s.bufnum[u], _ravel(idx, u.shape))
     op = u.op
     if op is Ops.CONST: return UOp.const(u.dtype, u.arg)
@@ -184,21 +187,50 @@ class _Scheduler:
 
   def _materialised(self, order: list[UOp]) -> set[UOp]:
     """Nodes that get a buffer: outputs, reductions, scatters; nodes read at several indices (used by a movement
-    op and something else); and nodes that several kernels would otherwise each recompute."""
+    op and something else); and nodes that several kernels would otherwise each recompute. A reduction whose only
+    use is broadcast back over its own input's shape into one elementwise output (softmax's sums) gets no buffer:
+    it runs in that output's kernel, which stores the output in a loop after the reduction (its epilogue)."""
     users: dict[UOp, list[UOp]] = {u: [] for u in order}
     for u in order:
       for s in set(u.src): users[s].append(u)
     m = {u for u in order if u.op in REDUCE or u.op is Ops.SCATTER or u.op in (Ops.PARAM, Ops.BUFFER)}
     m |= {o for o in self.outs if o.op is not Ops.CONST}
-    m |= {u for u in order if len(users[u]) > 1 and not self._cheap(u)
-          and any(v.op not in ELEMENTWISE for v in users[u])}
-    while True:  # a node reached from two kernels' roots is computed once, into a buffer
-      roots: dict[UOp, frozenset] = {}
-      for u in reversed(order):
-        roots[u] = frozenset().union(*(({v} if v in m else roots[v]) for v in users[u])) if users[u] else frozenset()
-      more = {u for u in order if u not in m and len(roots[u]) > 1 and not self._cheap(u)}
-      if not more: return m
-      m |= more
+    m |= {u for u in order if len(users[u]) > 1 and not self._cheap(u) and any(v.op in REINDEX for v in users[u])}
+    candidates = [r for r in order if r.op in REDUCE and r not in self.outs and len(users[r]) == 1
+                  and users[r][0].op is Ops.BROADCAST and users[r][0].shape == r.src[0].shape]
+    while True:
+      self.epilogue = {}
+      for r in candidates:
+        if (o := self._epilogue_root(r, users, m)) is not None and o not in self.epilogue:
+          self.epilogue[o] = r
+      base = m - set(self.epilogue.values())
+      while True:  # a node reached from two kernels' roots is computed once, into a buffer
+        roots: dict[UOp, frozenset] = {}
+        for u in reversed(order):
+          roots[u] = frozenset().union(*(({v} if v in base else roots[v]) for v in users[u])) if users[u] else frozenset()
+        more = {u for u in order if u not in base and len(roots[u]) > 1 and not self._cheap(u)}
+        if not more: break
+        base |= more
+      if all(self._epilogue_root(r, users, base - {r}) is o for o, r in self.epilogue.items()): return base
+      m = base | set(self.epilogue.values())
+      candidates = [r for r in candidates if self._epilogue_root(r, users, base - {r}) is not None]
+
+  def _epilogue_root(self, r: UOp, users, m) -> UOp | None:
+    """The one elementwise output root that reads r, broadcast over r's input shape, at its own index; else None."""
+    if users[r][0] in m: return None
+    found, stack, seen = None, [users[r][0]], set()
+    while stack:
+      u = stack.pop()
+      if u in seen: continue
+      seen.add(u)
+      for v in users[u]:
+        if v.op not in ELEMENTWISE or v.shape != u.shape: return None
+        if v in m:
+          if found not in (None, v) or v.op in REDUCE: return None
+          found = v
+        else: stack.append(v)
+      if u in self.outs and u is not found: return None
+    return found
 
   def _cheap(self, u: UOp) -> bool:
     while u.op in VIEWS: u = u.src[0]
@@ -219,9 +251,10 @@ class _Scheduler:
         idx.append(v)
     return loops, idx
 
-  def _emit(self, name: str, kb: _KernelBuilder, loops, stores, reduce=None, parallel=True):
+  def _emit(self, name: str, kb: _KernelBuilder, loops, stores, reduce=None, parallel=True, epilogue=()):
     nums = sorted(kb.bufs)
-    self.kernels.append(Kernel(name, tuple(kb.bufs[n] for n in nums), tuple(loops), tuple(stores), reduce, parallel))
+    self.kernels.append(Kernel(name, tuple(kb.bufs[n] for n in nums), tuple(loops), tuple(stores), reduce, parallel,
+                               epilogue))
     self.calls.append(tuple(nums))
 
   def kernel_for(self, u: UOp):
@@ -256,6 +289,19 @@ class _Scheduler:
       flat = kb.ix(_ravel(cols + list(idx[batch:]), x.shape))
       mode = None if u.arg == "set" else u.arg
       self._emit(name, kb, loops, [Store(kb.buf(n), flat, kb.value(upd, idx), mode, ok)], parallel=False)
+    elif u in self.epilogue:
+      r = self.epilogue[u]
+      loops, idx = self._loops(r.shape)
+      rloops, ridx = self._loops(tuple(u.shape[a] if a in r.arg else 1 for a in range(u.ndim)))
+      eloops, eidx = self._loops(tuple(u.shape[a] if a in r.arg else 1 for a in range(u.ndim)))
+      kb = _KernelBuilder(self, {l.var: l.extent for l in loops + rloops + eloops})
+      ad = acc_dtype(r.dtype)
+      acc = UOp.param((), ad)
+      value = kb.value(r.src[0], [x if a in r.arg else i for a, (i, x) in enumerate(zip(idx, ridx))]).cast(ad)
+      kb.reduced[r] = acc.cast(r.dtype)
+      at = [e if a in r.arg else i for a, (i, e) in enumerate(zip(idx, eidx))]
+      store = Store(kb.buf(n), kb.ix(_ravel(at, u.shape)), kb.value(u, at, own=True))
+      self._emit(name, kb, loops, [store], Reduce(r.op, acc, tuple(rloops), value), epilogue=tuple(eloops))
     else:
       loops, idx = self._loops(u.shape)
       kb = _KernelBuilder(self, {l.var: l.extent for l in loops})
