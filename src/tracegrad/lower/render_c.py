@@ -28,6 +28,7 @@ import numpy as np
 from ..ir import Ops, UOp, dtypes
 from ..ir.dtypes import DType
 from .kernel import Kernel, Program
+from .symbolic import _linear
 
 PRELUDE = r"""#include <math.h>
 #include <stdint.h>
@@ -356,6 +357,63 @@ def _emit_reduce(b: _Body, k: Kernel):
     b.line(f"acc = {b.emit([step])[0]};")
 
 
+TILE = 256  # accumulators per row tile when a reduction is vectorised across its last outer loop
+
+
+def _coefficient(index: UOp, var: UOp) -> int | None:
+  """How much index grows when var grows by one, when index is linear in var (else None)."""
+  terms, _ = _linear(index)
+  if any(var in t.toposort() for t in terms if t is not var): return None
+  return terms.get(var, 0)
+
+
+def _interchange(k: Kernel) -> bool:
+  """Whether to run the reduction's loops outside the last outer loop, with one accumulator per element of that
+  loop: worth it when some load is contiguous along the last outer loop but strided along the reduction (the right
+  operand of a matmul), so that the innermost loop reads memory in order and vectorises."""
+  r = k.reduce
+  if r is None or not k.loops or k.epilogue or not r.loops or not k.parallel: return False
+  last, inner = k.loops[-1].var, r.loops[-1].var
+  for u in r.value.toposort():
+    if u.op is Ops.GATHER:
+      idx = u.src[1].src[0]
+      if _coefficient(idx, last) == 1 and _coefficient(idx, inner) not in (1, None): return True
+  return False
+
+
+def _emit_interchanged(b: _Body, k: Kernel, pragmas: dict[int, str]):
+  """for outer loops but the last; for each tile of the last: accumulators, the reduction loops with the tile's
+  loop innermost (vectorised), then the stores."""
+  r, last = k.reduce, k.loops[-1]
+  n = len(k.loops)
+  t = min(TILE, last.extent)
+  with ExitStack() as loops:
+    for j, l in enumerate(k.loops[:-1]):
+      b.names[l.var] = f"i{j}"
+      loops.enter_context(b.block(_loop(f"i{j}", l.extent), _omp("parallel for", n) if j == 0 and pragmas else None))
+    loops.enter_context(b.block(f"for (int64_t t = 0; t < {last.extent}; t += {t})",
+                                _omp("parallel for", 1) if n == 1 and pragmas else None))
+    b.line(f"const int64_t tn = {last.extent} - t < {t} ? {last.extent} - t : {t};")
+    ct = CTYPE[r.acc.dtype]
+    b.line(f"{ct} accs[{t}];")
+    b.line(f"for (int64_t j = 0; j < tn; j++) accs[j] = {render_const(_identity(r.op, r.acc.dtype), r.acc.dtype)};")
+    for j, l in enumerate(r.loops): b.names[l.var] = f"r{j}"
+    with ExitStack() as rloops:
+      for j, l in enumerate(r.loops): rloops.enter_context(b.block(_loop(f"r{j}", l.extent)))
+      with b.block("for (int64_t j = 0; j < tn; j++)", "#pragma omp simd"):
+        b.line(f"const int64_t i{n - 1} = t + j;")
+        b.names[last.var] = f"i{n - 1}"
+        b.line(f"{ct} acc = accs[j];")
+        b.names[r.acc] = "acc"
+        b.line(f"accs[j] = {b.emit([_combine(REDUCE_ALU[r.op], r.acc, r.value)])[0]};")
+    with b.block("for (int64_t j = 0; j < tn; j++)"):
+      b.line(f"const int64_t i{n - 1} = t + j;")
+      b.names[last.var] = f"i{n - 1}"
+      b.line(f"const {ct} acc = accs[j];")
+      b.names[r.acc] = "acc"
+      for s in k.stores: _emit_store(b, s)
+
+
 def _emit_store(b: _Body, s):
   if s.buf not in b.bufs: raise ValueError(f"render_c: a store writes {s.buf!r}, which is not a buffer of the kernel")
   with ExitStack() as guard:
@@ -381,6 +439,9 @@ def render_kernel(k: Kernel, name: str | None = None, restrict: bool = True) -> 
   params = ", ".join(f"{'' if p in stored else 'const '}{MEMTYPE[p.dtype]} *{'restrict ' if restrict else ''}{n}"
                      for p, n in b.bufs.items())
   pragmas = _loop_pragmas(k)
+  if _interchange(k):
+    _emit_interchanged(b, k, pragmas)
+    return f"static void {name or c_name(k.name)}({params or 'void'}) {{\n" + "".join(l + "\n" for l in b.lines) + "}"
   with ExitStack() as loops:
     for j, l in enumerate(k.loops):
       b.names[l.var] = f"i{j}"
