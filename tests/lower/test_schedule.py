@@ -77,6 +77,14 @@ def test_a_broadcast_is_never_materialised():
   np.testing.assert_allclose(run_program(prog, [X])[0], X.sum() * 2 ** 21, rtol=1e-4)
 
 
+def test_a_broadcast_read_by_two_kernels_keeps_its_source_in_a_buffer():
+  def f(h, w):  # the backward pass of a matmul reads the broadcast activations again
+    return tg.grad(lambda h: (tnp.maximum(h, 0) @ w).sum())(h)
+  w = rng.normal(size=(8, 6)).astype(np.float32)
+  prog = schedule(tg.make_graph(f)(X, w))
+  assert max(b.size for b in prog.buffers) <= max(X.size, w.size)
+
+
 def test_index_arithmetic_is_simplified():
   prog = schedule(tg.make_graph(lambda x: x.reshape(4, 2, 4).transpose(0, 1, 2).reshape(4, 8)[::-1] + 1.0)(X))
   (k,) = prog.kernels

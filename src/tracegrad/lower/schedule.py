@@ -195,7 +195,8 @@ class _Scheduler:
       for s in set(u.src): users[s].append(u)
     m = {u for u in order if u.op in REDUCE or u.op is Ops.SCATTER or u.op in (Ops.PARAM, Ops.BUFFER)}
     m |= {o for o in self.outs if o.op is not Ops.CONST}
-    m |= {u for u in order if len(users[u]) > 1 and not self._cheap(u) and any(v.op in REINDEX for v in users[u])}
+    m |= {self._base(u) for u in order if len(users[u]) > 1 and not self._cheap(u)
+          and any(v.op in REINDEX for v in users[u])}
     candidates = [r for r in order if r.op in REDUCE and r not in self.outs and len(users[r]) == 1
                   and users[r][0].op is Ops.BROADCAST and users[r][0].shape == r.src[0].shape]
     while True:
@@ -208,7 +209,7 @@ class _Scheduler:
         roots: dict[UOp, frozenset] = {}
         for u in reversed(order):
           roots[u] = frozenset().union(*(({v} if v in base else roots[v]) for v in users[u])) if users[u] else frozenset()
-        more = {u for u in order if u not in base and len(roots[u]) > 1 and not self._cheap(u)}
+        more = {self._base(u) for u in order if u not in base and len(roots[u]) > 1 and not self._cheap(u)} - base
         if not more: break
         base |= more
       if all(self._epilogue_root(r, users, base - {r}) is o for o, r in self.epilogue.items()): return base
@@ -231,6 +232,12 @@ class _Scheduler:
         else: stack.append(v)
       if u in self.outs and u is not found: return None
     return found
+
+  @staticmethod
+  def _base(u: UOp) -> UOp:
+    """The node a view reads (a broadcast is never given a buffer of its own: its source is)."""
+    while u.op in VIEWS: u = u.src[0]
+    return u
 
   def _cheap(self, u: UOp) -> bool:
     while u.op in VIEWS: u = u.src[0]
