@@ -13,7 +13,7 @@ from .ir import Graph, UOp
 
 _DEVICES: dict[str, list[Device]] = {"interp": [InterpDevice()]}
 _realized: "weakref.WeakKeyDictionary[UOp, np.ndarray]" = weakref.WeakKeyDictionary()
-_state = {"probed": False}
+_state: dict = {"probed": False, "env": object()}
 
 
 def _registry() -> dict[str, list[Device]]:
@@ -39,11 +39,14 @@ def devices(backend: str | None = None) -> list[Device]:
 
 def default_backend() -> str:
   """TRACEGRAD_DEVICE, else cpu when a C compiler works, else interp."""
+  env = os.environ.get("TRACEGRAD_DEVICE")
+  if env == _state.get("env"): return _state["backend"]
   reg = _registry()
-  name = os.environ.get("TRACEGRAD_DEVICE") or ("cpu" if "cpu" in reg else "interp")
-  if name == "cpu" and "cpu" not in reg: return "interp"  # the cpu device warned that it found no C compiler
+  name = env or ("cpu" if "cpu" in reg else "interp")
+  if name == "cpu" and "cpu" not in reg: name = "interp"  # the cpu device warned that it found no C compiler
   if name not in _DEVICES:
     raise ValueError(f"TRACEGRAD_DEVICE={name!r} names no available device; available: {', '.join(_DEVICES)}")
+  _state.update(env=env, backend=name)
   return name
 
 
@@ -79,6 +82,7 @@ class Executable:
   def __init__(self, graph: Graph, backend: str):
     from .lower.schedule import Unsupported, schedule
     self.graph, self.backend, self.program, self.source, self._lib = graph, backend, None, None, None
+    self._device = _registry()[backend][0]
     if backend != "cpu": return
     t0 = time.perf_counter()
     try:
@@ -89,16 +93,18 @@ class Executable:
     from .lower.render_c import render_program
     self.source = render_program(self.program)
     debug(4, self.source)
-    self._lib = _DEVICES["cpu"][0].compile(self.source)
+    self._lib = self._device.compile(self.source)
     debug(1, f"compile: {len(self.program.kernels)} kernels in {1e3 * (time.perf_counter() - t0):.1f} ms")
 
   def __call__(self, leaves: list[np.ndarray]) -> list[np.ndarray]:
     if len(leaves) != len(self.graph.inputs):
       raise ValueError(f"run_graph: the graph takes {len(self.graph.inputs)} inputs, got {len(leaves)}")
-    leaves = [np.asarray(v, dtype=p.dtype.np).reshape(p.shape) for p, v in zip(self.graph.inputs, leaves)]
+    leaves = [v if type(v) is np.ndarray and v.dtype == p.dtype.np and v.shape == p.shape
+              else np.asarray(v, dtype=p.dtype.np).reshape(p.shape) for p, v in zip(self.graph.inputs, leaves)]
     if self._lib is not None:
+      if not _DEBUG: return self._device.run_program(self.program, self._lib, leaves)
       t0 = time.perf_counter()
-      out = _DEVICES["cpu"][0].run_program(self.program, self._lib, leaves)
+      out = self._device.run_program(self.program, self._lib, leaves)
       debug(2, f"run: {len(self.program.kernels)} kernels in {1e6 * (time.perf_counter() - t0):.1f} us")
       return out
     from .ir import substitute
@@ -122,10 +128,17 @@ def run_graph(graph: Graph, leaves: list[np.ndarray]) -> list[np.ndarray]:
   return executable(graph)(leaves)
 
 
-def debug(level: int, msg: str) -> None:
-  """Print msg when TRACEGRAD_DEBUG >= level (1: traces and compiles, 2: runs, 4: generated source)."""
+def _debug_level() -> int:
   try:
-    on = int(os.environ.get("TRACEGRAD_DEBUG", "0")) >= level
+    return int(os.environ.get("TRACEGRAD_DEBUG", "0") or 0)
   except ValueError:
-    on = False
-  if on: print(f"tracegrad: {msg}", flush=True)
+    return 0
+
+
+_DEBUG = _debug_level()
+
+
+def debug(level: int, msg: str) -> None:
+  """Print msg when TRACEGRAD_DEBUG >= level (1: traces and compiles, with the reason for a retrace; 2: each
+  program run with its time; 4: generated source). The level is read when tracegrad is imported."""
+  if _DEBUG >= level: print(f"tracegrad: {msg}", flush=True)

@@ -86,8 +86,8 @@ class Jitted:
     dyn = tuple(a for i, a in enumerate(args) if i not in idx)
     dkw = {k: v for k, v in kwargs.items() if k not in self.names}
     leaves, tree = tree_util.flatten((dyn, dkw))
-    arrs = [to_array(x, fn=self.name) for x in leaves]
-    key = (tree, tuple((a.shape, a.dtype, a.weak_type) for a in arrs), statics, run.default_backend())
+    arrs = [x if type(x) is Array else to_array(x, fn=self.name) for x in leaves]
+    key = (tree, tuple([(a.shape, a.dtype, a.weak_type) for a in arrs]), statics, run.default_backend())
     return key, arrs, (idx, dyn, dkw)
 
   def _graph(self, args: tuple, kwargs: dict):
@@ -109,10 +109,10 @@ class Jitted:
     return g, key, arrs
 
   def _run(self, g: Graph, arrs: list[Array]):
-    if any(a.is_traced for a in arrs):  # inside another transform: inline
+    if any(a.uop.traced for a in arrs):  # inside another transform: inline
       outs = [Array(o, w) for o, w in zip(g(*[a.uop for a in arrs]), g.out_weak)]
     else:
-      vals = run.run_graph(g, [np.asarray(a) for a in arrs])
+      vals = run.executable(g)([a._value() for a in arrs])
       outs = [Array(UOp.buffer(v), w) for v, w in zip(vals, g.out_weak)]
     return tree_util.unflatten(g.out_tree, outs)
 
