@@ -7,7 +7,7 @@ from . import tree
 from .array import Array
 from .config import config
 from .devices import TracedValueError
-from .run import default_backend, devices
+from .run import default_backend, device_put, devices
 from .trace import ShapeDtypeStruct, eval_shape, make_graph
 from . import numpy  # noqa: F401  (installs Array's methods)
 from . import lax
@@ -16,5 +16,5 @@ from .transforms import (checkpoint, custom_jvp, custom_vjp, grad, hessian, jacf
 
 __version__ = "0.1.0"
 __all__ = ["Array", "ShapeDtypeStruct", "TracedValueError", "checkpoint", "config", "custom_jvp", "custom_vjp",
-           "default_backend", "devices", "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp", "lax",
-           "linearize", "make_graph", "numpy", "remat", "tree", "value_and_grad", "vjp", "vmap"]
+           "default_backend", "device_put", "devices", "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit",
+           "jvp", "lax", "linearize", "make_graph", "numpy", "remat", "tree", "value_and_grad", "vjp", "vmap"]

@@ -50,6 +50,26 @@ def default_backend() -> str:
   return name
 
 
+def device_put(x, device: Device | None = None):
+  """x (a pytree of arrays or numbers) as concrete Arrays on `device` (default: the default device), as
+  jax.device_put. Every device here computes in host memory, so this computes lazy values and checks the device.
+
+  >>> tracegrad.device_put(np.arange(3.0), tracegrad.devices()[0])
+  Array([0., 1., 2.], dtype=float32)
+  """
+  from . import tree as tree_util
+  from .array import Array, to_array
+  if device is not None and not any(device is d for ds in _registry().values() for d in ds):
+    raise ValueError(f"device_put: {device!r} is not one of this process's devices: {sum(_registry().values(), [])}")
+
+  def put(v):
+    a = to_array(v, fn="device_put")
+    if a.is_traced: return a
+    return Array(UOp.buffer(np.asarray(a)), a.weak_type)
+
+  return tree_util.map(put, x)
+
+
 def default_device() -> Device: return _registry()[default_backend()][0]
 
 

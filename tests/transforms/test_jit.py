@@ -1,0 +1,82 @@
+"""jit: caching by signature, lower/compile with the generated kernels, outputs, debug logging, devices."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import tracegrad as tg
+import tracegrad.numpy as tnp
+
+X = np.arange(12, dtype=np.float32).reshape(3, 4)
+
+
+def test_decorator_forms_and_static_arguments():
+  @tg.jit
+  def f(x): return x * 2
+
+  @tg.jit(static_argnums=1)
+  def g(x, n): return x * n
+
+  np.testing.assert_array_equal(np.asarray(f(X)), X * 2)
+  np.testing.assert_array_equal(np.asarray(g(X, 3)), X * 3)
+  with pytest.raises(TypeError, match="not hashable"):
+    g(X, [3])
+
+
+def test_traces_once_per_signature():
+  traces = []
+
+  @tg.jit
+  def f(x, y):
+    traces.append((x.shape, x.dtype.name))
+    return x + y
+
+  f(X, 1.0); f(X + 1, 2.0); f(X[:2], 1.0); f(X.astype(np.int32), 1)
+  assert traces == [((3, 4), "float32"), ((2, 4), "float32"), ((3, 4), "int32")]
+
+
+def test_lower_and_compile_expose_the_graph_and_kernels():
+  f = tg.jit(lambda x: tnp.exp(x - x.max(1, keepdims=True)) / tnp.exp(x - x.max(1, keepdims=True)).sum(1, keepdims=True))
+  lowered = f.lower(X)
+  assert "reduce_max" in lowered.as_text()
+  compiled = lowered.compile()
+  out = compiled(X)
+  e = np.exp(X - X.max(1, keepdims=True))
+  np.testing.assert_allclose(np.asarray(out), e / e.sum(1, keepdims=True), rtol=1e-6)
+  if tg.default_backend() == "cpu":
+    assert len(compiled.kernels) == 2 and all("for (int64_t" in k.source for k in compiled.kernels)
+    assert "tg_run" in compiled.as_text()
+  with pytest.raises(TypeError, match="signature"):
+    compiled(X[:2])
+
+
+def test_outputs_are_concrete_arrays():
+  out = tg.jit(lambda x: (x.sum(), {"y": x * 2}))(X)
+  assert out[0].block_until_ready() is out[0] and not out[0].is_traced
+  assert float(out[0]) == X.sum() and out[1]["y"].shape == (3, 4)
+
+
+def test_inside_other_transforms_jit_inlines():
+  f = tg.jit(lambda x: (tnp.sin(x) * x).sum())
+  np.testing.assert_allclose(np.asarray(tg.grad(f)(X)), np.sin(X) + X * np.cos(X), rtol=1e-5)
+  np.testing.assert_allclose(np.asarray(tg.vmap(f)(X)), (np.sin(X) * X).sum(1), rtol=1e-5)
+
+
+def test_debug_logs_traces_with_the_reason_for_a_retrace():
+  code = ("import numpy as np, tracegrad as tg\n"
+          "f = tg.jit(lambda x: x + 1)\n"
+          "f(np.ones(3, np.float32)); f(np.ones(4, np.float32))\n")
+  out = subprocess.run([sys.executable, "-c", code], env={**__import__("os").environ, "TRACEGRAD_DEBUG": "2"},
+                       capture_output=True, text=True, check=True).stdout
+  assert "first call" in out and "changed from float32[3] to float32[4]" in out
+  if "compile:" in out: assert "run:" in out
+
+
+def test_device_put_and_devices():
+  d = tg.devices()[0]
+  a = tg.device_put(np.arange(3.0), d)
+  assert isinstance(a, tg.Array) and a.device is d
+  assert tg.device_put({"a": 1.0})["a"].weak_type
+  with pytest.raises(ValueError, match="devices"):
+    tg.device_put(1.0, object())
