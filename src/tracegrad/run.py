@@ -101,9 +101,13 @@ class Executable:
 
   def __init__(self, graph: Graph, backend: str):
     from .lower.schedule import Unsupported, schedule
+    from .staged import Staged, has_control_flow
     self.graph, self.backend, self.program, self.source, self._lib = graph, backend, None, None, None
-    self._device = _registry()[backend][0]
+    self._device, self._staged = _registry()[backend][0], None
     if backend != "cpu": return
+    if has_control_flow(graph):
+      self._staged = Staged(graph, executable_for(backend))
+      return
     t0 = time.perf_counter()
     try:
       self.program = schedule(graph)
@@ -121,6 +125,7 @@ class Executable:
       raise ValueError(f"run_graph: the graph takes {len(self.graph.inputs)} inputs, got {len(leaves)}")
     leaves = [v if type(v) is np.ndarray and v.dtype == p.dtype.np and v.shape == p.shape
               else np.asarray(v, dtype=p.dtype.np).reshape(p.shape) for p, v in zip(self.graph.inputs, leaves)]
+    if self._staged is not None: return self._staged(leaves)
     if self._lib is not None:
       if not _DEBUG: return self._device.run_program(self.program, self._lib, leaves)
       t0 = time.perf_counter()
@@ -135,12 +140,17 @@ class Executable:
 _executables: "weakref.WeakKeyDictionary[Graph, dict[str, Executable]]" = weakref.WeakKeyDictionary()
 
 
-def executable(graph: Graph) -> Executable:
-  """The graph compiled for the default backend, made once per graph and backend."""
-  backend = default_backend()
+def executable(graph: Graph, backend: str | None = None) -> Executable:
+  """The graph compiled for the default backend (or `backend`), made once per graph and backend."""
+  backend = backend or default_backend()
   per = _executables.setdefault(graph, {})
   if backend not in per: per[backend] = Executable(graph, backend)
   return per[backend]
+
+
+def executable_for(backend: str):
+  """A function giving each graph's executable on `backend`."""
+  return lambda graph: executable(graph, backend)
 
 
 def run_graph(graph: Graph, leaves: list[np.ndarray]) -> list[np.ndarray]:

@@ -80,3 +80,20 @@ def test_device_put_and_devices():
   assert tg.device_put({"a": 1.0})["a"].weak_type
   with pytest.raises(ValueError, match="devices"):
     tg.device_put(1.0, object())
+
+
+def test_control_flow_runs_as_compiled_stages():
+  from tracegrad import lax
+
+  def rnn(w, xs):
+    h, hs = lax.scan(lambda h, x: (tnp.tanh(h @ w + x), h.sum()), tnp.zeros(4), xs)
+    return h.sum() + hs.sum() + lax.cond(h.sum() > 0, lambda v: v.max(), lambda v: v.min(), h)
+
+  w = np.eye(4, dtype=np.float32) * 0.5
+  xs = np.linspace(-1, 1, 24, dtype=np.float32).reshape(6, 4)
+  want = tg.value_and_grad(rnn)(w, xs)
+  got = tg.jit(tg.value_and_grad(rnn))(w, xs)
+  np.testing.assert_allclose(float(got[0]), float(want[0]), rtol=1e-5)
+  np.testing.assert_allclose(np.asarray(got[1]), np.asarray(want[1]), rtol=1e-5, atol=1e-6)
+  f = tg.jit(lambda x: lax.while_loop(lambda c: c[0] < 5, lambda c: (c[0] + 1, c[1] * 2), (0, x))[1])
+  np.testing.assert_array_equal(np.asarray(f(np.ones(3, np.float32))), [32, 32, 32])
