@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .devices.interp import CONTROL_FLOW
 from .ir import Graph, Ops, UOp, graph_rewrite_many, substitute, toposort
-
-CONTROL_FLOW = (Ops.COND, Ops.SCAN, Ops.WHILE)
 
 
 def has_control_flow(graph: Graph) -> bool:
@@ -39,34 +38,7 @@ class Staged:
     vals: dict[UOp, np.ndarray] = dict(zip(self.inputs, leaves))
     for known, stage, h, results in self.steps:
       operands = self.exe(stage)([vals[k] for k in known])
-      out = HOST[h.op](self.exe, operands, h.arg)
+      out = CONTROL_FLOW[h.op](lambda g, v: self.exe(g)(v), operands, h.arg)
       for p in results: vals[p] = out[p.arg]
     known, final = self.final
     return self.exe(final)([vals[k] for k in known])
-
-
-def _cond(exe, vals, branches):
-  return exe(branches[int(np.clip(vals[0], 0, len(branches) - 1))])(vals[1:])
-
-
-def _scan(exe, vals, arg):
-  body, n_consts, n_carry, length, reverse = arg
-  run = exe(body)
-  consts, carry, xs = vals[:n_consts], list(vals[n_consts:n_consts + n_carry]), vals[n_consts + n_carry:]
-  ys = [np.empty((length, *o.shape), o.dtype.np) for o in body.outputs[n_carry:]]
-  for t in (reversed(range(length)) if reverse else range(length)):
-    out = run([*consts, *carry, *(x[t] for x in xs)])
-    carry = out[:n_carry]
-    for y, v in zip(ys, out[n_carry:]): y[t] = v
-  return [*carry, *ys]
-
-
-def _while(exe, vals, arg):
-  cond, body, n_consts = arg
-  test, step = exe(cond), exe(body)
-  consts, carry = vals[:n_consts], list(vals[n_consts:])
-  while bool(test([*consts, *carry])[0]): carry = step([*consts, *carry])
-  return carry
-
-
-HOST = {Ops.COND: _cond, Ops.SCAN: _scan, Ops.WHILE: _while}

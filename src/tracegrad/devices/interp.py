@@ -114,28 +114,31 @@ def _run(graph, vals) -> list:
   return _execute(list(graph.outputs), dict(zip(graph.inputs, vals)))
 
 
-def _scan(vals, body, n_consts, n_carry, length, reverse):
+def _cond(run, vals, branches) -> list: return run(branches[int(np.clip(vals[0], 0, len(branches) - 1))], vals[1:])
+
+
+def _scan(run, vals, arg) -> list:
+  body, n_consts, n_carry, length, reverse = arg
   consts, carry, xs = vals[:n_consts], list(vals[n_consts:n_consts + n_carry]), vals[n_consts + n_carry:]
-  ys = []
+  ys = [np.empty((length, *o.shape), o.dtype.np) for o in body.outputs[n_carry:]]
   for t in (reversed(range(length)) if reverse else range(length)):
-    out = _run(body, [*consts, *carry, *(x[t] for x in xs)])
+    out = run(body, [*consts, *carry, *(x[t] for x in xs)])
     carry = out[:n_carry]
-    ys.append(out[n_carry:])
-  if reverse: ys.reverse()
-  stacked = [np.stack([y[i] for y in ys]) if ys else np.zeros((0, *o.shape), o.dtype.np)
-             for i, o in enumerate(body.outputs[n_carry:])]
-  return (*carry, *stacked)
+    for y, v in zip(ys, out[n_carry:]): y[t] = v
+  return [*carry, *ys]
 
 
-def _while(vals, cond, body, n_consts):
+def _while(run, vals, arg) -> list:
+  cond, body, n_consts = arg
   consts, carry = vals[:n_consts], list(vals[n_consts:])
-  while bool(_run(cond, [*consts, *carry])[0]): carry = _run(body, [*consts, *carry])
-  return tuple(carry)
+  while bool(run(cond, [*consts, *carry])[0]): carry = run(body, [*consts, *carry])
+  return carry
 
 
+# control flow, given run(graph, input values) -> output values (the cpu device passes compiled sub-graphs)
+CONTROL_FLOW = {Ops.COND: _cond, Ops.SCAN: _scan, Ops.WHILE: _while}
 MULTI = {
-  Ops.COND: lambda vals, branches: tuple(_run(branches[int(np.clip(vals[0], 0, len(branches) - 1))], vals[1:])),
-  Ops.SCAN: lambda vals, arg: _scan(vals, *arg), Ops.WHILE: lambda vals, arg: _while(vals, *arg),
+  **{op: (lambda f: lambda vals, arg: tuple(f(_run, vals, arg)))(f) for op, f in CONTROL_FLOW.items()},
   Ops.CUSTOM_JVP: lambda vals, arg: tuple(_run(arg[0], vals)), Ops.CUSTOM_VJP: lambda vals, arg: tuple(_run(arg[0], vals)),
   Ops.REMAT: lambda vals, fun: tuple(_run(fun, vals)),
 }
