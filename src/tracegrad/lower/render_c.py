@@ -15,7 +15,8 @@ static void neg(float *restrict b0) {
 
 Each expression node becomes one `T vN = ...;` statement, so shared subexpressions are computed once. float16 and
 bfloat16 values live in float and are rounded back after every operation (as numpy and ml_dtypes compute them);
-their buffers hold the bits as uint16_t. Integer arithmetic wraps: the source is compiled with -fwrapv.
+their buffers hold the bits as uint16_t. Integer arithmetic wraps: the source is compiled with -fwrapv. exp2, log2, sin
+and cos of float32 (and of the half types) call c_math's functions, which gcc vectorises; float64 calls libm.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ import numpy as np
 
 from ..ir import Ops, UOp, dtypes
 from ..ir.dtypes import DType
+from .c_math import SOURCE as MATH
 from .kernel import Kernel, Program
 from .symbolic import _linear
 
@@ -82,7 +84,7 @@ static inline float tg_u64_odd(uint64_t u) {
   return (float)m * tg_ffrom((uint32_t)(127 + s) << 23);
 }
 static inline float tg_i64_odd(int64_t x) { return x < 0 ? -tg_u64_odd(-(uint64_t)x) : tg_u64_odd((uint64_t)x); }
-"""
+""" + MATH
 
 HALF = (dtypes.float16, dtypes.bfloat16)
 CTYPE = {dtypes.bool_: "_Bool", dtypes.int8: "int8_t", dtypes.int16: "int16_t", dtypes.int32: "int32_t",
@@ -145,6 +147,11 @@ def _libm(name: str):
   return lambda u, *a: f"{name}{'' if _dt(u) is dtypes.float64 else 'f'}({', '.join(a)})"
 
 
+def _vec(name: str):
+  """float64 calls libm's `name`, the float types c_math's vectorisable tg_`name`f."""
+  return lambda u, a: f"{name}({a})" if _dt(u) is dtypes.float64 else f"tg_{name}f({a})"
+
+
 def _infix(op: str): return lambda u, a, b: f"{a} {op} {b}"
 
 
@@ -184,8 +191,8 @@ def _recip(u, a): return f"{'1.0' if _dt(u) is dtypes.float64 else '1.0f'} / {a}
 
 
 ALU = {
-  Ops.NEG: lambda u, a: f"-{a}", Ops.RECIP: _recip, Ops.SQRT: _libm("sqrt"), Ops.EXP2: _libm("exp2"),
-  Ops.LOG2: _libm("log2"), Ops.SIN: _libm("sin"), Ops.COS: _libm("cos"), Ops.FLOOR: _libm("floor"),
+  Ops.NEG: lambda u, a: f"-{a}", Ops.RECIP: _recip, Ops.SQRT: _libm("sqrt"), Ops.EXP2: _vec("exp2"),
+  Ops.LOG2: _vec("log2"), Ops.SIN: _vec("sin"), Ops.COS: _vec("cos"), Ops.FLOOR: _libm("floor"),
   Ops.ADD: _infix("+"), Ops.SUB: _infix("-"), Ops.MUL: _infix("*"), Ops.DIV: _infix("/"), Ops.IDIV: _idiv,
   Ops.MOD: _mod, Ops.MAX: _minmax(">"), Ops.MIN: _minmax("<"), Ops.POW: _libm("pow"), Ops.ATAN2: _libm("atan2"),
   Ops.CMPLT: _infix("<"), Ops.CMPEQ: _infix("=="), Ops.CMPNE: _infix("!="),
