@@ -107,9 +107,11 @@ static inline float tg_sincosf(float x, uint32_t q) {
   uint64_t xm = (uint64_t)((ax & 0x7fffffu) | 0x800000u) << ((e - 119u) & 31u), h = xm >> 32, l = (uint32_t)xm;
 TG_2OPI_WORDS
   uint64_t y = ((uint64_t)(uint32_t)(l * w0 + h * w1) << 32) + l * w1 + h * w2 + (l * w2 >> 32) + (h * w3 >> 32);
-  uint64_t n = (y + (1ull << 61)) >> 62;
+  uint64_t n = (y + (1ull << 61)) >> 62, d = y - (n << 62), neg = d >> 63, a = (d ^ -neg) + neg;
+  double r = (tg_dfrom(0x4330000000000000ull | a >> 32) - 0x1p52) * 0x1p32;   /* (double)a, which x86 vectors convert */
+  r += tg_dfrom(0x4330000000000000ull | (uint32_t)a) - 0x1p52;                 /* from AVX-512 on only */
   int small = ax < 0x3f490fdbu;
-  double r = tg_seld(small, (double)tg_ffrom(ax), (double)(int64_t)(y - (n << 62)) * 0x1.921fb54442d18p-62);
+  r = tg_seld(small, (double)tg_ffrom(ax), tg_dfrom(tg_dbits(r * 0x1.921fb54442d18p-62) ^ neg << 63));
   n = (n & -(uint64_t)!small) ^ -(uint64_t)(ix >> 31);
   r = tg_dfrom(tg_dbits(r) ^ (uint64_t)(ix >> 31) << 63);
   n = n + (ix >> 31) + q;
