@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from oracles import x64
-from tracegrad.devices.cpu import CPUDevice
 from tracegrad.devices.interp import InterpDevice
 from tracegrad.ir import Ops, UOp, dtypes
 from tracegrad.lower.kernel import BufferSpec, Kernel, Loop, Program, Reduce, Store, acc_dtype
@@ -23,15 +22,6 @@ WIDE = {dtypes.int64, dtypes.uint64, dtypes.float64}
 def K(v, d=I64): return UOp.const(d, v)
 def like(a, v, d=None): return UOp.const(d or a.dtype, v, a.shape)
 def at(buf, i): return buf.gather(i.reshape((1,)))
-
-
-@pytest.fixture(scope="module")
-def cpu(tmp_path_factory):
-  dev = CPUDevice()
-  if not dev.available(): pytest.skip("no C compiler")
-  with pytest.MonkeyPatch.context() as mp:
-    mp.setenv("TRACEGRAD_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
-    yield dev
 
 
 def run(cpu, prog, inputs):

@@ -21,15 +21,6 @@ OPS = {Ops.EXP2: np.exp2, Ops.LOG2: np.log2, Ops.SIN: np.sin, Ops.COS: np.cos}
 INF, NAN = np.inf, np.nan
 
 
-@pytest.fixture(scope="module")
-def cpu(tmp_path_factory):
-  dev = CPUDevice()
-  if not dev.available(): pytest.skip("no C compiler")
-  with pytest.MonkeyPatch.context() as mp:
-    mp.setenv("TRACEGRAD_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
-    yield dev
-
-
 def unary(op: Ops, n: int, d=F32, parallel=True) -> Program:
   """One kernel storing op(x) for the n points of x."""
   i = UOp.param((), dtypes.int64)

@@ -53,7 +53,7 @@ def _reduce(t, u):
 def _scatter(t, u):
   x, idx, upd = u.src
   tx, tu = instantiate(t[0], x), instantiate(t[2], upd)
-  if u.op is Ops.SCATTER and u.arg in ("add", "set"): return tx.scatter(idx, tu, u.arg)
+  if u.arg in ("add", "set"): return tx.scatter(idx, tu, u.arg)
   if u.arg == "mul":
     return tx.scatter(idx, upd, "mul") + B.zeros(x).scatter(idx, tu * B.scatter_mul_others(x, idx, upd), "add") * x
   won_x = B.as_float(B.eq(x, u), u)
