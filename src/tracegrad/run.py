@@ -13,7 +13,7 @@ from .ir import Graph, UOp
 
 _DEVICES: dict[str, list[Device]] = {"interp": [InterpDevice()]}
 _realized: "weakref.WeakKeyDictionary[UOp, np.ndarray]" = weakref.WeakKeyDictionary()
-_state: dict = {"probed": False, "env": object()}
+_state: dict = {"probed": False, "backend": None}
 
 
 def _registry() -> dict[str, list[Device]]:
@@ -38,15 +38,15 @@ def devices(backend: str | None = None) -> list[Device]:
 
 
 def default_backend() -> str:
-  """TRACEGRAD_DEVICE, else cpu when a C compiler works, else interp."""
+  """TRACEGRAD_DEVICE, else cpu when a C compiler works, else interp; read on first use, as JAX reads JAX_PLATFORMS."""
+  if (name := _state.get("backend")) is not None: return name
   env = os.environ.get("TRACEGRAD_DEVICE")
-  if env == _state.get("env"): return _state["backend"]
   reg = _registry()
   name = env or ("cpu" if "cpu" in reg else "interp")
   if name == "cpu" and "cpu" not in reg: name = "interp"  # the cpu device warned that it found no C compiler
   if name not in _DEVICES:
     raise ValueError(f"TRACEGRAD_DEVICE={name!r} names no available device; available: {', '.join(_DEVICES)}")
-  _state.update(env=env, backend=name)
+  _state["backend"] = name
   return name
 
 
@@ -102,7 +102,7 @@ class Executable:
   def __init__(self, graph: Graph, backend: str):
     from .lower.schedule import Unsupported, schedule
     from .staged import Staged, has_control_flow
-    self.graph, self.backend, self.program, self.source, self._lib = graph, backend, None, None, None
+    self.graph, self.backend, self.program, self.source, self._runner = graph, backend, None, None, None
     self._device, self._staged = _registry()[backend][0], None
     if backend != "cpu": return
     if has_control_flow(graph):
@@ -115,10 +115,15 @@ class Executable:
       debug(1, f"compile: {e}; this graph runs on interp")
       return
     from .lower.render_c import render_program
-    self.source = render_program(self.program)
+    self.source = render_program(self.program, timed=_DEBUG >= 2)
     debug(4, self.source)
-    self._lib = self._device.compile(self.source)
+    self._runner = self._device.runner(self.program, self._device.compile(self.source))
     debug(1, f"compile: {len(self.program.kernels)} kernels in {1e3 * (time.perf_counter() - t0):.1f} ms")
+
+  def run(self, leaves: list[np.ndarray]) -> list[np.ndarray]:
+    """The outputs for input leaves already of the graph's input shapes and dtypes."""
+    if self._runner is not None and not _DEBUG: return self._runner(leaves)
+    return self(leaves)
 
   def __call__(self, leaves: list[np.ndarray]) -> list[np.ndarray]:
     if len(leaves) != len(self.graph.inputs):
@@ -126,11 +131,15 @@ class Executable:
     leaves = [v if type(v) is np.ndarray and v.dtype == p.dtype.np and v.shape == p.shape
               else np.asarray(v, dtype=p.dtype.np).reshape(p.shape) for p, v in zip(self.graph.inputs, leaves)]
     if self._staged is not None: return self._staged(leaves)
-    if self._lib is not None:
-      if not _DEBUG: return self._device.run_program(self.program, self._lib, leaves)
+    if self._runner is not None:
+      if not _DEBUG: return self._runner(leaves)
       t0 = time.perf_counter()
-      out = self._device.run_program(self.program, self._lib, leaves)
+      out = self._runner(leaves)
       debug(2, f"run: {len(self.program.kernels)} kernels in {1e6 * (time.perf_counter() - t0):.1f} us")
+      if _DEBUG >= 2:
+        for k, ns in zip(self.program.kernels, self._runner.kernel_ns()):
+          flops, nbytes = k.cost()
+          debug(2, f"  {k.name}: {ns / 1e3:.1f} us, {flops / max(ns, 1.0):.2f} GFLOPS, {nbytes / max(ns, 1.0):.2f} GB/s")
       return out
     from .ir import substitute
     mapping = {p: UOp.buffer(v) for p, v in zip(self.graph.inputs, leaves)}

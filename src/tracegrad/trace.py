@@ -8,7 +8,6 @@ import numpy as np
 from . import tree as tree_util
 from .array import Array, to_array
 from .ir import Graph, UOp, dtypes
-from .ir.dtypes import DType
 
 
 class ShapeDtypeStruct:

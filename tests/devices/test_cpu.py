@@ -11,7 +11,8 @@ from tracegrad.devices import cpu as cpu_mod
 from tracegrad.devices.cpu import CPUDevice
 from tracegrad.devices.interp import InterpDevice
 from tracegrad.ir import Ops, UOp, dtypes
-from tracegrad.lower.kernel import BufferSpec, Kernel, Loop, Program, Store
+from tracegrad.devices.base import BufferSpec, Program
+from tracegrad.lower.kernel import Kernel, Loop, Store
 from tracegrad.lower.render_c import render_program
 
 F32 = dtypes.float32

@@ -6,7 +6,7 @@ import numpy as np
 
 from tracegrad.devices.interp import evaluate
 from tracegrad.ir import Ops, toposort
-from tracegrad.lower.kernel import Program
+from tracegrad.devices.base import Program
 
 _COMBINE = {"add": np.add, "mul": np.multiply, "min": np.minimum, "max": np.maximum}
 _REDUCE = {Ops.REDUCE_SUM: np.sum, Ops.REDUCE_PROD: np.prod, Ops.REDUCE_MAX: np.max, Ops.REDUCE_MIN: np.min}

@@ -9,7 +9,8 @@ import pytest
 from oracles import x64
 from tracegrad.devices.interp import InterpDevice
 from tracegrad.ir import Ops, UOp, dtypes
-from tracegrad.lower.kernel import BufferSpec, Kernel, Loop, Program, Reduce, Store, acc_dtype
+from tracegrad.devices.base import BufferSpec, Program
+from tracegrad.lower.kernel import Kernel, Loop, Reduce, Store, acc_dtype
 from tracegrad.lower.render_c import render_const, render_kernel, render_program
 
 I64 = dtypes.int64
@@ -308,6 +309,24 @@ def test_big_reduce_over_two_loops(cpu):
   np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+def test_long_float_sums_are_accurate(cpu):
+  """Sums add blocks of values summed on their own: 2^31 ones (a running float32 sum stops at 2^24 per
+  accumulator) come out exact, threaded when the sum is one value, and long rows keep numpy's accuracy."""
+  j = UOp.param((), I64)
+  one, out, acc = UOp.param((1,), dtypes.float32), UOp.param((1,), dtypes.float32), UOp.param((), dtypes.float32)
+  k = Kernel("ones", (out, one), (), (Store(out, K(0), acc),), Reduce(Ops.REDUCE_SUM, acc, (Loop(j, 2 ** 31),),
+                                                                      at(one, K(0))))
+  prog = Program([k], [(1, 0)], [BufferSpec(1, dtypes.float32)] * 2, [0], [(1, (1,))])
+  assert "#pragma omp parallel for reduction(+:acc)" in render_program(prog)
+  assert run(cpu, prog, [np.ones(1, np.float32)])[0][0] == 2.0 ** 31
+  n, m = 3, 300_001
+  x = np.random.default_rng(0).random(n * m).astype(np.float32)
+  (got,) = run(cpu, Program([reduce_program(Ops.REDUCE_SUM, dtypes.float32, n, m)], [(1, 0)],
+                            [BufferSpec(n * m, dtypes.float32), BufferSpec(n, dtypes.float32)], [0], [(1, (n,))]), [x])
+  exact = x.reshape(n, m).astype(np.float64).sum(1)
+  assert np.all(np.abs(got - exact) <= np.abs(x.reshape(n, m).sum(1) - exact) + 4 * np.spacing(exact.astype(np.float32)))
+
+
 def test_empty_reduce(cpu):
   k = reduce_program(Ops.REDUCE_MAX, dtypes.float32, 3, 0)
   prog = Program([k], [(1, 0)], [BufferSpec(0, dtypes.float32), BufferSpec(3, dtypes.float32)], [0], [(1, (3,))])
@@ -378,7 +397,8 @@ def test_pragmas():
   seq = Kernel("seq", (out, x), (Loop(i, 1 << 16),), (Store(out, i, at(x, i), "add"),), parallel=False)
   assert "#pragma" not in render_kernel(seq)
   assert "reduction(+:acc)" in render_kernel(reduce_program(Ops.REDUCE_SUM, dtypes.float32, 4, 4))
-  assert "#pragma" not in render_kernel(reduce_program(Ops.REDUCE_MAX, dtypes.float32, 4, 4))
+  assert "reduction(max:acc) reduction(|:nan)" in render_kernel(reduce_program(Ops.REDUCE_MAX, dtypes.float32, 4, 4))
+  assert "#pragma" not in render_kernel(reduce_program(Ops.REDUCE_MAX, dtypes.int32, 4, 4))
 
 
 def test_program_entry():

@@ -12,7 +12,8 @@ import tracegrad
 import tracegrad.numpy as tnp
 from tracegrad.devices.cpu import FLAGS, CPUDevice
 from tracegrad.ir import Ops, UOp, dtypes
-from tracegrad.lower.kernel import BufferSpec, Kernel, Loop, Program, Store
+from tracegrad.devices.base import BufferSpec, Program
+from tracegrad.lower.kernel import Kernel, Loop, Store
 from tracegrad.lower.render_c import render_program
 from tracegrad.lower.schedule import schedule
 

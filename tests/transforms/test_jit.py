@@ -36,6 +36,29 @@ def test_traces_once_per_signature():
   assert traces == [((3, 4), "float32"), ((2, 4), "float32"), ((3, 4), "int32")]
 
 
+def test_repeated_calls_with_arrays_reuse_the_trace_and_give_fresh_results():
+  traces = []
+
+  @tg.jit
+  def f(x, scale):
+    traces.append(x.dtype.name)
+    return x * scale + 1
+
+  x = tnp.asarray(X)
+  two = tnp.asarray(np.float32(2.0))
+  outs = [f(x, two) for _ in range(3)]
+  assert traces == ["float32"] and len({id(o) for o in outs}) == 3
+  for o in outs: np.testing.assert_array_equal(np.asarray(o), X * 2 + 1)
+  np.testing.assert_array_equal(np.asarray(f(x, 2.0)), X * 2 + 1)     # a weak scalar is another signature
+  np.testing.assert_array_equal(np.asarray(f(x.astype(tnp.int32), 2)), X.astype(np.int32) * 2 + 1)
+  assert traces == ["float32", "float32", "int32"]
+  f.clear_cache()
+  f(x, two)
+  assert len(traces) == 4
+  # after concrete calls, a call with traced arguments still inlines
+  np.testing.assert_allclose(np.asarray(tg.grad(lambda s: f(x, s).sum())(two)), X.sum())
+
+
 def test_lower_and_compile_expose_the_graph_and_kernels():
   f = tg.jit(lambda x: tnp.exp(x - x.max(1, keepdims=True)) / tnp.exp(x - x.max(1, keepdims=True)).sum(1, keepdims=True))
   lowered = f.lower(X)
@@ -70,7 +93,7 @@ def test_debug_logs_traces_with_the_reason_for_a_retrace():
   out = subprocess.run([sys.executable, "-c", code], env={**__import__("os").environ, "TRACEGRAD_DEBUG": "2"},
                        capture_output=True, text=True, check=True).stdout
   assert "first call" in out and "changed from float32[3] to float32[4]" in out
-  if "compile:" in out: assert "run:" in out
+  if "compile:" in out: assert "run:" in out and "GFLOPS" in out and "GB/s" in out
 
 
 def test_device_put_and_devices():

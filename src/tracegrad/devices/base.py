@@ -1,11 +1,14 @@
-"""What every device answers: its name, and how it evaluates the nodes of a graph whose leaves are concrete."""
+"""What every device answers (its name, and how it evaluates the nodes of a graph whose leaves are concrete) and the
+Program a compiling device runs."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Mapping
 
 import numpy as np
 
 from ..ir import UOp
+from ..ir.dtypes import DType
 
 
 class Device:
@@ -18,3 +21,24 @@ class Device:
     raise NotImplementedError
 
   def __repr__(self) -> str: return f"{self.platform.capitalize()}Device(id={self.id})" if self.platform != "?" else self.name
+
+
+@dataclass(frozen=True, eq=False)
+class BufferSpec:
+  size: int
+  dtype: DType
+  data: np.ndarray | None = None   # a constant's value (a BUFFER node of the graph), else None
+
+
+@dataclass(eq=False)
+class Program:
+  """Kernels (the lowering's loop nests, each with `bufs` and `stores`) over numbered buffers: inputs (the graph's
+  inputs, in order), constants, intermediates and outputs.
+
+  `calls[k]` gives, for kernel k, the buffer numbers bound to its `bufs`; `outputs[i]` the buffer and shape of
+  output i (an output may also be an input or a constant, passed through)."""
+  kernels: list
+  calls: list[tuple[int, ...]]
+  buffers: list[BufferSpec]
+  inputs: list[int]
+  outputs: list[tuple[int, tuple[int, ...]]]

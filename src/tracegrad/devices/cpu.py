@@ -23,7 +23,7 @@ import cffi
 import numpy as np
 
 from ..ir import UOp
-from .base import Device
+from .base import Device, Program
 from .interp import InterpDevice
 
 FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-fopenmp", "-fwrapv", "-ffp-contract=off", "-fno-math-errno",
@@ -32,7 +32,7 @@ OPTIONAL_FLAGS = ("-fopenmp", "-march=native")   # dropped, in this order, by a 
 COMPILERS = ("cc", "gcc", "clang")
 
 _ffi = cffi.FFI()
-_ffi.cdef("void tg_run(void **bufs);")
+_ffi.cdef("void tg_run(void **bufs); void tg_times(double *ns);")
 
 
 @dataclass(frozen=True)
@@ -89,18 +89,56 @@ def cache_dir() -> Path:
   return Path(os.environ.get("TRACEGRAD_CACHE_DIR") or Path.home() / ".cache" / "tracegrad") / "cpu"
 
 
-class _Plan:
-  """What a Program's runs share: buffer dtypes and sizes, constant arrays, which buffers kernels write."""
+class _Runner:
+  """A compiled Program made ready to call: what every run shares (buffer dtypes and sizes, the constants and their
+  pointers, which inputs kernels write) worked out once, so that a call only allocates, fills pointers and runs."""
 
-  def __init__(self, prog):
+  def __init__(self, prog: Program, lib: "Library"):
     written = {nums[k.bufs.index(s.buf)] for k, nums in zip(prog.kernels, prog.calls) for s in k.stores}
     ins = set(prog.inputs)
+    self.tg_run, self.n, self.lib, self.kernels = lib.tg_run, len(prog.buffers), lib, len(prog.kernels)
     self.inputs = [(n, prog.buffers[n].dtype.np, prog.buffers[n].size, n in written) for n in prog.inputs]
-    self.template = [None if b.data is None else np.ascontiguousarray(b.data, b.dtype.np).reshape(-1)
-                     for b in prog.buffers]
+    self.consts = [None if b.data is None else np.ascontiguousarray(b.data, b.dtype.np).reshape(-1)
+                   for b in prog.buffers]
     self.allocs = [(n, b.size, b.dtype.np) for n, b in enumerate(prog.buffers) if b.data is None and n not in ins]
     self.written_consts = [n for n, b in enumerate(prog.buffers) if b.data is not None and n in written]
     self.outputs = [(n, shape, n in ins and n not in written) for n, shape in prog.outputs]
+    self.ptrs_type = _ffi.typeof(f"void *[{max(self.n, 1)}]")
+    self.const_ptrs = _ffi.new(self.ptrs_type)
+    for n, c in enumerate(self.consts):
+      if c is not None and n not in self.written_consts: self.const_ptrs[n] = _ffi.from_buffer(c)
+    self.has_consts = any(c is not None for c in self.consts)
+
+  def __call__(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    if len(inputs) != len(self.inputs):
+      raise ValueError(f"run_program: the program takes {len(self.inputs)} inputs, got {len(inputs)}")
+    arrays = list(self.consts)
+    ptrs = _ffi.new(self.ptrs_type)
+    if self.has_consts: _ffi.memmove(ptrs, self.const_ptrs, _ffi.sizeof(self.ptrs_type))
+    keep = []   # cffi views of the buffers, alive until the run returns
+    for (n, dt, size, written), x in zip(self.inputs, inputs):
+      a = x if type(x) is np.ndarray and x.dtype is dt and x.flags.c_contiguous else np.ascontiguousarray(x, dt)
+      if a.size != size:
+        raise ValueError(f"run_program: input buffer {n} holds {size} elements of {dt}, got an array of shape {a.shape}")
+      arrays[n] = a = a.copy() if written else a
+      keep.append(p := _ffi.from_buffer(a))
+      ptrs[n] = p
+    for n, size, dt in self.allocs:
+      arrays[n] = a = np.empty(size, dt)
+      keep.append(p := _ffi.from_buffer(a))
+      ptrs[n] = p
+    for n in self.written_consts:
+      arrays[n] = a = arrays[n].copy()
+      keep.append(p := _ffi.from_buffer(a))
+      ptrs[n] = p
+    self.tg_run(ptrs)
+    return [(arrays[n].copy() if copy else arrays[n]).reshape(shape) for n, shape, copy in self.outputs]
+
+  def kernel_ns(self) -> list[float]:
+    """Nanoseconds each kernel took in the last run, when the source was rendered timed."""
+    ns = _ffi.new("double[]", max(self.kernels, 1))
+    self.lib.times(ns)
+    return list(ns)[:self.kernels]
 
 
 class Library:
@@ -110,6 +148,10 @@ class Library:
     self.path = path
     self._lib = _ffi.dlopen(str(path))
     self.tg_run = self._lib.tg_run
+
+  def times(self, ns) -> None:
+    """Fill ns with the nanoseconds per kernel of the last run (a library rendered timed)."""
+    self._lib.tg_times(ns)
 
   def __repr__(self) -> str: return f"Library({self.path.name})"
 
@@ -142,7 +184,7 @@ class CPUDevice(Device):
   def __init__(self):
     self._interp = InterpDevice()
     self._libs: dict[Path, Library] = {}
-    self._plans: "weakref.WeakKeyDictionary[object, _Plan]" = weakref.WeakKeyDictionary()
+    self._runners: "weakref.WeakKeyDictionary[object, _Runner]" = weakref.WeakKeyDictionary()
 
   def toolchain(self) -> Toolchain | None: return find_toolchain(os.environ.get("CC") or None)
 
@@ -181,26 +223,16 @@ class CPUDevice(Device):
     self._libs[path] = lib
     return lib
 
-  def _plan(self, prog) -> "_Plan":
-    if prog not in self._plans: self._plans[prog] = _Plan(prog)
-    return self._plans[prog]
+  def runner(self, prog: Program, lib: Library) -> _Runner:
+    """A function running the compiled Program `prog` on numpy inputs (in the order of prog.inputs), giving its
+    outputs, shaped; made once per program."""
+    r = self._runners.get(prog)
+    if r is None: r = self._runners[prog] = _Runner(prog, lib)
+    return r
 
-  def run_program(self, prog, lib: Library, inputs: list[np.ndarray]) -> list[np.ndarray]:
+  def run_program(self, prog: Program, lib: Library, inputs: list[np.ndarray]) -> list[np.ndarray]:
     """Run a compiled Program once on `inputs` (in the order of prog.inputs); its outputs, shaped."""
-    plan = self._plan(prog)
-    if len(inputs) != len(plan.inputs):
-      raise ValueError(f"run_program: the program takes {len(plan.inputs)} inputs, got {len(inputs)}")
-    arrays = list(plan.template)
-    for (n, dt, size, written), x in zip(plan.inputs, inputs):
-      a = x if type(x) is np.ndarray and x.dtype == dt and x.flags.c_contiguous else np.ascontiguousarray(x, dt)
-      if a.size != size:
-        raise ValueError(f"run_program: input buffer {n} holds {size} elements of {dt}, got an array of shape {a.shape}")
-      arrays[n] = a.copy() if written else a
-    for n, size, dt in plan.allocs: arrays[n] = np.empty(size, dt)
-    for n in plan.written_consts: arrays[n] = arrays[n].copy()
-    addrs = np.fromiter((a.__array_interface__["data"][0] for a in arrays), np.uintp, len(arrays))
-    lib.tg_run(_ffi.cast("void **", addrs.ctypes.data))
-    return [(arrays[n].copy() if copy else arrays[n]).reshape(shape) for n, shape, copy in plan.outputs]
+    return self.runner(prog, lib)(inputs)
 
   def execute(self, outputs: list[UOp], known: Mapping[UOp, np.ndarray]) -> list[np.ndarray]:
     return self._interp.execute(outputs, known)

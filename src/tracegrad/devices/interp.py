@@ -159,7 +159,7 @@ def evaluate(u: UOp, vals: list):
     out = ELEMENTWISE[op](*vals)
     return np.asarray(out, dtype=dt.np)
   if op is Ops.CAST: return vals[0].astype(dt.np)
-  if op is Ops.BITCAST: return np.array(vals[0], order="C", copy=True).view(dt.np).reshape(u.shape)
+  if op is Ops.BITCAST: return np.array(vals[0], order="C", copy=True).view(dt.np)   # same itemsize: same shape
   if op in REDUCE: return np.asarray(REDUCE[op](vals[0], arg, dt), dtype=dt.np)
   if op in MOVEMENT: return MOVEMENT[op](vals[0], arg)
   if op is Ops.CONCAT: return np.concatenate(vals, axis=arg)

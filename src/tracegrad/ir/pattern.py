@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Callable
 
 from .ops import Ops
-from .uop import UOp, toposort
+from .uop import UOp
 
 
 class UPat:

@@ -15,18 +15,19 @@ import weakref
 
 import numpy as np
 
-from .dtypes import DType, bool_, void
+from .dtypes import _BY_NP, DType, as_dtype, bool_, void
 from .ops import COMPARE, Ops
 from .shapes import Shape, fmt, infer_shape, multi_avals
 
 
 class Buffer:
-  """A concrete array held by a BUFFER node; compared by identity, never mutated."""
-  __slots__ = ("data", "__weakref__")
+  """A concrete array held by a BUFFER node; compared by identity, never mutated. `node` is a weak reference to its
+  BUFFER node: a buffer is unique, so it keys its own node rather than the shared cache."""
+  __slots__ = ("data", "node", "__weakref__")
 
   def __init__(self, data: np.ndarray):
     data.flags.writeable = False
-    self.data = data
+    self.data, self.node = data, None
 
   @property
   def shape(self) -> Shape: return self.data.shape
@@ -45,6 +46,7 @@ class UOp:
   _uids = itertools.count()
 
   def __new__(cls, op: Ops, dtype: DType, src: tuple = (), arg=None):
+    if op is Ops.BUFFER and not src: return UOp._buffer(dtype, arg)
     src = tuple(src)
     key = (op, dtype, src, _key_arg(op, arg))
     if (hit := UOp._cache.get(key)) is not None: return hit
@@ -84,8 +86,19 @@ class UOp:
 
   @staticmethod
   def buffer(data: np.ndarray) -> "UOp":
-    from .dtypes import as_dtype
-    return UOp(Ops.BUFFER, as_dtype(data.dtype), (), Buffer(data))
+    return UOp._buffer(_BY_NP.get(data.dtype) or as_dtype(data.dtype), Buffer(data))
+
+  @staticmethod
+  def _buffer(dtype: DType, buf: Buffer) -> "UOp":
+    if buf.node is not None and (hit := buf.node()) is not None and hit.dtype is dtype: return hit
+    if not isinstance(buf, Buffer) or buf.data.dtype != dtype.np:
+      raise TypeError(f"UOp: a BUFFER node of {dtype} holds a Buffer of that dtype, got {buf!r}")
+    self = object.__new__(UOp)
+    for k, v in (("op", Ops.BUFFER), ("dtype", dtype), ("src", ()), ("arg", buf), ("shape", buf.data.shape),
+                 ("depth", 0), ("traced", False)):
+      object.__setattr__(self, k, v)
+    if buf.node is None: buf.node = weakref.ref(self)
+    return self
 
   @staticmethod
   def iota(shape: Shape, axis: int, dtype: DType) -> "UOp": return UOp(Ops.IOTA, dtype, (), (tuple(shape), axis))

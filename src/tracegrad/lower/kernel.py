@@ -18,12 +18,15 @@ A load after a store to the same buffer in the same iteration reads the stored v
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-import numpy as np
 
 from ..ir import Ops, UOp, dtypes
 from ..ir.dtypes import DType
+
+
+NOT_FLOPS = {Ops.CONST, Ops.PARAM, Ops.GATHER, Ops.CAST, Ops.BITCAST, Ops.RESHAPE, Ops.DETACH}
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,6 +62,16 @@ class Kernel:
   parallel: bool = True
   epilogue: tuple[Loop, ...] = ()   # loops around the stores, after the reduce (a softmax's division by its sum)
 
+  def cost(self) -> tuple[int, int]:
+    """(float operations, bytes of the buffers it touches) of one run: the estimate behind TRACEGRAD_DEBUG=2's
+    GFLOPS and GB/s."""
+    def flops(u: UOp) -> int:
+      return sum(1 for n in u.toposort() if n.dtype.is_float and n.op not in NOT_FLOPS)
+    outer = math.prod(l.extent for l in self.loops)
+    n = outer * math.prod(l.extent for l in self.epilogue) * sum(flops(s.value) for s in self.stores)
+    if self.reduce: n += outer * math.prod(l.extent for l in self.reduce.loops) * (flops(self.reduce.value) + 1)
+    return n, sum(b.size * b.dtype.itemsize for b in self.bufs)
+
   @property
   def source(self) -> str:
     """The kernel as C source."""
@@ -66,26 +79,6 @@ class Kernel:
     return render_kernel(self)
 
   __str__ = source.fget
-
-
-@dataclass(frozen=True, eq=False)
-class BufferSpec:
-  size: int
-  dtype: DType
-  data: np.ndarray | None = None   # a constant's value (a BUFFER node of the graph), else None
-
-
-@dataclass(eq=False)
-class Program:
-  """Kernels over numbered buffers: inputs (the graph's inputs, in order), constants, intermediates and outputs.
-
-  `calls[k]` gives, for kernel k, the buffer numbers bound to its `bufs`; `outputs[i]` the buffer and shape of
-  output i (an output may also be an input or a constant, passed through)."""
-  kernels: list[Kernel]
-  calls: list[tuple[int, ...]]
-  buffers: list[BufferSpec]
-  inputs: list[int]
-  outputs: list[tuple[int, tuple[int, ...]]]
 
 
 def acc_dtype(d: DType) -> DType:

@@ -29,12 +29,14 @@ import numpy as np
 from ..ir import Ops, UOp, dtypes
 from ..ir.dtypes import DType
 from .c_math import SOURCE as MATH
-from .kernel import Kernel, Program
+from ..devices.base import Program
+from .kernel import Kernel
 from .symbolic import _linear
 
 PRELUDE = r"""#include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #define TG_BITCAST(T, S, x) (((union { S s; T t; }){.s = (x)}).t)
 
@@ -178,7 +180,9 @@ def _minmax(cmp: str):
     if not d.is_float: return f"{a} {cmp} {b} ? {a} : {b}"
     # numpy returns the second operand of two equal values (the first for float16) and propagates NaN
     c = cmp + "=" if d is dtypes.float16 else cmp
-    return f"{a} {c} {b} || {a} != {a} ? {a} : {b}"
+    sel = {dtypes.float32: "tg_self", dtypes.float64: "tg_seld"}.get(d)
+    if sel is None: return f"({a} {c} {b}) | ({a} != {a}) ? {a} : {b}"
+    return f"{sel}(({a} {c} {b}) | ({a} != {a}), {a}, {b})"   # a bit select: gcc's ?: here may branch and not vectorise
   return go
 
 
@@ -309,6 +313,9 @@ REDUCE_ALU = {Ops.REDUCE_SUM: Ops.ADD, Ops.REDUCE_PROD: Ops.MUL, Ops.REDUCE_MAX:
 BOOL_ALU = {Ops.ADD: Ops.OR, Ops.MUL: Ops.AND, Ops.MAX: Ops.OR, Ops.MIN: Ops.AND}
 STORE_ALU = {"add": Ops.ADD, "mul": Ops.MUL, "min": Ops.MIN, "max": Ops.MAX}
 SIMD_REDUCTION = {Ops.REDUCE_SUM: "+", Ops.REDUCE_PROD: "*"}
+SUM_BLOCK = 4096   # a long float sum adds up blocks of this many values, each summed on its own: its rounding error
+                   # grows with SUM_BLOCK + n / SUM_BLOCK rather than with n
+NAN_REDUCTION = {Ops.REDUCE_MAX: (">", "max"), Ops.REDUCE_MIN: ("<", "min")}
 
 
 def _combine(op: Ops, a: UOp, b: UOp) -> UOp:
@@ -358,10 +365,44 @@ def _emit_reduce(b: _Body, k: Kernel):
     if any(s in varying for s in _deps(u)): varying.add(u)
   b.emit([s for u in nodes if u in varying for s in _deps(u) if s not in varying])   # loop-invariant parts, hoisted
   b.line(f"{CTYPE[r.acc.dtype]} acc = {render_const(_identity(r.op, r.acc.dtype), r.acc.dtype)};")
+  if r.op in NAN_REDUCTION and r.acc.dtype in (dtypes.float32, dtypes.float64):
+    _emit_nan_reduce(b, r)
+    return
+  last = len(r.loops) - 1
+  if r.op is Ops.REDUCE_SUM and r.acc.dtype.is_float and r.loops and r.loops[last].extent > SUM_BLOCK:
+    with ExitStack() as loops:
+      for j, l in enumerate(r.loops[:last]): loops.enter_context(b.block(_loop(f"r{j}", l.extent)))
+      n = r.loops[last].extent
+      threads = k.parallel and not k.loops and last == 0 and n >= PARALLEL_MIN_STEPS   # a sum to one value
+      loops.enter_context(b.block(f"for (int64_t rb = 0; rb < {n}; rb += {SUM_BLOCK})",
+                                  "#pragma omp parallel for reduction(+:acc)" if threads else None))
+      b.line(f"const int64_t re = rb + {SUM_BLOCK} < {n} ? rb + {SUM_BLOCK} : {n};")
+      b.line(f"{CTYPE[r.acc.dtype]} part = {render_const(0.0, r.acc.dtype)};")
+      with b.block(f"for (int64_t r{last} = rb; r{last} < re; r{last}++)", _reduce_pragma(k).replace(":acc", ":part")):
+        b.names[r.acc] = "part"
+        b.line(f"part = {b.emit([step])[0]};")
+      b.names[r.acc] = "acc"
+      b.line("acc = acc + part;")
+    return
   with ExitStack() as loops:
     for j, l in enumerate(r.loops):
-      loops.enter_context(b.block(_loop(f"r{j}", l.extent), _reduce_pragma(k) if j == len(r.loops) - 1 else None))
+      loops.enter_context(b.block(_loop(f"r{j}", l.extent), _reduce_pragma(k) if j == last else None))
     b.line(f"acc = {b.emit([step])[0]};")
+
+
+def _emit_nan_reduce(b: _Body, r):
+  """A float max or min as a plain one, which vectorises, beside a flag of whether any value was NaN (the result
+  then)."""
+  cmp, name = NAN_REDUCTION[r.op]
+  b.line("int nan = 0;")
+  with ExitStack() as loops:
+    for j, l in enumerate(r.loops):
+      pragma = f"#pragma omp simd reduction({name}:acc) reduction(|:nan)" if j == len(r.loops) - 1 else None
+      loops.enter_context(b.block(_loop(f"r{j}", l.extent), pragma))
+    v = b.emit([r.value.cast(r.acc.dtype)])[0]
+    b.line(f"acc = {v} {cmp} acc ? {v} : acc;")
+    b.line(f"nan |= {v} != {v};")
+  b.line("if (nan) acc = NAN;")
 
 
 TILE = 256  # accumulators per row tile when a reduction is vectorised across its last outer loop
@@ -461,8 +502,9 @@ def render_kernel(k: Kernel, name: str | None = None, restrict: bool = True) -> 
   return f"static void {name or c_name(k.name)}({params or 'void'}) {{\n" + "".join(l + "\n" for l in b.lines) + "}"
 
 
-def render_program(prog: Program) -> str:
-  """One C source: the prelude, every kernel, and `void tg_run(void **bufs)` calling them in order."""
+def render_program(prog: Program, timed: bool = False) -> str:
+  """One C source: the prelude, every kernel, and `void tg_run(void **bufs)` calling them in order. `timed` adds a
+  clock around each call and `void tg_times(double *ns)`, which copies out the last run's nanoseconds per kernel."""
   parts, calls, seen = [PRELUDE], [], set()
   for j, (k, nums) in enumerate(zip(prog.kernels, prog.calls)):
     if len(nums) != len(k.bufs):
@@ -472,6 +514,15 @@ def render_program(prog: Program) -> str:
     seen.add(name)
     parts.append(render_kernel(k, name, restrict=len(set(nums)) == len(nums)) + "\n")
     args = ", ".join(f"({MEMTYPE[p.dtype]} *)bufs[{n}]" for p, n in zip(k.bufs, nums))
-    calls.append(f"  {name}({args});\n")
-  parts.append("void tg_run(void **bufs) {\n" + "".join(calls) + ("" if calls else "  (void)bufs;\n") + "}\n")
+    call = f"  {name}({args});\n"
+    if timed: call = f"  clock_gettime(CLOCK_MONOTONIC, &t0);\n{call}  tg_ns[{j}] = tg_elapsed(t0);\n"
+    calls.append(call)
+  if timed:
+    parts.append(f"static double tg_ns[{max(len(calls), 1)}];\n"
+                 "static double tg_elapsed(struct timespec t0) {\n  struct timespec t1;\n"
+                 "  clock_gettime(CLOCK_MONOTONIC, &t1);\n"
+                 "  return (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);\n}\n"
+                 "void tg_times(double *ns) { memcpy(ns, tg_ns, sizeof tg_ns); }\n")
+    calls.insert(0, "  struct timespec t0;\n")
+  parts.append("void tg_run(void **bufs) {\n" + "".join(calls) + ("" if prog.kernels else "  (void)bufs;\n") + "}\n")
   return "\n".join(parts)

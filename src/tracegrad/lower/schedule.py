@@ -17,7 +17,8 @@ import numpy as np
 
 from ..ir import Graph, Ops, PatternMatcher, UOp, UPat, dtypes, graph_rewrite_many, toposort
 from ..ir.ops import ELEMENTWISE, REDUCE
-from .kernel import BufferSpec, Kernel, Loop, Program, Reduce, Store, acc_dtype
+from ..devices.base import BufferSpec, Program
+from .kernel import Kernel, Loop, Reduce, Store, acc_dtype
 from .symbolic import simplify
 
 I64 = dtypes.int64

@@ -117,7 +117,6 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
   >>> tnp.linspace(0, 1, 3)
   Array([0. , 0.5, 1. ], dtype=float32)
   """
-  from .elementwise import add, multiply, subtract
   if num < 0: raise ValueError(f"linspace: num must be non-negative, got {num}")
   d = _dt(dtype, "linspace") or dtypes.default_float()
   ft = d if d.is_float else dtypes.default_float()

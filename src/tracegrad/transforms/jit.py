@@ -17,12 +17,11 @@ import functools
 import time
 from typing import Callable, Sequence
 
-import numpy as np
 
 from .. import run
 from .. import tree as tree_util
 from ..array import Array, to_array
-from ..ir import Graph, UOp
+from ..ir import Graph, Ops, UOp
 from ..trace import trace
 
 
@@ -70,6 +69,7 @@ class Jitted:
     self.names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
     self.name = f"jit({getattr(fun, '__name__', 'function')})"
     self.cache: dict = {}
+    self._fast: dict = {}   # (tree, leaf avals, backend) of plain calls -> (graph, executable)
 
   def _signature(self, args: tuple, kwargs: dict):
     n = len(args)
@@ -117,15 +117,33 @@ class Jitted:
     return tree_util.unflatten(g.out_tree, outs)
 
   def __call__(self, *args, **kwargs):
-    g, _, arrs = self._graph(args, kwargs)
-    return self._run(g, arrs)
+    if not kwargs and not self.static:   # the common call: positional concrete Arrays of a signature seen before
+      leaves, tree = tree_util.flatten(args)
+      if all(type(a) is Array for a in leaves):
+        hit = self._fast.get((tree, tuple([(a._uop.shape, a._uop.dtype, a.weak_type, a._uop.traced) for a in leaves]),
+                              run.default_backend()))
+        if hit is not None:
+          g, ex = hit
+          vals = ex.run([a._uop.arg.data if a._uop.op is Ops.BUFFER else a._value() for a in leaves])
+          outs = [Array(UOp.buffer(v), w) for v, w in zip(vals, g.out_weak)]
+          return tree_util.unflatten(g.out_tree, outs)
+    g, key, arrs = self._graph(args, kwargs)
+    out = self._run(g, arrs)
+    if not kwargs and not self.static and self.cache.get(key) is g:
+      leaves, tree = tree_util.flatten(args)
+      if all(type(a) is Array and not a.is_traced for a in leaves):
+        avals = tuple([(a._uop.shape, a._uop.dtype, a.weak_type, False) for a in leaves])
+        self._fast[(tree, avals, key[3])] = (g, run.executable(g))
+    return out
 
   def lower(self, *args, **kwargs) -> Lowered:
     """The traced graph for these arguments' signature."""
     g, key, _ = self._graph(args, kwargs)
     return Lowered(self, g, key)
 
-  def clear_cache(self) -> None: self.cache.clear()
+  def clear_cache(self) -> None:
+    self.cache.clear()
+    self._fast.clear()
 
 
 def _reason(old, new) -> str:
