@@ -35,15 +35,15 @@ def _timeit(fn, min_time: float) -> float:
 
 
 def compare(name: str, impls: dict, rounds: int, min_time: float):
-  """Time each implementation in turn, `rounds` times round-robin; report the best of each and ratios to numpy."""
+  """Time each implementation in turn, `rounds` times round-robin; report the best of each and its speed-up over numpy
+  (and tracegrad's over JAX): above 1 means faster."""
   best = {k: float("inf") for k in impls}
   for _ in range(rounds):
     for k, fn in impls.items(): best[k] = min(best[k], _timeit(fn, min_time))
-  base = best.get("numpy")
   parts = []
   for k, t in best.items():
-    ratio = f" ({base / t:.2f}x numpy)" if base and k != "numpy" else ""
-    parts.append(f"{k} {t * 1e6:.1f} us{ratio}")
+    ratios = [f"{best[b] / t:.2f}x {b}" for b in ("numpy", "jax") if b in best and b != k and (k == "tracegrad" or b == "numpy")]
+    parts.append(f"{k} {t * 1e6:.1f} us" + (f" ({', '.join(ratios)})" if ratios else ""))
   print(f"{name:<28} " + " | ".join(parts), flush=True)
   return best
 

@@ -101,13 +101,9 @@ class Executable:
 
   def __init__(self, graph: Graph, backend: str):
     from .lower.schedule import Unsupported, schedule
-    from .staged import Staged, has_control_flow
     self.graph, self.backend, self.program, self.source, self._runner = graph, backend, None, None, None
-    self._device, self._staged = _registry()[backend][0], None
+    self._device = _registry()[backend][0]
     if backend != "cpu": return
-    if has_control_flow(graph):
-      self._staged = Staged(graph, executable_for(backend))
-      return
     t0 = time.perf_counter()
     try:
       self.program = schedule(graph)
@@ -130,7 +126,6 @@ class Executable:
       raise ValueError(f"run_graph: the graph takes {len(self.graph.inputs)} inputs, got {len(leaves)}")
     leaves = [v if type(v) is np.ndarray and v.dtype == p.dtype.np and v.shape == p.shape
               else np.asarray(v, dtype=p.dtype.np).reshape(p.shape) for p, v in zip(self.graph.inputs, leaves)]
-    if self._staged is not None: return self._staged(leaves)
     if self._runner is not None:
       if not _DEBUG: return self._runner(leaves)
       t0 = time.perf_counter()
@@ -138,6 +133,9 @@ class Executable:
       debug(2, f"run: {len(self.program.kernels)} kernels in {1e6 * (time.perf_counter() - t0):.1f} us")
       if _DEBUG >= 2:
         for k, ns in zip(self.program.kernels, self._runner.kernel_ns()):
+          if not hasattr(k, "cost"):   # control flow: its loops' kernels together
+            debug(2, f"  {k.name}: {ns / 1e3:.1f} us")
+            continue
           flops, nbytes = k.cost()
           debug(2, f"  {k.name}: {ns / 1e3:.1f} us, {flops / max(ns, 1.0):.2f} GFLOPS, {nbytes / max(ns, 1.0):.2f} GB/s")
       return out
@@ -155,11 +153,6 @@ def executable(graph: Graph, backend: str | None = None) -> Executable:
   per = _executables.setdefault(graph, {})
   if backend not in per: per[backend] = Executable(graph, backend)
   return per[backend]
-
-
-def executable_for(backend: str):
-  """A function giving each graph's executable on `backend`."""
-  return lambda graph: executable(graph, backend)
 
 
 def run_graph(graph: Graph, leaves: list[np.ndarray]) -> list[np.ndarray]:

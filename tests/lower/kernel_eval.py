@@ -7,6 +7,7 @@ import numpy as np
 from tracegrad.devices.interp import evaluate
 from tracegrad.ir import Ops, toposort
 from tracegrad.devices.base import Program
+from tracegrad.lower.kernel import Control
 
 _COMBINE = {"add": np.add, "mul": np.multiply, "min": np.minimum, "max": np.maximum}
 _REDUCE = {Ops.REDUCE_SUM: np.sum, Ops.REDUCE_PROD: np.prod, Ops.REDUCE_MAX: np.max, Ops.REDUCE_MIN: np.min}
@@ -32,29 +33,65 @@ def run_program(prog: Program, inputs: list[np.ndarray]) -> list[np.ndarray]:
   for n, spec in enumerate(prog.buffers):
     if bufs[n] is None: bufs[n] = spec.data.copy() if spec.data is not None else np.zeros(spec.size, spec.dtype.np)
   with np.errstate(all="ignore"):
-    for k, nums in zip(prog.kernels, prog.calls):
-      env = {p: bufs[n] for p, n in zip(k.bufs, nums)}
-      loops = list(k.loops) + (list(k.reduce.loops) if k.reduce else [])
-      shape = tuple(l.extent for l in loops)
-      for d, l in enumerate(loops):
-        env[l.var] = np.arange(l.extent, dtype=np.int64).reshape([-1 if j == d else 1 for j in range(len(loops))])
-      store_loops = list(k.loops) + list(k.epilogue)
-      outer = tuple(l.extent for l in store_loops)
-      if k.reduce:
-        v = _eval(k.reduce.value, env, shape)
-        axes = tuple(range(len(k.loops), len(loops)))
-        red = _REDUCE[k.reduce.op](v, axis=axes) if axes else v
-        env = {p: bufs[n] for p, n in zip(k.bufs, nums)}
-        env[k.reduce.acc] = red.astype(k.reduce.acc.dtype.np).reshape(red.shape + (1,) * len(k.epilogue))
-      for d, l in enumerate(store_loops):
-        env[l.var] = np.arange(l.extent, dtype=np.int64).reshape([-1 if j == d else 1 for j in range(len(outer))])
-      for st in k.stores:
-        idx = _eval(st.index, env, outer).reshape(-1)
-        val = _eval(st.value, env, outer).reshape(-1)
-        ok = _eval(st.valid, env, outer).reshape(-1) if st.valid is not None else np.ones(idx.shape, bool)
-        buf = env[st.buf]
-        if k.parallel and st.mode is None: buf[idx[ok]] = val[ok]
-        else:
-          for i, v, g in zip(idx, val, ok):
-            if g: buf[i] = v if st.mode is None else _COMBINE[st.mode](buf[i], v)
+    _run(prog, bufs)
   return [bufs[n].reshape(shape).copy() for n, shape in prog.outputs]
+
+
+def _control(c: Control, bufs: list):
+  """A sub-program's inputs point at the operands (slices for a scan's xs), its outputs are copied to the results."""
+  ops, res = c.operands, c.results
+
+  def run(p: Program, srcs, results):
+    for b, o in zip(p.inputs, srcs): bufs[b] = o
+    _run(p, bufs)
+    outs = [bufs[o].copy() for o, _ in p.outputs]
+    for r, v in zip(results, outs): bufs[r][:] = v
+
+  if c.op is Ops.COND:
+    run(c.bodies[int(np.clip(bufs[ops[0]][0], 0, len(c.bodies) - 1))], [bufs[o] for o in ops[1:]], res)
+  elif c.op is Ops.SCAN:
+    n_consts, n_carry, length, reverse = c.arg
+    for r, i in zip(res[:n_carry], ops[n_consts:]): bufs[r][:] = bufs[i]
+    for t in reversed(range(length)) if reverse else range(length):
+      xs = [bufs[x].reshape(length, -1)[t] for x in ops[n_consts + n_carry:]]
+      run(c.bodies[0], [bufs[o] for o in ops[:n_consts]] + [bufs[r] for r in res[:n_carry]] + xs, res[:n_carry])
+      for r, (o, _) in zip(res[n_carry:], c.bodies[0].outputs[n_carry:]): bufs[r].reshape(length, -1)[t] = bufs[o]
+  else:
+    (n_consts,) = c.arg
+    for r, i in zip(res, ops[n_consts:]): bufs[r][:] = bufs[i]
+    consts = [bufs[o] for o in ops[:n_consts]]
+    while True:
+      run(c.bodies[0], consts + [bufs[r] for r in res], [])
+      if not bufs[c.bodies[0].outputs[0][0]][0]: break
+      run(c.bodies[1], consts + [bufs[r] for r in res], res)
+
+
+def _run(prog: Program, bufs: list):
+  for k, nums in zip(prog.kernels, prog.calls):
+    if isinstance(k, Control):
+      _control(k, bufs)
+      continue
+    env = {p: bufs[n] for p, n in zip(k.bufs, nums)}
+    loops = list(k.loops) + (list(k.reduce.loops) if k.reduce else [])
+    shape = tuple(l.extent for l in loops)
+    for d, l in enumerate(loops):
+      env[l.var] = np.arange(l.extent, dtype=np.int64).reshape([-1 if j == d else 1 for j in range(len(loops))])
+    store_loops = list(k.loops) + list(k.epilogue)
+    outer = tuple(l.extent for l in store_loops)
+    if k.reduce:
+      v = _eval(k.reduce.value, env, shape)
+      axes = tuple(range(len(k.loops), len(loops)))
+      red = _REDUCE[k.reduce.op](v, axis=axes) if axes else v
+      env = {p: bufs[n] for p, n in zip(k.bufs, nums)}
+      env[k.reduce.acc] = red.astype(k.reduce.acc.dtype.np).reshape(red.shape + (1,) * len(k.epilogue))
+    for d, l in enumerate(store_loops):
+      env[l.var] = np.arange(l.extent, dtype=np.int64).reshape([-1 if j == d else 1 for j in range(len(outer))])
+    for st in k.stores:
+      idx = _eval(st.index, env, outer).reshape(-1)
+      val = _eval(st.value, env, outer).reshape(-1)
+      ok = _eval(st.valid, env, outer).reshape(-1) if st.valid is not None else np.ones(idx.shape, bool)
+      buf = env[st.buf]
+      if k.parallel and st.mode is None: buf[idx[ok]] = val[ok]
+      else:
+        for i, v, g in zip(idx, val, ok):
+          if g: buf[i] = v if st.mode is None else _COMBINE[st.mode](buf[i], v)

@@ -7,7 +7,8 @@ import tracegrad as tg
 import tracegrad.numpy as tnp
 from tracegrad import lax, run
 from tracegrad.ir import Ops
-from tracegrad.lower.schedule import Unsupported, schedule
+from tracegrad.lower.kernel import Control
+from tracegrad.lower.schedule import schedule
 
 from kernel_eval import run_program
 
@@ -41,6 +42,12 @@ CASES = {
   "casts": (lambda x: (x.astype(tnp.int32), x.astype(tnp.float16) * 3, x.astype(tnp.bfloat16).sum(1), x.astype(bool)), (X,)),
   "iota": (lambda x: x * tnp.arange(8) + tnp.eye(4, 8), (X,)),
   "zero_size": (lambda x: (x[:0] * 2, x[:, :0].sum(1)), (X,)),
+  "scan": (lambda x: lax.scan(lambda c, r: (c * 0.5 + r, (c.sum(), r * 2)), x[0], x, reverse=True), (X,)),
+  "scan_swaps_carries": (lambda x: lax.fori_loop(0, 3, lambda i, c: (c[1], c[0] + i), (x[0], x[1])), (X,)),
+  "while": (lambda x: lax.while_loop(lambda c: c[0] < 4, lambda c: (c[0] + 1, tnp.sin(c[1])), (0, x)), (X,)),
+  "cond": (lambda x: lax.cond(x.sum() > 0, lambda v: (v, v.max()), lambda v: (v * 2, v.min()), x), (X,)),
+  "switch": (lambda a: [lax.switch(i, [lambda v: v + 1, lambda v: v * 3], a) for i in (-2, 0, 1, 7)], (I,)),
+  "nested": (lambda x: lax.scan(lambda c, r: (lax.fori_loop(0, 2, lambda i, d: d * r, c), c.sum()), x[0], x[:3]), (X,)),
 }
 
 
@@ -52,10 +59,19 @@ def test_program_matches_interp(name):
   got = run_program(prog, [np.asarray(a) for a in args])
   want = run.run_graph(g, [np.asarray(a) for a in args]) if run.default_backend() == "interp" else \
     run.Executable(g, "interp")([np.asarray(a) for a in args])
-  assert len(got) == len(want)
-  for a, b in zip(got, want):
-    assert a.shape == b.shape and a.dtype == b.dtype
+  compiled = run.Executable(g, "cpu")([np.asarray(a) for a in args]) if _has_cpu() else want
+  assert len(got) == len(want) == len(compiled)
+  for a, b, c in zip(got, want, compiled):
+    assert a.shape == b.shape == c.shape and a.dtype == b.dtype == c.dtype
     np.testing.assert_allclose(a.astype(np.float64), b.astype(np.float64), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(c.astype(np.float64), b.astype(np.float64), rtol=1e-5, atol=1e-6)
+
+
+def _has_cpu() -> bool:
+  try:
+    return bool(tg.devices("cpu"))
+  except ValueError:
+    return False
 
 
 def test_fusion_counts():
@@ -92,7 +108,9 @@ def test_index_arithmetic_is_simplified():
   assert ops.count(Ops.IDIV) + ops.count(Ops.MOD) == 0
 
 
-def test_control_flow_is_not_compiled_yet():
-  g = tg.make_graph(lambda x: lax.fori_loop(0, 3, lambda i, c: c * 2, x))(X)
-  with pytest.raises(Unsupported, match="scan"):
-    schedule(g)
+def test_control_flow_is_a_program_item_with_sub_programs():
+  prog = schedule(tg.make_graph(lambda x: lax.fori_loop(0, 3, lambda i, c: c * 2, x))(X))
+  (c,) = [k for k in prog.kernels if isinstance(k, Control)]
+  assert c.op is Ops.SCAN and len(c.bodies) == 1 and c.bodies[0].buffers is prog.buffers
+  body_in = set(c.bodies[0].inputs)
+  assert all(n not in body_in for n, _ in c.bodies[0].outputs)   # copies out never overlap the inputs

@@ -105,7 +105,7 @@ def test_device_put_and_devices():
     tg.device_put(1.0, object())
 
 
-def test_control_flow_runs_as_compiled_stages():
+def test_control_flow_compiles_into_one_program():
   from tracegrad import lax
 
   def rnn(w, xs):
@@ -120,3 +120,7 @@ def test_control_flow_runs_as_compiled_stages():
   np.testing.assert_allclose(np.asarray(got[1]), np.asarray(want[1]), rtol=1e-5, atol=1e-6)
   f = tg.jit(lambda x: lax.while_loop(lambda c: c[0] < 5, lambda c: (c[0] + 1, c[1] * 2), (0, x))[1])
   np.testing.assert_array_equal(np.asarray(f(np.ones(3, np.float32))), [32, 32, 32])
+  if tg.default_backend() == "cpu":   # one foreign call: the loops are C loops in the program's entry
+    src = tg.jit(tg.value_and_grad(rnn)).lower(w, xs).compile().as_text()
+    assert "/* c" in src and "_scan */" in src and "_cond */" in src and "switch (" in src
+    assert "for (;;)" in f.lower(np.ones(3, np.float32)).compile().as_text()

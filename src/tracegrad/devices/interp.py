@@ -135,7 +135,7 @@ def _while(run, vals, arg) -> list:
   return carry
 
 
-# control flow, given run(graph, input values) -> output values (the cpu device passes compiled sub-graphs)
+# control flow, given run(graph, input values) -> output values
 CONTROL_FLOW = {Ops.COND: _cond, Ops.SCAN: _scan, Ops.WHILE: _while}
 MULTI = {
   **{op: (lambda f: lambda vals, arg: tuple(f(_run, vals, arg)))(f) for op, f in CONTROL_FLOW.items()},

@@ -30,7 +30,7 @@ from ..ir import Ops, UOp, dtypes
 from ..ir.dtypes import DType
 from .c_math import SOURCE as MATH
 from ..devices.base import Program
-from .kernel import Kernel
+from .kernel import Control, Kernel
 from .symbolic import _linear
 
 PRELUDE = r"""#include <math.h>
@@ -503,26 +503,94 @@ def render_kernel(k: Kernel, name: str | None = None, restrict: bool = True) -> 
 
 
 def render_program(prog: Program, timed: bool = False) -> str:
-  """One C source: the prelude, every kernel, and `void tg_run(void **bufs)` calling them in order. `timed` adds a
-  clock around each call and `void tg_times(double *ns)`, which copies out the last run's nanoseconds per kernel."""
-  parts, calls, seen = [PRELUDE], [], set()
-  for j, (k, nums) in enumerate(zip(prog.kernels, prog.calls)):
-    if len(nums) != len(k.bufs):
-      raise ValueError(f"render_program: kernel {j} ({k.name}) takes {len(k.bufs)} buffers, its call binds {len(nums)}")
-    name = c_name(k.name)
-    while name in seen: name = f"{name}_{j}"
-    seen.add(name)
-    parts.append(render_kernel(k, name, restrict=len(set(nums)) == len(nums)) + "\n")
-    args = ", ".join(f"({MEMTYPE[p.dtype]} *)bufs[{n}]" for p, n in zip(k.bufs, nums))
-    call = f"  {name}({args});\n"
-    if timed: call = f"  clock_gettime(CLOCK_MONOTONIC, &t0);\n{call}  tg_ns[{j}] = tg_elapsed(t0);\n"
-    calls.append(call)
+  """One C source: the prelude, every kernel, and `void tg_run(void **bufs)` running the program's items in order
+  (control flow as C loops over its sub-programs). `timed` adds a clock around each item and
+  `void tg_times(double *ns)`, which copies out the last run's nanoseconds per item."""
+  entry = _Entry(prog.buffers)
+  lines = entry.items(prog, 1, timed)
+  parts = [PRELUDE, *entry.functions]
   if timed:
-    parts.append(f"static double tg_ns[{max(len(calls), 1)}];\n"
+    parts.append(f"static double tg_ns[{max(len(prog.kernels), 1)}];\n"
                  "static double tg_elapsed(struct timespec t0) {\n  struct timespec t1;\n"
                  "  clock_gettime(CLOCK_MONOTONIC, &t1);\n"
                  "  return (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);\n}\n"
                  "void tg_times(double *ns) { memcpy(ns, tg_ns, sizeof tg_ns); }\n")
-    calls.insert(0, "  struct timespec t0;\n")
-  parts.append("void tg_run(void **bufs) {\n" + "".join(calls) + ("" if prog.kernels else "  (void)bufs;\n") + "}\n")
+    lines.insert(0, "  struct timespec t0;")
+  if not prog.kernels: lines.append("  (void)bufs;")
+  parts.append("void tg_run(void **bufs) {\n" + "".join(l + "\n" for l in lines) + "}\n")
   return "\n".join(parts)
+
+
+class _Entry:
+  """The statements of tg_run: kernel calls, and control flow as loops that point each sub-program's inputs at its
+  operands and copy its outputs into the results."""
+
+  def __init__(self, buffers):
+    self.buffers, self.functions, self.seen = buffers, [], set()
+
+  def nbytes(self, n: int) -> int: return self.buffers[n].size * self.buffers[n].dtype.itemsize
+
+  def items(self, prog: Program, depth: int, timed: bool = False) -> list[str]:
+    pad, lines = "  " * depth, []
+    for j, (k, nums) in enumerate(zip(prog.kernels, prog.calls)):
+      if timed: lines.append(pad + "clock_gettime(CLOCK_MONOTONIC, &t0);")
+      if isinstance(k, Control): lines += [pad + l for l in self.control(k, depth)]
+      else: lines.append(pad + self.call(j, k, nums))
+      if timed: lines.append(pad + f"tg_ns[{j}] = tg_elapsed(t0);")
+    return lines
+
+  def call(self, j: int, k: Kernel, nums) -> str:
+    if len(nums) != len(k.bufs):
+      raise ValueError(f"render_program: kernel {j} ({k.name}) takes {len(k.bufs)} buffers, its call binds {len(nums)}")
+    name = c_name(k.name)
+    while name in self.seen: name = f"{name}_{len(self.seen)}"
+    self.seen.add(name)
+    self.functions.append(render_kernel(k, name, restrict=len(set(nums)) == len(nums)) + "\n")
+    return f"{name}({', '.join(f'({MEMTYPE[p.dtype]} *)bufs[{n}]' for p, n in zip(k.bufs, nums))});"
+
+  def bind(self, ins, ops) -> list[str]: return [f"bufs[{b}] = bufs[{o}];" for b, o in zip(ins, ops)]
+
+  def copy_out(self, results, prog: Program) -> list[str]:
+    return [f"memcpy(bufs[{r}], bufs[{o}], {self.nbytes(r)});" for r, (o, _) in zip(results, prog.outputs)]
+
+  def body(self, prog: Program, depth: int) -> list[str]: return [l[2 * depth:] for l in self.items(prog, depth)]
+
+  def control(self, c: Control, depth: int) -> list[str]:
+    """The C block of a COND, SCAN or WHILE (its lines, indented relative to the block)."""
+    ops, res, inner = c.operands, c.results, depth + 1
+    lines = [f"{{  /* {c.name} */"]
+    if c.op is Ops.COND:
+      d = self.buffers[ops[0]].dtype
+      last = len(c.bodies) - 1
+      lines += [f"  int64_t b = (int64_t)*(const {MEMTYPE[d]} *)bufs[{ops[0]}];",
+                f"  switch (b < 0 ? 0 : b > {last} ? {last} : b) {{"]
+      for i, br in enumerate(c.bodies):
+        lines.append(f"  case {i}: {{")
+        block = self.bind(br.inputs, ops[1:]) + self.body(br, inner) + self.copy_out(res, br) + ["break;"]
+        lines += ["    " + l for l in block] + ["  }"]
+      lines.append("  }")
+    elif c.op is Ops.SCAN:
+      n_consts, n_carry, length, reverse = c.arg
+      (body,) = c.bodies
+      ins, carry = body.inputs, res[:n_carry]
+      lines += [f"  memcpy(bufs[{r}], bufs[{i}], {self.nbytes(r)});" for r, i in zip(carry, ops[n_consts:n_consts + n_carry])]
+      lines += ["  " + l for l in self.bind(ins[:n_consts], ops[:n_consts]) + self.bind(ins[n_consts:n_consts + n_carry], carry)]
+      t = f"t{depth}"
+      lines.append(f"  for (int64_t {t} = {length - 1}; {t} >= 0; {t}--) {{" if reverse else
+                   f"  for (int64_t {t} = 0; {t} < {length}; {t}++) {{")
+      step = [f"bufs[{b}] = (char *)bufs[{x}] + {t} * {self.nbytes(b)}LL;"
+              for b, x in zip(ins[n_consts + n_carry:], ops[n_consts + n_carry:])]
+      step += self.body(body, inner) + self.copy_out(carry, body)
+      step += [f"memcpy((char *)bufs[{r}] + {t} * {self.nbytes(o)}LL, bufs[{o}], {self.nbytes(o)});"
+               for r, (o, _) in zip(res[n_carry:], body.outputs[n_carry:])]
+      lines += ["    " + l for l in step] + ["  }"]
+    else:
+      (n_consts,) = c.arg
+      cond, body = c.bodies
+      lines += [f"  memcpy(bufs[{r}], bufs[{i}], {self.nbytes(r)});" for r, i in zip(res, ops[n_consts:])]
+      for g in (cond, body): lines += ["  " + l for l in self.bind(g.inputs[:n_consts], ops[:n_consts]) + self.bind(g.inputs[n_consts:], res)]
+      (flag, _), = cond.outputs
+      step = self.body(cond, inner) + [f"if (!*(const _Bool *)bufs[{flag}]) break;"]
+      step += self.body(body, inner) + self.copy_out(res, body)
+      lines += ["  for (;;) {"] + ["    " + l for l in step] + ["  }"]
+    return lines + ["}"]

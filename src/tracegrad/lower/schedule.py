@@ -17,8 +17,9 @@ import numpy as np
 
 from ..ir import Graph, Ops, PatternMatcher, UOp, UPat, dtypes, graph_rewrite_many, toposort
 from ..ir.ops import ELEMENTWISE, REDUCE
+from ..ir.shapes import multi_avals
 from ..devices.base import BufferSpec, Program
-from .kernel import Kernel, Loop, Reduce, Store, acc_dtype
+from .kernel import Control, Kernel, Loop, Reduce, Store, acc_dtype
 from .symbolic import simplify
 
 I64 = dtypes.int64
@@ -160,30 +161,35 @@ class _KernelBuilder:
 
 
 class _Scheduler:
-  def __init__(self, graph: Graph):
-    self.graph = graph
+  """`buffers` is shared with the enclosing schedule for a control-flow op's sub-graphs, whose outputs then get
+  buffers of their own (fresh_outputs) even when they are inputs or constants."""
+
+  def __init__(self, graph: Graph, buffers: list[BufferSpec] | None = None, fresh_outputs: bool = False):
+    self.graph, self.fresh = graph, fresh_outputs
     self.outs = graph_rewrite_many(list(graph.outputs), INLINE)
     order = toposort(self.outs)
-    for u in order:
-      if u.op in CONTROL_FLOW or u.op is Ops.PROJ:
-        raise Unsupported(f"schedule: {u.op.name.lower()} runs on the host; compiled control flow is not done yet")
-    self.buffers: list[BufferSpec] = []
+    self.buffers: list[BufferSpec] = [] if buffers is None else buffers
     self.bufnum: dict[UOp, int] = {}
     for p in graph.inputs: self._new(p)
     self.inputs = [self.bufnum[p] for p in graph.inputs]
+    self.results: dict[UOp, tuple[int, ...]] = {}   # a control-flow op's result buffers, one per result
     for u in order:
       if u in self.bufnum: continue
       if u.op is Ops.BUFFER: self._new(u, np.ascontiguousarray(u.arg.data).reshape(-1))
       elif u.op is Ops.PARAM:
         raise ValueError(f"schedule: the graph uses a value from outside its inputs ({u.dtype}{list(u.shape)})")
+      elif u.op in CONTROL_FLOW:
+        self.results[u] = tuple(self._spec(math.prod(sh), dt) for sh, dt in multi_avals(u.op, u.src, u.arg))
+      elif u.op is Ops.PROJ: self.bufnum[u] = self.results[u.src[0]][u.arg]
     keep = self._materialised(order)
     for u in order:
-      if u in self.bufnum or u not in keep: continue
+      if u in self.bufnum or u not in keep or u.op in CONTROL_FLOW: continue
       if u.op is Ops.RESHAPE and u.src[0] in self.bufnum: self.bufnum[u] = self.bufnum[u.src[0]]  # same bytes
       else: self._new(u)
-    self.order = [u for u in order if u in self.bufnum and u.op not in (Ops.PARAM, Ops.BUFFER)
-                  and not (u.op is Ops.RESHAPE and self.bufnum[u] == self.bufnum.get(u.src[0]))]
-    self.kernels: list[Kernel] = []
+    self.order = [u for u in order if u.op in CONTROL_FLOW or u in self.bufnum and
+                  u.op not in (Ops.PARAM, Ops.BUFFER, Ops.PROJ) and
+                  not (u.op is Ops.RESHAPE and self.bufnum[u] == self.bufnum.get(u.src[0]))]
+    self.kernels: list[Kernel | Control] = []
     self.calls: list[tuple[int, ...]] = []
 
   def _materialised(self, order: list[UOp]) -> set[UOp]:
@@ -194,7 +200,8 @@ class _Scheduler:
     users: dict[UOp, list[UOp]] = {u: [] for u in order}
     for u in order:
       for s in set(u.src): users[s].append(u)
-    m = {u for u in order if u.op in REDUCE or u.op is Ops.SCATTER or u.op in (Ops.PARAM, Ops.BUFFER)}
+    m = {u for u in order if u.op in REDUCE or u.op is Ops.SCATTER or u.op in (Ops.PARAM, Ops.BUFFER, Ops.PROJ)}
+    m |= {s for u in order if u.op in CONTROL_FLOW for s in u.src}   # control flow reads its operands from buffers
     m |= {o for o in self.outs if o.op is not Ops.CONST}
     m |= {self._base(u) for u in order if len(users[u]) > 1 and not self._cheap(u)
           and any(v.op in REINDEX for v in users[u])}
@@ -210,7 +217,8 @@ class _Scheduler:
         roots: dict[UOp, frozenset] = {}
         for u in reversed(order):
           roots[u] = frozenset().union(*(({v} if v in base else roots[v]) for v in users[u])) if users[u] else frozenset()
-        more = {self._base(u) for u in order if u not in base and len(roots[u]) > 1 and not self._cheap(u)} - base
+        more = {self._base(u) for u in order if u not in base and len(roots[u]) > 1 and not self._cheap(u)
+                and u.op not in CONTROL_FLOW} - base
         if not more: break
         base |= more
       if all(self._epilogue_root(r, users, base - {r}) is o for o, r in self.epilogue.items()): return base
@@ -245,9 +253,12 @@ class _Scheduler:
     return u.op in (Ops.CONST, Ops.IOTA, Ops.PARAM, Ops.BUFFER)
 
   def _new(self, u: UOp, data=None) -> int:
-    self.bufnum[u] = len(self.buffers)
-    self.buffers.append(BufferSpec(u.size if data is None else data.size, u.dtype, data))
+    self.bufnum[u] = self._spec(u.size if data is None else data.size, u.dtype, data)
     return self.bufnum[u]
+
+  def _spec(self, size: int, dtype, data=None) -> int:
+    self.buffers.append(BufferSpec(size, dtype, data))
+    return len(self.buffers) - 1
 
   def _loops(self, shape) -> tuple[list[Loop], list[UOp]]:
     loops, idx = [], []
@@ -315,13 +326,34 @@ class _Scheduler:
       kb = _KernelBuilder(self, {l.var: l.extent for l in loops})
       self._emit(name, kb, loops, [Store(kb.buf(n), kb.ix(_ravel(idx, u.shape)), kb.value(u, idx, own=True))])
 
+  def control(self, h: UOp):
+    """A COND, SCAN or WHILE as a Control item over sub-programs scheduled into this schedule's buffers."""
+    def sub(g: Graph) -> Program: return _Scheduler(g, self.buffers, fresh_outputs=True).program()
+    if h.op is Ops.COND: bodies, arg = tuple(sub(g) for g in h.arg), ()
+    elif h.op is Ops.SCAN: bodies, arg = (sub(h.arg[0]),), h.arg[1:]
+    else: bodies, arg = (sub(h.arg[0]), sub(h.arg[1])), (h.arg[2],)
+    operands = tuple(self.bufnum[s] for s in h.src)
+    self.kernels.append(Control(f"c{len(self.kernels)}_{h.op.name.lower()}", h.op, operands, self.results[h], bodies,
+                                arg))
+    self.calls.append(operands + self.results[h])
+
   def program(self) -> Program:
-    for u in self.order: self.kernel_for(u)
-    outputs = []
+    for u in self.order: self.control(u) if u.op in CONTROL_FLOW else self.kernel_for(u)
+    outputs, own = [], set(self.inputs) | {n for n, b in enumerate(self.buffers) if b.data is not None}
     for o in self.outs:
       if o not in self.bufnum: self._const_output(o)
-      outputs.append((self.bufnum[o], o.shape))
+      n = self.bufnum[o]
+      if self.fresh and n in own: n = self._copy(o)
+      outputs.append((n, o.shape))
     return Program(self.kernels, self.calls, self.buffers, self.inputs, outputs)
+
+  def _copy(self, o: UOp) -> int:
+    n = self._spec(o.size, o.dtype)
+    if o.size:
+      loops, idx = self._loops(o.shape)
+      kb = _KernelBuilder(self, {l.var: l.extent for l in loops})
+      self._emit(f"k{len(self.kernels)}_copy", kb, loops, [Store(kb.buf(n), kb.ix(_ravel(idx, o.shape)), kb.value(o, idx))])
+    return n
 
   def _const_output(self, o: UOp):
     self._new(o)
@@ -329,5 +361,5 @@ class _Scheduler:
 
 
 def schedule(graph: Graph) -> Program:
-  """The kernels that compute graph's outputs from its inputs (raises Unsupported for control flow)."""
+  """The kernels (and control-flow items) that compute graph's outputs from its inputs."""
   return _Scheduler(graph).program()
