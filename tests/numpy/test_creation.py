@@ -62,3 +62,14 @@ def test_creation_errors():
   with pytest.raises(TypeError, match="shape"): tnp.zeros(("a",))
   with pytest.raises(ValueError, match="step"): tnp.arange(0, 3, 0)
   with pytest.raises(TypeError, match="dtype"): tnp.zeros(2, dtype="complex128")
+
+
+def test_dtypes_are_callable_as_in_jax():
+  for name in ["float32", "int32", "uint8", "bool_", "float16", "bfloat16"]:
+    d = getattr(tnp, name)
+    a = d([1, 0, 2])
+    assert a.dtype is d and not a.weak_type
+    np.testing.assert_array_equal(np.asarray(a).astype(np.float64), np.asarray([1, 0, 2]).astype(d.np).astype(np.float64))
+  assert float(tnp.float32(3.5)) == 3.5 and tnp.float32(3.5).shape == ()
+  with pytest.raises(TypeError):
+    tnp.float32("x")

@@ -7,6 +7,7 @@ import operator
 import numpy as np
 
 from ..array import Array, to_array
+from ..ir.dtypes import DType
 from ..ir import Ops, UOp, dtypes
 from .core import normalize_axis
 
@@ -181,3 +182,15 @@ def _tri_select(m, k, lower: bool, fn: str):
 
 def tril(m, k: int = 0) -> Array: return _tri_select(m, k, True, "tril")
 def triu(m, k: int = 0) -> Array: return _tri_select(m, k, False, "triu")
+
+
+def _dtype_call(self: DType, x) -> Array:
+  """x as an array of this type, as jnp.float32(x).
+
+  >>> tnp.float32(3)
+  Array(3., dtype=float32)
+  """
+  return to_array(x, self, fn=self.name)
+
+
+DType.__call__ = _dtype_call   # dtypes are callable, as jax.numpy's scalar types

@@ -386,7 +386,17 @@ def vjp(fun: Callable, *primals, has_aux: bool = False, _realize: bool = True):
   cps = [UOp.param(o.shape, o.dtype) for o in outs]
   outs, cts = backward(outs, [c if o.dtype.is_float else None for c, o in zip(cps, outs)], list(g.inputs))
   args = {p: a.uop for p, a in zip(g.inputs, leaves)}
-  prim = substitute(outs + [g.outputs[i] for i in aux_idx], args)
+  fwd = outs + [g.outputs[i] for i in aux_idx]
+  prim = substitute(fwd, args)
+  if _realize and not any(a.is_traced for a in leaves):
+    # eager, as JAX: compute the outputs and the forward values the backward pass reads once, now, and keep them
+    known = set(toposort(fwd))
+    back = [u for u in toposort([c for c in cts if c is not None]) if u not in known]
+    residuals = list(dict.fromkeys(s for u in back for s in u.src if s in known and s.traced and s.op is not Ops.PARAM
+                                   and s.dtype is not void))
+    vals = concrete(substitute(fwd + residuals, args))
+    prim = vals[:len(fwd)]
+    args.update(zip(residuals, vals[len(fwd):]))
   weak = [g.out_weak[i] for i in out_idx]
   out = tree_util.unflatten(out_tree, [Array(u, w) for u, w in zip(prim[:len(outs)], weak)])
   in_tree = tree_util.structure(tuple(primals))

@@ -14,6 +14,7 @@ import numpy as np
 from .. import tree as tree_util
 from ..array import Array, to_array
 from ..ir import UOp
+from ..trace import ShapeDtypeStruct, eval_shape
 from .grad import _argnums, vjp
 from .jvp import jvp
 from .vmap import vmap
@@ -64,9 +65,8 @@ def _jacobian(fun: Callable, argnums, has_aux: bool, forward: bool, fn: str) -> 
 
     in_tree = tree_util.structure(diff)
     if forward:
-      res = jvp(f, diff, diff, has_aux=has_aux)  # for the output structure and aux
-      out = res[0]
-      aux = res[2] if has_aux else None
+      if has_aux: out, _, aux = jvp(f, diff, diff, has_aux=True)   # the aux values
+      else: out, aux = eval_shape(f, *diff), None                   # only the output's structure and shapes
       push = lambda *t: jvp(f, diff, tree_util.unflatten(in_tree, t), has_aux=has_aux)[1]
       rows = tree_util.leaves(vmap(push)(*_basis(in_leaves)))
     else:
@@ -76,7 +76,7 @@ def _jacobian(fun: Callable, argnums, has_aux: bool, forward: bool, fn: str) -> 
       out_tree = tree_util.structure(out)
       out_leaves0 = [to_array(x) for x in tree_util.leaves(out)]
       rows = tree_util.leaves(vmap(lambda *c: pull(tree_util.unflatten(out_tree, c)))(*_basis(out_leaves0)))
-    out_leaves = [to_array(x) for x in tree_util.leaves(out)]
+    out_leaves = [x if isinstance(x, ShapeDtypeStruct) else to_array(x) for x in tree_util.leaves(out)]
     blocks = _blocks(rows, out_leaves, in_leaves, forward)
     per_out = [tree_util.unflatten(in_tree, b) for b in blocks]
     if isinstance(argnums, int): per_out = [p[0] for p in per_out]
