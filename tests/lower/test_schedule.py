@@ -47,6 +47,10 @@ CASES = {
   "while": (lambda x: lax.while_loop(lambda c: c[0] < 4, lambda c: (c[0] + 1, tnp.sin(c[1])), (0, x)), (X,)),
   "cond": (lambda x: lax.cond(x.sum() > 0, lambda v: (v, v.max()), lambda v: (v * 2, v.min()), x), (X,)),
   "switch": (lambda a: [lax.switch(i, [lambda v: v + 1, lambda v: v * 3], a) for i in (-2, 0, 1, 7)], (I,)),
+  "scan_empty": (lambda x: lax.scan(lambda c, r: (c + r, c * 2), x[0], x[:0]), (X,)),
+  "scan_dtypes": (lambda x: lax.scan(lambda c, r: ((c[0] + r.astype(tnp.float16), ~c[1]), c[0] > 0), (x[0].astype(tnp.float16), x[0] > 0), x), (X,)),
+  "while_never": (lambda x: lax.while_loop(lambda c: c.sum() > 1e9, lambda c: c * 2, x), (X,)),
+  "while_in_scan": (lambda x: lax.scan(lambda c, r: (lax.while_loop(lambda d: d.max() < 10, lambda d: d * 2 + 1, c + r), None), tnp.abs(x[0]), tnp.abs(x)), (X,)),
   "nested": (lambda x: lax.scan(lambda c, r: (lax.fori_loop(0, 2, lambda i, d: d * r, c), c.sum()), x[0], x[:3]), (X,)),
 }
 
