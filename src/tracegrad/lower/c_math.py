@@ -36,8 +36,10 @@ def _words() -> str:
 SOURCE = r"""
 #if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
 #define TG_FMAF(a, b, c) __builtin_fmaf(a, b, c)
+#define TG_FMA(a, b, c) __builtin_fma(a, b, c)
 #else
 #define TG_FMAF(a, b, c) ((a) * (b) + (c))
+#define TG_FMA(a, b, c) ((a) * (b) + (c))
 #endif
 
 /* c ? a : b as bit operations: gcc turns a ?: into a branch and may copy the rest of the function into each side

@@ -390,6 +390,16 @@ def _emit_reduce(b: _Body, k: Kernel):
     b.line(f"acc = {b.emit([step])[0]};")
 
 
+def _step(b: _Body, r) -> str:
+  """C for the reduction's next accumulator value; a float sum of products accumulates with one fused multiply-add
+  (the order of a sum already differs from numpy's BLAS, and it rounds once instead of twice)."""
+  v = r.value
+  if r.op is Ops.REDUCE_SUM and v.op is Ops.MUL and v.dtype is r.acc.dtype and v.dtype in (dtypes.float32, dtypes.float64):
+    x, y, acc = b.emit([v.src[0], v.src[1], r.acc])
+    return f"{'TG_FMAF' if v.dtype is dtypes.float32 else 'TG_FMA'}({x}, {y}, {acc})"
+  return b.emit([_combine(REDUCE_ALU[r.op], r.acc, r.value)])[0]
+
+
 def _emit_nan_reduce(b: _Body, r):
   """A float max or min as a plain one, which vectorises, beside a flag of whether any value was NaN (the result
   then)."""
@@ -453,7 +463,7 @@ def _emit_interchanged(b: _Body, k: Kernel, pragmas: dict[int, str]):
         b.names[last.var] = f"i{n - 1}"
         b.line(f"{ct} acc = accs[j];")
         b.names[r.acc] = "acc"
-        b.line(f"accs[j] = {b.emit([_combine(REDUCE_ALU[r.op], r.acc, r.value)])[0]};")
+        b.line(f"accs[j] = {_step(b, r)};")
     with b.block("for (int64_t j = 0; j < tn; j++)"):
       b.line(f"const int64_t i{n - 1} = t + j;")
       b.names[last.var] = f"i{n - 1}"
