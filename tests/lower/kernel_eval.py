@@ -80,6 +80,7 @@ def _run(prog: Program, bufs: list):
     outer = tuple(l.extent for l in store_loops)
     if k.reduce:
       v = _eval(k.reduce.value, env, shape)
+      for st in k.reduce.stores: env[st.buf][_eval(st.index, env, shape).reshape(-1)] = _eval(st.value, env, shape).reshape(-1)
       axes = tuple(range(len(k.loops), len(loops)))
       red = _REDUCE[k.reduce.op](v, axis=axes) if axes else v
       env = {p: bufs[n] for p, n in zip(k.bufs, nums)}

@@ -87,7 +87,11 @@ def test_fusion_counts():
 def test_row_softmax_is_two_kernels_with_the_division_in_the_sums_epilogue():
   prog = schedule(tg.make_graph(_softmax)(X))
   assert len(prog.kernels) == 2 and prog.kernels[1].epilogue and prog.kernels[1].reduce.op is Ops.REDUCE_SUM
-  assert max(b.size for b in prog.buffers) == X.size  # exp(x - max) is recomputed, never stored
+  assert max(b.size for b in prog.buffers) == X.size
+  # exp(x - max) is computed once: kept in the output while summed, then divided there in the epilogue
+  (kept,) = prog.kernels[1].reduce.stores
+  assert kept.buf is prog.kernels[1].stores[0].buf
+  assert sum(u.op is Ops.EXP2 for s in prog.kernels[1].stores for u in s.value.toposort()) == 0
 
 
 def test_a_broadcast_is_never_materialised():

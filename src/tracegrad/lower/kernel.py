@@ -12,7 +12,7 @@ simplifies it and the same printer shows it:
 - a reduction's running value is read through its accumulator, a float/int scalar PARAM (Reduce.acc)
 
 A Kernel runs, for every point of `loops`: if it has a `reduce`, acc = identity of reduce.op, then for every point of
-reduce.loops acc = op(acc, reduce.value); then, for every point of `epilogue` (no loops: once), each Store in order.
+reduce.loops acc = op(acc, reduce.value) and reduce.stores; then, for every point of `epilogue` (no loops: once), each Store in order.
 A load after a store to the same buffer in the same iteration reads the stored value. Iterations of `loops` are independent when
 `parallel` is true; a SCATTER kernel is sequential (later writes win, as in numpy).
 """
@@ -41,6 +41,7 @@ class Reduce:
   acc: UOp                     # scalar PARAM of the accumulator's dtype, read by the stores
   loops: tuple[Loop, ...]      # inner loops, innermost last
   value: UOp                   # scalar expression folded into acc at each inner point
+  stores: tuple = ()           # Stores at each inner point (a softmax keeps exp(x - max) for its epilogue to divide)
 
 
 @dataclass(frozen=True, eq=False)

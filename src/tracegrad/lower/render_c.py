@@ -381,6 +381,7 @@ def _emit_reduce(b: _Body, k: Kernel):
       with b.block(f"for (int64_t r{last} = rb; r{last} < re; r{last}++)", _reduce_pragma(k).replace(":acc", ":part")):
         b.names[r.acc] = "part"
         b.line(f"part = {b.emit([step])[0]};")
+        for s in r.stores: _emit_store(b, s)
       b.names[r.acc] = "acc"
       b.line("acc = acc + part;")
     return
@@ -388,6 +389,7 @@ def _emit_reduce(b: _Body, k: Kernel):
     for j, l in enumerate(r.loops):
       loops.enter_context(b.block(_loop(f"r{j}", l.extent), _reduce_pragma(k) if j == last else None))
     b.line(f"acc = {b.emit([step])[0]};")
+    for s in r.stores: _emit_store(b, s)
 
 
 def _step(b: _Body, r) -> str:
@@ -412,6 +414,7 @@ def _emit_nan_reduce(b: _Body, r):
     v = b.emit([r.value.cast(r.acc.dtype)])[0]
     b.line(f"acc = {v} {cmp} acc ? {v} : acc;")
     b.line(f"nan |= {v} != {v};")
+    for s in r.stores: _emit_store(b, s)
   b.line("if (nan) acc = NAN;")
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import numpy as np
 
-from ..ir import Graph, Ops, PatternMatcher, UOp, UPat, dtypes, graph_rewrite_many, toposort
+from ..ir import Graph, Ops, PatternMatcher, UOp, UPat, dtypes, graph_rewrite_many, substitute, toposort
 from ..ir.ops import ELEMENTWISE, REDUCE
 from ..ir.shapes import multi_avals
 from ..devices.base import BufferSpec, Program
@@ -316,11 +316,20 @@ class _Scheduler:
       kb = _KernelBuilder(self, {l.var: l.extent for l in loops + rloops + eloops})
       ad = acc_dtype(r.dtype)
       acc = UOp.param((), ad)
-      value = kb.value(r.src[0], [x if a in r.arg else i for a, (i, x) in enumerate(zip(idx, ridx))]).cast(ad)
+      rat = [x if a in r.arg else i for a, (i, x) in enumerate(zip(idx, ridx))]
+      inner = kb.value(r.src[0], rat)
       kb.reduced[r] = acc.cast(r.dtype)
       at = [e if a in r.arg else i for a, (i, e) in enumerate(zip(idx, eidx))]
-      store = Store(kb.buf(n), kb.ix(_ravel(at, u.shape)), kb.value(u, at, own=True))
-      self._emit(name, kb, loops, [store], Reduce(r.op, acc, tuple(rloops), value), epilogue=tuple(eloops))
+      out, here = kb.buf(n), kb.ix(_ravel(at, u.shape))
+      value, kept = kb.value(u, at, own=True), ()
+      # the epilogue recomputes the reduced values (softmax: exp(x - max)): store them in the output as they are
+      # summed and read them back instead
+      again = substitute([inner], {a.var: b.var for a, b in zip(rloops, eloops)})[0]
+      if inner.dtype is u.dtype and inner.op not in (Ops.GATHER, Ops.CONST) and again in set(toposort([value])):
+        kept = (Store(out, kb.ix(_ravel(rat, u.shape)), inner),)
+        value = substitute([value], {again: out.gather(here.reshape((1,)))})[0]
+      self._emit(name, kb, loops, [Store(out, here, value)], Reduce(r.op, acc, tuple(rloops), inner.cast(ad), kept),
+                 epilogue=tuple(eloops))
     else:
       loops, idx = self._loops(u.shape)
       kb = _KernelBuilder(self, {l.var: l.extent for l in loops})
