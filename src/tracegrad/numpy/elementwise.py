@@ -518,7 +518,7 @@ def _cosh(x):
 
 
 # tanh(x) = x p(x^2) / q(x^2) on [0, 9], a rational fit within 0.8 ulp in exact arithmetic. Evaluated in float32 it is
-# 1 from _TANH_ONE on and below 1 before it (checked over every float32)
+# 1 at _TANH_ONE, where |x| is clamped, and at most 1 below it (checked over every float32)
 _TANH_P = tuple(map(float.fromhex, ("-0x1.aede36p-37", "0x1.0736e8p-25", "0x1.d648f8p-16", "0x1.fb2ee8p-9", "0x1.182f10p-3",
                                     "0x1p0")))
 _TANH_Q = tuple(map(float.fromhex, ("0x1.5a0528p-20", "0x1.9d3664p-12", "0x1.be7756p-6", "0x1.e16cdcp-2", "0x1p0")))
