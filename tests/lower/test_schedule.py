@@ -122,3 +122,17 @@ def test_control_flow_is_a_program_item_with_sub_programs():
   assert c.op is Ops.SCAN and len(c.bodies) == 1 and c.bodies[0].buffers is prog.buffers
   body_in = set(c.bodies[0].inputs)
   assert all(n not in body_in for n, _ in c.bodies[0].outputs)   # copies out never overlap the inputs
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_matmul_kernels_run_in_register_blocks(transposed):
+  """x @ y reads y along the output row: blocks of rows by a vector width of columns; x @ y.T reads both along the
+  reduction: blocks of dot products. Both with whole blocks and cut edges (70 = 8 * 8 + 6, 130 = 2 * 64 + 2)."""
+  if not _has_cpu(): pytest.skip("no C compiler")
+  a = rng.normal(size=(70, 100)).astype(np.float32)
+  b = rng.normal(size=(130, 100) if transposed else (100, 130)).astype(np.float32)
+  g = tg.make_graph(lambda x, y: x @ (y.T if transposed else y))(a, b)
+  exe = run.Executable(g, "cpu")
+  (got,) = exe([a, b])
+  np.testing.assert_allclose(got, a @ (b.T if transposed else b), rtol=1e-4, atol=1e-4)
+  assert ("accs[q][c][l]" if transposed else "accs[q][j]") in exe.source and "TG_ROWS" in exe.source

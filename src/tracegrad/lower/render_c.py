@@ -418,7 +418,26 @@ def _emit_nan_reduce(b: _Body, r):
   b.line("if (nan) acc = NAN;")
 
 
-TILE = 256  # accumulators per row tile when a reduction is vectorised across its last outer loop
+# The register block of a matmul-like kernel: rows of the second-last output loop by bytes of the last, sized for the
+# target's vector registers (AVX-512: 8 x 4 registers of accumulators)
+BLOCK_PRELUDE = r"""
+#if defined(__AVX512F__)
+#define TG_ROWS 8
+#define TG_VBYTES 256
+#define TG_VREG 64
+#define TG_DOT_COLS 4
+#elif defined(__AVX__)
+#define TG_ROWS 4
+#define TG_VBYTES 64
+#define TG_VREG 32
+#define TG_DOT_COLS 2
+#else
+#define TG_ROWS 4
+#define TG_VBYTES 32
+#define TG_VREG 16
+#define TG_DOT_COLS 2
+#endif
+"""
 
 
 def _coefficient(index: UOp, var: UOp) -> int | None:
@@ -442,35 +461,133 @@ def _interchange(k: Kernel) -> bool:
   return False
 
 
-def _emit_interchanged(b: _Body, k: Kernel, pragmas: dict[int, str]):
-  """for outer loops but the last; for each tile of the last: accumulators, the reduction loops with the tile's
-  loop innermost (vectorised), then the stores."""
-  r, last = k.reduce, k.loops[-1]
-  n = len(k.loops)
-  t = min(TILE, last.extent)
+def _dot_blocked(k: Kernel) -> bool:
+  """Whether a sum is a block of dot products: every load contiguous (or constant) along the reduction's innermost
+  loop, and some load moving with the last outer loop (a matmul by a transposed right operand). Those run as
+  TG_ROWS x TG_DOT_COLS outputs at once, each with a vector of partial sums along the reduction."""
+  r = k.reduce
+  if r is None or r.op is not Ops.REDUCE_SUM or len(k.loops) < 2 or not r.loops or k.epilogue or not k.parallel:
+    return False
+  if r.acc.dtype not in (dtypes.float32, dtypes.float64) or r.loops[-1].extent < 16: return False
+  last, inner, moves = k.loops[-1].var, r.loops[-1].var, False
+  for u in r.value.toposort():
+    if u.op is Ops.GATHER:
+      idx = u.src[1].src[0]
+      if _coefficient(idx, inner) not in (0, 1): return False
+      moves = moves or (_coefficient(idx, inner) == 1 and _coefficient(idx, last) not in (0, None))
+  return moves
+
+
+def _emit_dot_blocked(b: _Body, k: Kernel, pragmas: dict[int, str]):
+  r, n = k.reduce, len(k.loops)
+  rows, cols = k.loops[-2], k.loops[-1]
+  ct = CTYPE[r.acc.dtype]
   with ExitStack() as loops:
-    for j, l in enumerate(k.loops[:-1]):
+    for j, l in enumerate(k.loops[:-2]):
       b.names[l.var] = f"i{j}"
       loops.enter_context(b.block(_loop(f"i{j}", l.extent), _omp("parallel for", n) if j == 0 and pragmas else None))
-    loops.enter_context(b.block(f"for (int64_t t = 0; t < {last.extent}; t += {t})",
-                                _omp("parallel for", 1) if n == 1 and pragmas else None))
-    b.line(f"const int64_t tn = {last.extent} - t < {t} ? {last.extent} - t : {t};")
-    ct = CTYPE[r.acc.dtype]
-    b.line(f"{ct} accs[{t}];")
-    b.line(f"for (int64_t j = 0; j < tn; j++) accs[j] = {render_const(_identity(r.op, r.acc.dtype), r.acc.dtype)};")
-    for j, l in enumerate(r.loops): b.names[l.var] = f"r{j}"
-    with ExitStack() as rloops:
-      for j, l in enumerate(r.loops): rloops.enter_context(b.block(_loop(f"r{j}", l.extent)))
-      with b.block("for (int64_t j = 0; j < tn; j++)", "#pragma omp simd"):
-        b.line(f"const int64_t i{n - 1} = t + j;")
-        b.names[last.var] = f"i{n - 1}"
-        b.line(f"{ct} acc = accs[j];")
+    first = pragmas and n == 2
+    loops.enter_context(b.block(f"for (int64_t ib = 0; ib < {rows.extent}; ib += TG_ROWS)",
+                                _omp("parallel for", 2) if first else None))
+    loops.enter_context(b.block(f"for (int64_t jb = 0; jb < {cols.extent}; jb += TG_DOT_COLS)"))
+    b.line(f"const int64_t rn = {rows.extent} - ib < TG_ROWS ? {rows.extent} - ib : TG_ROWS;")
+    b.line(f"const int64_t cn = {cols.extent} - jb < TG_DOT_COLS ? {cols.extent} - jb : TG_DOT_COLS;")
+    with b.block("if (rn == TG_ROWS && cn == TG_DOT_COLS)"): _emit_dots(b, k, "TG_ROWS", "TG_DOT_COLS", ct)
+    with b.block("else"): _emit_dots(b, k, "rn", "cn", ct)
+
+
+def _emit_dots(b: _Body, k: Kernel, nr: str, nc: str, ct: str):
+  r, n = k.reduce, len(k.loops)
+  lanes, m = f"(TG_VREG / (int64_t)sizeof({ct}))", len(r.loops) - 1
+  ext = r.loops[-1].extent
+  b.line(f"{ct} accs[TG_ROWS][TG_DOT_COLS][TG_VREG / sizeof({ct})];")
+  b.line(f"for (int64_t q = 0; q < {nr}; q++) for (int64_t c = 0; c < {nc}; c++) "
+         f"for (int64_t l = 0; l < {lanes}; l++) accs[q][c][l] = 0;")
+  for j, l in enumerate(r.loops): b.names[l.var] = f"r{j}"
+  unroll = "#pragma GCC unroll 16" if nr == "TG_ROWS" else None
+
+  def point():
+    b.line(f"const int64_t i{n - 2} = ib + q;")
+    b.line(f"const int64_t i{n - 1} = jb + c;")
+    b.names[k.loops[-2].var], b.names[k.loops[-1].var] = f"i{n - 2}", f"i{n - 1}"
+
+  with ExitStack() as rloops:
+    for j, l in enumerate(r.loops[:-1]): rloops.enter_context(b.block(_loop(f"r{j}", l.extent)))
+    for main in (True, False):
+      head = (f"for (int64_t rv = 0; rv + {lanes} <= {ext}; rv += {lanes})" if main else
+              f"for (int64_t r{m} = {ext} - {ext} % {lanes}; r{m} < {ext}; r{m}++)")
+      with b.block(head), b.block(f"for (int64_t q = 0; q < {nr}; q++)", unroll), \
+           b.block(f"for (int64_t c = 0; c < {nc}; c++)", unroll):
+        lane = "l" if main else "0"
+        with ExitStack() as simd:
+          if main:
+            simd.enter_context(b.block(f"for (int64_t l = 0; l < {lanes}; l++)", "#pragma omp simd"))
+            b.line(f"const int64_t r{m} = rv + l;")
+          point()
+          b.line(f"{ct} acc = accs[q][c][{lane}];")
+          b.names[r.acc] = "acc"
+          b.line(f"accs[q][c][{lane}] = {_step(b, r)};")
+  with b.block(f"for (int64_t q = 0; q < {nr}; q++)"), b.block(f"for (int64_t c = 0; c < {nc}; c++)"):
+    point()
+    b.line(f"{ct} acc = 0;")
+    b.line(f"for (int64_t l = 0; l < {lanes}; l++) acc += accs[q][c][l];")
+    b.names[r.acc] = "acc"
+    for s in k.stores: _emit_store(b, s)
+
+
+def _emit_interchanged(b: _Body, k: Kernel, pragmas: dict[int, str]):
+  """Register blocks of TG_ROWS points of the second-last outer loop by TG_VBYTES of the last: a block of
+  accumulators, the reduction's loops around the rows (unrolled) and the row's points (vectorised), then the stores.
+  Whole blocks run with constant bounds, so the accumulators stay in registers; the edges run the same code with the
+  bounds cut."""
+  r, n = k.reduce, len(k.loops)
+  last, rows = k.loops[-1], (k.loops[-2] if n >= 2 else None)
+  ct = CTYPE[r.acc.dtype]
+  width = f"(TG_VBYTES / (int64_t)sizeof({ct}))"
+  outer = k.loops[:-2] if rows else k.loops[:-1]
+  with ExitStack() as loops:
+    for j, l in enumerate(outer):
+      b.names[l.var] = f"i{j}"
+      loops.enter_context(b.block(_loop(f"i{j}", l.extent), _omp("parallel for", n) if j == 0 and pragmas else None))
+    first = pragmas and not outer
+    if rows:
+      loops.enter_context(b.block(f"for (int64_t ib = 0; ib < {rows.extent}; ib += TG_ROWS)",
+                                  _omp("parallel for", 2) if first else None))
+    loops.enter_context(b.block(f"for (int64_t t = 0; t < {last.extent}; t += {width})",
+                                _omp("parallel for", 1) if first and not rows else None))
+    if rows: b.line(f"const int64_t rn = {rows.extent} - ib < TG_ROWS ? {rows.extent} - ib : TG_ROWS;")
+    b.line(f"const int64_t tn = {last.extent} - t < {width} ? {last.extent} - t : {width};")
+    full = "rn == TG_ROWS && tn == " + width if rows else "tn == " + width
+    with b.block(f"if ({full})"): _emit_block(b, k, "TG_ROWS" if rows else "1", width, ct)
+    with b.block("else"): _emit_block(b, k, "rn" if rows else "1", "tn", ct)
+
+
+def _emit_block(b: _Body, k: Kernel, nr: str, nc: str, ct: str):
+  r, n = k.reduce, len(k.loops)
+  b.line(f"{ct} accs[TG_ROWS][TG_VBYTES / sizeof({ct})];")
+  ident = render_const(_identity(r.op, r.acc.dtype), r.acc.dtype)
+  b.line(f"for (int64_t q = 0; q < {nr}; q++) for (int64_t j = 0; j < {nc}; j++) accs[q][j] = {ident};")
+  for j, l in enumerate(r.loops): b.names[l.var] = f"r{j}"
+
+  def point():
+    if n >= 2:
+      b.line(f"const int64_t i{n - 2} = ib + q;")
+      b.names[k.loops[-2].var] = f"i{n - 2}"
+    b.line(f"const int64_t i{n - 1} = t + j;")
+    b.names[k.loops[-1].var] = f"i{n - 1}"
+
+  with ExitStack() as rloops:
+    for j, l in enumerate(r.loops): rloops.enter_context(b.block(_loop(f"r{j}", l.extent)))
+    with b.block(f"for (int64_t q = 0; q < {nr}; q++)", "#pragma GCC unroll 16" if nr == "TG_ROWS" else None):
+      with b.block(f"for (int64_t j = 0; j < {nc}; j++)", "#pragma omp simd"):
+        point()
+        b.line(f"{ct} acc = accs[q][j];")
         b.names[r.acc] = "acc"
-        b.line(f"accs[j] = {_step(b, r)};")
-    with b.block("for (int64_t j = 0; j < tn; j++)"):
-      b.line(f"const int64_t i{n - 1} = t + j;")
-      b.names[last.var] = f"i{n - 1}"
-      b.line(f"const {ct} acc = accs[j];")
+        b.line(f"accs[q][j] = {_step(b, r)};")
+  with b.block(f"for (int64_t q = 0; q < {nr}; q++)"):
+    with b.block(f"for (int64_t j = 0; j < {nc}; j++)"):
+      point()
+      b.line(f"const {ct} acc = accs[q][j];")
       b.names[r.acc] = "acc"
       for s in k.stores: _emit_store(b, s)
 
@@ -500,8 +617,8 @@ def render_kernel(k: Kernel, name: str | None = None, restrict: bool = True) -> 
   params = ", ".join(f"{'' if p in stored else 'const '}{MEMTYPE[p.dtype]} *{'restrict ' if restrict else ''}{n}"
                      for p, n in b.bufs.items())
   pragmas = _loop_pragmas(k)
-  if _interchange(k):
-    _emit_interchanged(b, k, pragmas)
+  if _interchange(k) or _dot_blocked(k):
+    (_emit_interchanged if _interchange(k) else _emit_dot_blocked)(b, k, pragmas)
     return f"static void {name or c_name(k.name)}({params or 'void'}) {{\n" + "".join(l + "\n" for l in b.lines) + "}"
   with ExitStack() as loops:
     for j, l in enumerate(k.loops):
@@ -521,7 +638,7 @@ def render_program(prog: Program, timed: bool = False) -> str:
   `void tg_times(double *ns)`, which copies out the last run's nanoseconds per item."""
   entry = _Entry(prog.buffers)
   lines = entry.items(prog, 1, timed)
-  parts = [PRELUDE, *entry.functions]
+  parts = [PRELUDE + BLOCK_PRELUDE, *entry.functions]
   if timed:
     parts.append(f"static double tg_ns[{max(len(prog.kernels), 1)}];\n"
                  "static double tg_elapsed(struct timespec t0) {\n  struct timespec t1;\n"
