@@ -99,8 +99,9 @@ class Executable:
   """A Graph made ready to run on a device: `program` holds its kernels when it was compiled (None when it runs on
   interp), and calling it with numpy input leaves gives the numpy outputs."""
 
-  def __init__(self, graph: Graph, backend: str):
+  def __init__(self, graph: Graph, backend: str, search: int | None = None):
     from .lower.schedule import Unsupported, schedule
+    from .lower.search import optimise, search_width
     self.graph, self.backend, self.program, self.source, self._runner = graph, backend, None, None, None
     self._device = _registry()[backend][0]
     if backend != "cpu": return
@@ -110,6 +111,11 @@ class Executable:
     except Unsupported as e:
       debug(1, f"compile: {e}; this graph runs on interp")
       return
+    width = search_width() if search is None else search
+    if width:
+      t1 = time.perf_counter()
+      self.program = optimise(self.program, width, self._device)
+      debug(1, f"search: beam {width} over {len(self.program.kernels)} items in {time.perf_counter() - t1:.1f} s")
     from .lower.render_c import render_program
     self.source = render_program(self.program, timed=_DEBUG >= 2)
     debug(4, self.source)
@@ -147,12 +153,13 @@ class Executable:
 _executables: "weakref.WeakKeyDictionary[Graph, dict[str, Executable]]" = weakref.WeakKeyDictionary()
 
 
-def executable(graph: Graph, backend: str | None = None) -> Executable:
-  """The graph compiled for the default backend (or `backend`), made once per graph and backend."""
-  backend = backend or default_backend()
+def executable(graph: Graph, backend: str | None = None, search: int | None = None) -> Executable:
+  """The graph compiled for the default backend (or `backend`), made once per graph, backend and kernel-search beam
+  width (None: TRACEGRAD_SEARCH's)."""
+  key = (backend or default_backend(), search)
   per = _executables.setdefault(graph, {})
-  if backend not in per: per[backend] = Executable(graph, backend)
-  return per[backend]
+  if key not in per: per[key] = Executable(graph, *key)
+  return per[key]
 
 
 def run_graph(graph: Graph, leaves: list[np.ndarray]) -> list[np.ndarray]:

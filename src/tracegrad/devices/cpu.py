@@ -1,16 +1,19 @@
 """The CPU device: compiles one C source per program with the system compiler, keeps the shared library in a disk
 cache and runs it through cffi (ABI mode). Eager operations run on the interp device and never pay a compile.
 
-The source comes from lower/render_c.py and exports `void tg_run(void **bufs)`; a program (lower/kernel.py) is read
-by its fields only, since devices do not import the lowering.
+The source comes from lower/render_c.py and exports `void tg_run(void **bufs)`; it runs the Program of
+devices/base.py whose Kernels (lower/kernel.py) are read by their fields only, since devices do not import the
+lowering. `time_library` times a program in a process of its own (cpu_timer.py), for kernel search.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shlex
 import shutil
 import subprocess
+import sys
 import tempfile
 import warnings
 import weakref
@@ -233,6 +236,23 @@ class CPUDevice(Device):
   def run_program(self, prog: Program, lib: Library, inputs: list[np.ndarray]) -> list[np.ndarray]:
     """Run a compiled Program once on `inputs` (in the order of prog.inputs); its outputs, shaped."""
     return self.runner(prog, lib)(inputs)
+
+  def time_library(self, lib: Library, arrays: list[np.ndarray], stored: list[int], min_time: float = 0.05,
+                   timeout: float = 10.0) -> tuple[float, list[np.ndarray]] | None:
+    """(best seconds of one run, the stored buffers after the first run) of a library's program on `arrays` (one
+    per buffer), run in a process of its own; None when it crashed, hung past `timeout` or failed."""
+    with tempfile.TemporaryDirectory(prefix="tracegrad-time-") as d:
+      job = Path(d)
+      np.savez(job / "inputs.npz", *arrays)
+      (job / "job.json").write_text(json.dumps({"library": str(lib.path), "stored": stored, "min_time": min_time}))
+      try:
+        r = subprocess.run([sys.executable, str(Path(__file__).with_name("cpu_timer.py")), d], capture_output=True,
+                           text=True, timeout=timeout)
+      except subprocess.TimeoutExpired:
+        return None
+      if r.returncode != 0: return None
+      with np.load(job / "outputs.npz") as z: outs = [z[f"arr_{i}"] for i in range(len(stored))]
+      return json.loads(r.stdout.splitlines()[-1])["seconds"], outs
 
   def execute(self, outputs: list[UOp], known: Mapping[UOp, np.ndarray]) -> list[np.ndarray]:
     return self._interp.execute(outputs, known)

@@ -62,6 +62,7 @@ class Kernel:
   reduce: Reduce | None = None
   parallel: bool = True
   epilogue: tuple[Loop, ...] = ()   # loops around the stores, after the reduce (a softmax's division by its sum)
+  opts: tuple = ()             # optimisation actions chosen for it (lower/opt.py), as (name, amount) pairs
 
   def cost(self) -> tuple[int, int]:
     """(float operations, bytes of the buffers it touches) of one run: the estimate behind TRACEGRAD_DEBUG=2's

@@ -481,30 +481,31 @@ def _dot_blocked(k: Kernel) -> bool:
 def _emit_dot_blocked(b: _Body, k: Kernel, pragmas: dict[int, str]):
   r, n = k.reduce, len(k.loops)
   rows, cols = k.loops[-2], k.loops[-1]
-  ct = CTYPE[r.acc.dtype]
+  ct, opts = CTYPE[r.acc.dtype], dict(k.opts)
+  nr, nc = str(opts.get("rows", "TG_ROWS")), str(opts.get("cols", "TG_DOT_COLS"))
   with ExitStack() as loops:
     for j, l in enumerate(k.loops[:-2]):
       b.names[l.var] = f"i{j}"
       loops.enter_context(b.block(_loop(f"i{j}", l.extent), _omp("parallel for", n) if j == 0 and pragmas else None))
     first = pragmas and n == 2
-    loops.enter_context(b.block(f"for (int64_t ib = 0; ib < {rows.extent}; ib += TG_ROWS)",
+    loops.enter_context(b.block(f"for (int64_t ib = 0; ib < {rows.extent}; ib += {nr})",
                                 _omp("parallel for", 2) if first else None))
-    loops.enter_context(b.block(f"for (int64_t jb = 0; jb < {cols.extent}; jb += TG_DOT_COLS)"))
-    b.line(f"const int64_t rn = {rows.extent} - ib < TG_ROWS ? {rows.extent} - ib : TG_ROWS;")
-    b.line(f"const int64_t cn = {cols.extent} - jb < TG_DOT_COLS ? {cols.extent} - jb : TG_DOT_COLS;")
-    with b.block("if (rn == TG_ROWS && cn == TG_DOT_COLS)"): _emit_dots(b, k, "TG_ROWS", "TG_DOT_COLS", ct)
-    with b.block("else"): _emit_dots(b, k, "rn", "cn", ct)
+    loops.enter_context(b.block(f"for (int64_t jb = 0; jb < {cols.extent}; jb += {nc})"))
+    b.line(f"const int64_t rn = {rows.extent} - ib < {nr} ? {rows.extent} - ib : {nr};")
+    b.line(f"const int64_t cn = {cols.extent} - jb < {nc} ? {cols.extent} - jb : {nc};")
+    with b.block(f"if (rn == {nr} && cn == {nc})"): _emit_dots(b, k, nr, nc, ct, (nr, nc))
+    with b.block("else"): _emit_dots(b, k, "rn", "cn", ct, (nr, nc))
 
 
-def _emit_dots(b: _Body, k: Kernel, nr: str, nc: str, ct: str):
+def _emit_dots(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str, str]):
   r, n = k.reduce, len(k.loops)
   lanes, m = f"(TG_VREG / (int64_t)sizeof({ct}))", len(r.loops) - 1
   ext = r.loops[-1].extent
-  b.line(f"{ct} accs[TG_ROWS][TG_DOT_COLS][TG_VREG / sizeof({ct})];")
+  b.line(f"{ct} accs[{size[0]}][{size[1]}][TG_VREG / sizeof({ct})];")
   b.line(f"for (int64_t q = 0; q < {nr}; q++) for (int64_t c = 0; c < {nc}; c++) "
          f"for (int64_t l = 0; l < {lanes}; l++) accs[q][c][l] = 0;")
   for j, l in enumerate(r.loops): b.names[l.var] = f"r{j}"
-  unroll = "#pragma GCC unroll 16" if nr == "TG_ROWS" else None
+  unroll = "#pragma GCC unroll 16" if nr == size[0] else None
 
   def point():
     b.line(f"const int64_t i{n - 2} = ib + q;")
@@ -542,8 +543,9 @@ def _emit_interchanged(b: _Body, k: Kernel, pragmas: dict[int, str]):
   bounds cut."""
   r, n = k.reduce, len(k.loops)
   last, rows = k.loops[-1], (k.loops[-2] if n >= 2 else None)
-  ct = CTYPE[r.acc.dtype]
-  width = f"(TG_VBYTES / (int64_t)sizeof({ct}))"
+  ct, opts = CTYPE[r.acc.dtype], dict(k.opts)
+  width = str(opts.get("width", f"(TG_VBYTES / (int64_t)sizeof({ct}))"))
+  nrows = str(opts.get("rows", "TG_ROWS"))
   outer = k.loops[:-2] if rows else k.loops[:-1]
   with ExitStack() as loops:
     for j, l in enumerate(outer):
@@ -551,20 +553,20 @@ def _emit_interchanged(b: _Body, k: Kernel, pragmas: dict[int, str]):
       loops.enter_context(b.block(_loop(f"i{j}", l.extent), _omp("parallel for", n) if j == 0 and pragmas else None))
     first = pragmas and not outer
     if rows:
-      loops.enter_context(b.block(f"for (int64_t ib = 0; ib < {rows.extent}; ib += TG_ROWS)",
+      loops.enter_context(b.block(f"for (int64_t ib = 0; ib < {rows.extent}; ib += {nrows})",
                                   _omp("parallel for", 2) if first else None))
     loops.enter_context(b.block(f"for (int64_t t = 0; t < {last.extent}; t += {width})",
                                 _omp("parallel for", 1) if first and not rows else None))
-    if rows: b.line(f"const int64_t rn = {rows.extent} - ib < TG_ROWS ? {rows.extent} - ib : TG_ROWS;")
+    if rows: b.line(f"const int64_t rn = {rows.extent} - ib < {nrows} ? {rows.extent} - ib : {nrows};")
     b.line(f"const int64_t tn = {last.extent} - t < {width} ? {last.extent} - t : {width};")
-    full = "rn == TG_ROWS && tn == " + width if rows else "tn == " + width
-    with b.block(f"if ({full})"): _emit_block(b, k, "TG_ROWS" if rows else "1", width, ct)
-    with b.block("else"): _emit_block(b, k, "rn" if rows else "1", "tn", ct)
+    full = f"rn == {nrows} && tn == {width}" if rows else f"tn == {width}"
+    with b.block(f"if ({full})"): _emit_block(b, k, nrows if rows else "1", width, ct, (nrows, width))
+    with b.block("else"): _emit_block(b, k, "rn" if rows else "1", "tn", ct, (nrows, width))
 
 
-def _emit_block(b: _Body, k: Kernel, nr: str, nc: str, ct: str):
+def _emit_block(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str, str]):
   r, n = k.reduce, len(k.loops)
-  b.line(f"{ct} accs[TG_ROWS][TG_VBYTES / sizeof({ct})];")
+  b.line(f"{ct} accs[{size[0]}][{size[1]}];")
   ident = render_const(_identity(r.op, r.acc.dtype), r.acc.dtype)
   b.line(f"for (int64_t q = 0; q < {nr}; q++) for (int64_t j = 0; j < {nc}; j++) accs[q][j] = {ident};")
   for j, l in enumerate(r.loops): b.names[l.var] = f"r{j}"
@@ -578,7 +580,7 @@ def _emit_block(b: _Body, k: Kernel, nr: str, nc: str, ct: str):
 
   with ExitStack() as rloops:
     for j, l in enumerate(r.loops): rloops.enter_context(b.block(_loop(f"r{j}", l.extent)))
-    with b.block(f"for (int64_t q = 0; q < {nr}; q++)", "#pragma GCC unroll 16" if nr == "TG_ROWS" else None):
+    with b.block(f"for (int64_t q = 0; q < {nr}; q++)", "#pragma GCC unroll 16" if nr == size[0] else None):
       with b.block(f"for (int64_t j = 0; j < {nc}; j++)", "#pragma omp simd"):
         point()
         b.line(f"{ct} acc = accs[q][j];")
@@ -617,7 +619,7 @@ def render_kernel(k: Kernel, name: str | None = None, restrict: bool = True) -> 
   params = ", ".join(f"{'' if p in stored else 'const '}{MEMTYPE[p.dtype]} *{'restrict ' if restrict else ''}{n}"
                      for p, n in b.bufs.items())
   pragmas = _loop_pragmas(k)
-  if _interchange(k) or _dot_blocked(k):
+  if dict(k.opts).get("block", 1) and (_interchange(k) or _dot_blocked(k)):
     (_emit_interchanged if _interchange(k) else _emit_dot_blocked)(b, k, pragmas)
     return f"static void {name or c_name(k.name)}({params or 'void'}) {{\n" + "".join(l + "\n" for l in b.lines) + "}"
   with ExitStack() as loops:

@@ -34,7 +34,7 @@ class Compiled:
 
   def __init__(self, jitted: "Jitted", graph: Graph, key):
     self._jitted, self.graph, self._key = jitted, graph, key
-    self.executable = run.executable(graph)
+    self.executable = run.executable(graph, search=jitted.search)
 
   @property
   def kernels(self) -> list:
@@ -63,8 +63,11 @@ class Lowered:
 class Jitted:
   """The result of jit(fun): a callable that traces fun once per signature and runs the compiled graph."""
 
-  def __init__(self, fun: Callable, static_argnums, static_argnames, donate_argnums):
+  def __init__(self, fun: Callable, static_argnums, static_argnames, donate_argnums, search: int | None = None):
     functools.update_wrapper(self, fun)
+    if search is not None and (not isinstance(search, int) or search < 0):
+      raise ValueError(f"jit: search is a beam width, an int >= 0 (0: none), got {search!r}")
+    self.search = search
     self.fun, self.static = fun, _nums(static_argnums)
     self.names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
     self.name = f"jit({getattr(fun, '__name__', 'function')})"
@@ -112,7 +115,7 @@ class Jitted:
     if any(a.uop.traced for a in arrs):  # inside another transform: inline
       outs = [Array(o, w) for o, w in zip(g(*[a.uop for a in arrs]), g.out_weak)]
     else:
-      vals = run.executable(g)([a._value() for a in arrs])
+      vals = run.executable(g, search=self.search)([a._value() for a in arrs])
       outs = [Array(UOp.buffer(v), w) for v, w in zip(vals, g.out_weak)]
     return tree_util.unflatten(g.out_tree, outs)
 
@@ -133,7 +136,7 @@ class Jitted:
       leaves, tree = tree_util.flatten(args)
       if all(type(a) is Array and not a.is_traced for a in leaves):
         avals = tuple([(a._uop.shape, a._uop.dtype, a.weak_type, False) for a in leaves])
-        self._fast[(tree, avals, key[3])] = (g, run.executable(g))
+        self._fast[(tree, avals, key[3])] = (g, run.executable(g, search=self.search))
     return out
 
   def lower(self, *args, **kwargs) -> Lowered:
@@ -158,8 +161,9 @@ def _reason(old, new) -> str:
 
 
 def jit(fun: Callable | None = None, static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
-        donate_argnums: int | Sequence[int] = (), **_options):
+        donate_argnums: int | Sequence[int] = (), search: int | None = None, **_options):
   """fun, traced once for each signature (tree structure, shapes, dtypes, static arguments, device) and run as one
-  compiled program, as jax.jit. Usable as a decorator, with or without arguments."""
-  if fun is None: return lambda f: Jitted(f, static_argnums, static_argnames, donate_argnums)
-  return Jitted(fun, static_argnums, static_argnames, donate_argnums)
+  compiled program, as jax.jit. Usable as a decorator, with or without arguments. `search=N` runs a kernel search of
+  beam width N on its kernels (default: TRACEGRAD_SEARCH; results are cached on disk)."""
+  if fun is None: return lambda f: Jitted(f, static_argnums, static_argnames, donate_argnums, search)
+  return Jitted(fun, static_argnums, static_argnames, donate_argnums, search)

@@ -1,0 +1,77 @@
+"""Kernel search: actions are checked, candidates that fail to compile, crash, hang or compute a wrong result are
+dropped, the best set is kept in the persistent cache, and a second search is a cache hit that times nothing."""
+import re
+
+import numpy as np
+import pytest
+
+import tracegrad as tg
+from tracegrad import run
+from tracegrad.lower import opt, search
+from tracegrad.lower.schedule import schedule
+
+A = np.random.default_rng(0).standard_normal((24, 40)).astype(np.float32)
+B = np.random.default_rng(1).standard_normal((40, 72)).astype(np.float32)
+
+
+def _kernel():
+  return schedule(tg.make_graph(lambda x, y: x @ y)(A, B)).kernels[0]
+
+
+@pytest.fixture
+def small_space(cpu, monkeypatch):
+  """A few actions and one round, so that a search takes seconds."""
+  monkeypatch.setattr(opt, "AMOUNTS", {"block": (0, 1), "rows": (1, 2, 4, 8), "width": (16, 64), "cols": (2,)})
+  monkeypatch.setattr(search, "MAX_ROUNDS", 1)
+  monkeypatch.setattr(search, "TIMEOUT", 3.0)
+  monkeypatch.setattr(search, "MIN_TIME", 0.005)
+  return cpu
+
+
+def test_actions_are_checked():
+  k = _kernel()
+  assert opt.shape(k) == "rows_by_width" and opt.apply(k, {"rows": 4}).opts == (("rows", 4),)
+  with pytest.raises(ValueError, match="cols=2 is not an action"):
+    opt.apply(k, {"cols": 2})
+  with pytest.raises(ValueError, match="rows=5 is not an action"):
+    opt.apply(k, {"rows": 5})
+  assert {"block": 0} in opt.neighbours(k, {}) and opt.neighbours(k, {"block": 0}) == [{}]
+
+
+def test_search_keeps_the_best_valid_candidate_and_survives_bad_ones(small_space, monkeypatch):
+  """rows=1 crashes, rows=2 hangs, rows=8 computes nothing: none of them may win."""
+  render = search.render_program
+
+  def sabotaged(prog, timed=False):
+    src = render(prog, timed)
+    rows = dict(prog.kernels[0].opts).get("rows")
+    bad = {1: "__builtin_trap();", 2: "volatile int spin = 1; while (spin) {}", 8: ""}.get(rows)
+    return src if bad is None else re.sub(r"void tg_run\(void \*\*bufs\) \{.*\}", "void tg_run(void **bufs) { (void)bufs; "
+                                          + bad + " }", src, flags=re.S)
+
+  monkeypatch.setattr(search, "render_program", sabotaged)
+  k = _kernel()
+  best = search.best_opts(k, 2, small_space)
+  assert best.get("rows") not in (1, 2, 8)
+  assert search.Cache(small_space).get(search.kernel_key(k, small_space)) == best
+  calls = []
+  monkeypatch.setattr(type(small_space), "time_library", lambda *a, **kw: calls.append(a))
+  assert search.best_opts(k, 2, small_space) == best and calls == []   # a cache hit times nothing
+
+
+def test_searched_program_computes_the_same(small_space):
+  g = tg.make_graph(lambda x, y: (x @ y).sum(0) + 1.0)(A, B)
+  exe = run.Executable(g, "cpu", search=2)
+  (got,) = exe([A, B])
+  np.testing.assert_allclose(got, (A @ B).sum(0) + 1.0, rtol=1e-4, atol=1e-4)
+  assert all(isinstance(o, tuple) for k in exe.program.kernels for o in k.opts)
+
+
+def test_search_width_from_the_environment(monkeypatch):
+  monkeypatch.setenv("TRACEGRAD_SEARCH", "3")
+  assert search.search_width() == 3
+  monkeypatch.setenv("TRACEGRAD_SEARCH", "wide")
+  with pytest.raises(ValueError, match="beam width"):
+    search.search_width()
+  with pytest.raises(ValueError, match="beam width"):
+    tg.jit(lambda x: x, search=-1)
