@@ -21,8 +21,10 @@ def _kernel():
 @pytest.fixture
 def small_space(cpu, monkeypatch):
   """A few actions and one round, so that a search takes seconds."""
-  monkeypatch.setattr(opt, "AMOUNTS", {"block": (0, 1), "rows": (1, 2, 4, 8), "width": (16, 64), "cols": (2,)})
+  monkeypatch.setattr(opt, "AMOUNTS", {"threads": (0, 1), "block": (0, 1), "rows": (1, 2, 4, 8), "width": (16, 64),
+                                       "cols": (2,), "unroll": (1, 4)})
   monkeypatch.setattr(search, "MAX_ROUNDS", 1)
+  monkeypatch.setattr(search, "MIN_KERNEL_TIME", 0.0)
   monkeypatch.setattr(search, "TIMEOUT", 3.0)
   monkeypatch.setattr(search, "MIN_TIME", 0.005)
   return cpu
@@ -35,7 +37,16 @@ def test_actions_are_checked():
     opt.apply(k, {"cols": 2})
   with pytest.raises(ValueError, match="rows=5 is not an action"):
     opt.apply(k, {"rows": 5})
-  assert {"block": 0} in opt.neighbours(k, {}) and opt.neighbours(k, {"block": 0}) == [{}]
+  assert {"block": 0} in opt.neighbours(k, {}) and {"threads": 0} in opt.neighbours(k, {})
+  assert opt.neighbours(k, {"block": 0}) == [{}, {"block": 0, "threads": 0}]
+  elementwise = schedule(tg.make_graph(lambda x: x * 2)(A)).kernels[0]
+  assert opt.shape(elementwise) == "plain" and opt.neighbours(elementwise, {}) == [{"threads": 0}]
+  assert "parallel" not in opt.apply(_big_elementwise(), {"threads": 0}).source
+  assert "parallel" in _big_elementwise().source
+
+
+def _big_elementwise():
+  return schedule(tg.make_graph(lambda x: x * 2)(np.zeros(1 << 16, np.float32))).kernels[0]
 
 
 def test_search_keeps_the_best_valid_candidate_and_survives_bad_ones(small_space, monkeypatch):

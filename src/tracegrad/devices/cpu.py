@@ -163,12 +163,15 @@ def _numbered(source: str) -> str:
   return "\n".join(f"{i:4d}  {line}" for i, line in enumerate(source.splitlines(), 1))
 
 
-def _build(tc: Toolchain, source: str, path: Path) -> None:
+def _build(tc: Toolchain, source: str, path: Path, timeout: float | None = None) -> None:
   """Compile into a temporary file beside `path` and move it into place, so `path` is whole or absent."""
   fd, tmp = tempfile.mkstemp(prefix=path.stem[:16] + "-", suffix=".tmp", dir=path.parent)
   os.close(fd)
   try:
-    r = subprocess.run(tc.command(tmp), input=source, capture_output=True, text=True)
+    try:
+      r = subprocess.run(tc.command(tmp), input=source, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+      raise RuntimeError(f"cpu: the C compiler took longer than {timeout} s") from None
     if r.returncode != 0:
       raise RuntimeError(f"cpu: the C compiler failed ({' '.join(tc.command(tmp))}):\n{r.stderr.strip()}\n\n"
                          f"source:\n{_numbered(source)}")
@@ -208,9 +211,10 @@ class CPUDevice(Device):
     key = hashlib.sha256("\0".join([source, *tc.cmd, *tc.flags, tc.version, _cpu_id()]).encode()).hexdigest()
     return cache_dir() / f"{key}.so"
 
-  def compile(self, source: str) -> Library:
+  def compile(self, source: str, timeout: float | None = None) -> Library:
     """The library of a C source, from the disk cache ($TRACEGRAD_CACHE_DIR, default ~/.cache/tracegrad) when an
-    earlier compile left it there. A compile error raises RuntimeError with the compiler's message and the source."""
+    earlier compile left it there. A compile error (or one past `timeout` seconds) raises RuntimeError with the
+    compiler's message and the source."""
     path = self.library_path(source)
     if path in self._libs: return self._libs[path]
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -221,7 +225,7 @@ class CPUDevice(Device):
       except OSError:
         path.unlink(missing_ok=True)   # a damaged entry: build it again
     if lib is None:
-      _build(self.toolchain(), source, path)
+      _build(self.toolchain(), source, path, timeout)
       lib = Library(path)
     self._libs[path] = lib
     return lib

@@ -336,6 +336,7 @@ def _loop_pragmas(k: Kernel) -> dict[int, str]:
   innermost loop where no accumulator is carried across it."""
   n = len(k.loops)
   if not k.parallel or n == 0: return {}
+  if not dict(k.opts).get("threads", 1): return {} if k.reduce else {n - 1: "#pragma omp simd"}
   ext = [l.extent for l in k.loops]
   steps = math.prod(ext) * (math.prod(l.extent for l in k.reduce.loops) if k.reduce else 1)
   if steps < PARALLEL_MIN_STEPS or math.prod(ext) < 2: return {} if k.reduce else {n - 1: "#pragma omp simd"}
@@ -517,7 +518,8 @@ def _emit_dots(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str, 
     for main in (True, False):
       head = (f"for (int64_t rv = 0; rv + {lanes} <= {ext}; rv += {lanes})" if main else
               f"for (int64_t r{m} = {ext} - {ext} % {lanes}; r{m} < {ext}; r{m}++)")
-      with b.block(head), b.block(f"for (int64_t q = 0; q < {nr}; q++)", unroll), \
+      n_unroll = dict(k.opts).get("unroll")
+      with b.block(head, f"#pragma GCC unroll {n_unroll}" if n_unroll and main else None), b.block(f"for (int64_t q = 0; q < {nr}; q++)", unroll), \
            b.block(f"for (int64_t c = 0; c < {nc}; c++)", unroll):
         lane = "l" if main else "0"
         with ExitStack() as simd:
@@ -578,8 +580,11 @@ def _emit_block(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str,
     b.line(f"const int64_t i{n - 1} = t + j;")
     b.names[k.loops[-1].var] = f"i{n - 1}"
 
+  unroll = dict(k.opts).get("unroll")
   with ExitStack() as rloops:
-    for j, l in enumerate(r.loops): rloops.enter_context(b.block(_loop(f"r{j}", l.extent)))
+    for j, l in enumerate(r.loops):
+      last = j == len(r.loops) - 1
+      rloops.enter_context(b.block(_loop(f"r{j}", l.extent), f"#pragma GCC unroll {unroll}" if unroll and last else None))
     with b.block(f"for (int64_t q = 0; q < {nr}; q++)", "#pragma GCC unroll 16" if nr == size[0] else None):
       with b.block(f"for (int64_t j = 0; j < {nc}; j++)", "#pragma omp simd"):
         point()

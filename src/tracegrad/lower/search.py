@@ -26,6 +26,8 @@ from .render_c import render_kernel, render_program
 MAX_ROUNDS = 4
 TIMEOUT = 10.0      # seconds a candidate may run before it counts as hung
 MIN_TIME = 0.05     # seconds each candidate is timed for
+MIN_KERNEL_TIME = 50e-6   # a kernel whose default runs quicker is not searched
+COMPILE_TIMEOUT = 120.0
 
 
 def search_width() -> int:
@@ -102,13 +104,17 @@ def best_opts(k: Kernel, width: int, device, progress=None) -> dict:
     def build(o):
       try:
         return device.compile(render_program(Program([opt.apply(k, o)], *[getattr(prog, f) for f in
-                                                                           ("calls", "buffers", "inputs", "outputs")])))
+                                                                           ("calls", "buffers", "inputs", "outputs")])),
+                              timeout=COMPILE_TIMEOUT)
       except RuntimeError:
         return None
     with ThreadPoolExecutor(max(os.cpu_count() or 1, 1)) as pool: return list(pool.map(build, cands))
 
   base = device.time_library(libraries([{}])[0], arrays, stored, MIN_TIME, TIMEOUT)
   if base is None: return {}
+  if base[0] < MIN_KERNEL_TIME:   # too quick for any action to pay for its search
+    cache.put(key, {}, base[0])
+    return {}
   want, timed = base[1], {(): base[0]}
   beam = [{}]
   for _ in range(MAX_ROUNDS):

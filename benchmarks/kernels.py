@@ -1,0 +1,107 @@
+"""Kernel speed: matmuls and a conv2d layer in GFLOPS against numpy (OpenBLAS) in one process, with the hand-coded
+kernels and with kernel search (and how long the search took), and the MLP training step with search against JAX
+when it is installed. Not a test: nothing here asserts.
+
+  python3 benchmarks/kernels.py [--quick] [--beam N]
+
+The search runs against an empty cache of its own, so its time is the time a first search takes on this machine.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import tempfile
+import time
+
+import numpy as np
+
+import tracegrad as tg
+import tracegrad.numpy as tnp
+from run import _have, _mlp_params, _mlp_step, _timeit
+
+
+def _conv(m, x, w):
+  """A 3x3 'same' convolution, NHWC by HWIO, as nine shifted matmuls."""
+  h, wd = x.shape[1], x.shape[2]
+  xp = m.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+  return sum(xp[:, dy:dy + h, dx:dx + wd, :] @ w[dy, dx] for dy in range(3) for dx in range(3))
+
+
+def _row(name: str, flops: float, times: dict, extra: str = ""):
+  base = times.get("numpy")
+  parts = [f"{k} {flops / t / 1e9:.1f} GFLOPS" + (f" ({base / t:.2f}x numpy)" if base and k != "numpy" else "")
+           for k, t in times.items()]
+  print(f"{name:<24} " + " | ".join(parts) + extra, flush=True)
+
+
+def workload(name: str, fn, np_fn, args, flops: float, beam: int, min_time: float):
+  """fn jitted with the hand-coded kernels and with search, against np_fn, all timed in turn."""
+  targs = [tnp.asarray(a) for a in args]
+  plain = tg.jit(fn, search=0)
+  t0 = time.perf_counter()
+  searched = tg.jit(fn, search=beam)
+  searched(*targs).block_until_ready()
+  spent = time.perf_counter() - t0
+  impls = {"numpy": lambda: np_fn(*args), "heuristic": lambda: plain(*targs).block_until_ready(),
+           "search": lambda: searched(*targs).block_until_ready()}
+  best = {k: float("inf") for k in impls}
+  for _ in range(3):
+    for k, f in impls.items(): best[k] = min(best[k], _timeit(f, min_time))
+  _row(name, flops, best, f" | search took {spent:.1f} s")
+
+
+def mlp(beam: int, min_time: float):
+  rng = np.random.default_rng(2)
+  params = _mlp_params(rng)
+  x = rng.normal(size=(128, 784)).astype(np.float32)
+  y = np.eye(10, dtype=np.float32)[rng.integers(0, 10, 128)]
+  lse = lambda h: tnp.log(tnp.exp(h - h.max(1, keepdims=True)).sum(1)) + h.max(1)
+  loss = _mlp_step(tnp, lse)
+  step = lambda p, x, y: tg.tree.map(lambda a, g: a - 0.01 * g, p, tg.grad(loss)(p, x, y))
+  tp, tx, ty = tg.tree.map(tnp.asarray, params), tnp.asarray(x), tnp.asarray(y)
+  plain, searched = tg.jit(step, search=0), tg.jit(step, search=beam)
+  t0 = time.perf_counter()
+  tg.tree.leaves(searched(tp, tx, ty))[0].block_until_ready()
+  spent = time.perf_counter() - t0
+  impls = {"heuristic": lambda: tg.tree.leaves(plain(tp, tx, ty))[0].block_until_ready(),
+           "search": lambda: tg.tree.leaves(searched(tp, tx, ty))[0].block_until_ready()}
+  if _have("jax"):
+    import jax, jax.numpy as jnp
+    jloss = _mlp_step(jnp, lambda h: jax.nn.logsumexp(h, axis=1))
+    jstep = jax.jit(lambda p, x, y: jax.tree.map(lambda a, g: a - 0.01 * g, p, jax.grad(jloss)(p, x, y)))
+    jp = jax.tree.map(jnp.asarray, params)
+    impls["jax"] = lambda: jax.tree.leaves(jstep(jp, x, y))[0].block_until_ready()
+  best = {k: float("inf") for k in impls}
+  for _ in range(3):
+    for k, f in impls.items(): best[k] = min(best[k], _timeit(f, min_time))
+  parts = [f"{k} {t * 1e3:.2f} ms" + (f" ({t / best['jax']:.2f}x jax's time)" if "jax" in best and k != "jax" else "")
+           for k, t in best.items()]
+  print(f"{'MLP train step':<24} " + " | ".join(parts) + f" | search took {spent:.1f} s", flush=True)
+
+
+def main():
+  ap = argparse.ArgumentParser(description=__doc__)
+  ap.add_argument("--quick", action="store_true", help="sizes up to 1024 and shorter timings")
+  ap.add_argument("--beam", type=int, default=2, help="beam width of the search (default 2)")
+  a = ap.parse_args()
+  min_time = 0.2 if a.quick else 0.5
+  cache = tempfile.mkdtemp(prefix="tracegrad-search-")
+  os.environ["TRACEGRAD_CACHE_DIR"] = cache
+  print(f"tracegrad on {tg.default_backend()}; numpy {np.__version__}; beam {a.beam}; fresh cache {cache}")
+  try:
+    rng = np.random.default_rng(0)
+    for n in (256, 512, 1024) if a.quick else (256, 512, 1024, 2048):
+      x, y = rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32)
+      workload(f"matmul {n}", lambda p, q: p @ q, lambda p, q: p @ q, (x, y), 2.0 * n ** 3, a.beam, min_time)
+    x = rng.standard_normal((32, 32, 32, 64), dtype=np.float32)
+    w = rng.standard_normal((3, 3, 64, 64), dtype=np.float32) * 0.05
+    workload("conv2d 32x64x32x32 3x3", lambda p, q: _conv(tnp, p, q), lambda p, q: _conv(np, p, q), (x, w),
+             2.0 * 32 * 32 * 32 * 64 * 64 * 9, a.beam, min_time)
+    mlp(a.beam, min_time)
+  finally:
+    shutil.rmtree(cache, ignore_errors=True)
+
+
+if __name__ == "__main__":
+  main()
