@@ -1,6 +1,8 @@
 """Kernel search: actions are checked, candidates that fail to compile, crash, hang or compute a wrong result are
 dropped, the best set is kept in the persistent cache, and a second search is a cache hit that times nothing."""
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -22,7 +24,7 @@ def _kernel():
 def small_space(cpu, monkeypatch):
   """A few actions and one round, so that a search takes seconds."""
   monkeypatch.setattr(opt, "AMOUNTS", {"threads": (0, 1), "block": (0, 1), "rows": (1, 2, 4, 8), "width": (16, 64),
-                                       "cols": (2,), "unroll": (1, 4)})
+                                       "cols": (2,), "unroll": (1, 4), "order": (0, 1)})
   monkeypatch.setattr(search, "MAX_ROUNDS", 1)
   monkeypatch.setattr(search, "MIN_KERNEL_TIME", 0.0)
   monkeypatch.setattr(search, "TIMEOUT", 3.0)
@@ -86,3 +88,15 @@ def test_search_width_from_the_environment(monkeypatch):
     search.search_width()
   with pytest.raises(ValueError, match="beam width"):
     tg.jit(lambda x: x, search=-1)
+
+
+def test_processes_share_the_cache_safely(cpu, tmp_path, monkeypatch):
+  """Two processes writing the same table at once lose nothing."""
+  code = ("import sys, tracegrad as tg\nfrom tracegrad.lower.search import Cache\n"
+          "c = Cache(tg.devices('cpu')[0])\n"
+          "for i in range(40): c.put(f'{sys.argv[1]}-{i}', {'rows': i % 8}, 1.0)\n")
+  monkeypatch.setenv("TRACEGRAD_CACHE_DIR", str(tmp_path))
+  procs = [subprocess.Popen([sys.executable, "-c", code, name]) for name in ("a", "b")]
+  assert [p.wait(timeout=120) for p in procs] == [0, 0]
+  c = search.Cache(cpu)
+  assert all(c.get(f"{n}-{i}") == {"rows": i % 8} for n in "ab" for i in range(40))

@@ -8,12 +8,14 @@ program's prelude); search (lower/search.py) tries others and keeps what runs fa
 - `width`: points of the last output loop in one block (a matmul whose right operand is read along the row)
 - `cols`: outputs of the last output loop in one block of dot products (both operands read along the reduction)
 - `unroll`: how far the compiler unrolls a block's reduction loop
+- `order`: 0 runs a matmul's row blocks outside its column blocks (by default the column blocks are outside, so a
+  panel of the right operand stays in cache while every row block uses it)
 
 >>> import tracegrad, tracegrad.numpy as tnp
 >>> from tracegrad.lower.schedule import schedule
 >>> k = schedule(tracegrad.make_graph(lambda x, y: x @ y)(tnp.ones((64, 32)), tnp.ones((32, 64)))).kernels[0]
 >>> shape(k), sorted(ACTIONS[shape(k)])
-('rows_by_width', ['block', 'rows', 'threads', 'unroll', 'width'])
+('rows_by_width', ['block', 'order', 'rows', 'threads', 'unroll', 'width'])
 """
 from __future__ import annotations
 
@@ -22,9 +24,9 @@ import dataclasses
 from .kernel import Kernel
 
 AMOUNTS = {"threads": (0, 1), "block": (0, 1), "rows": (1, 2, 4, 6, 8, 12, 16), "width": (16, 32, 48, 64, 96, 128, 256),
-           "cols": (1, 2, 3, 4, 6, 8), "unroll": (1, 2, 4, 8)}
-DEFAULTS = {"threads": 1, "block": 1}   # the others default to the prelude's sizes for the target
-ACTIONS = {"rows_by_width": ("threads", "block", "rows", "width", "unroll"),
+           "cols": (1, 2, 3, 4, 6, 8), "unroll": (1, 2, 4, 8), "order": (0, 1)}
+DEFAULTS = {"threads": 1, "block": 1, "order": 1}   # the others default to the prelude's sizes for the target
+ACTIONS = {"rows_by_width": ("threads", "block", "rows", "width", "unroll", "order"),
            "dots": ("threads", "block", "rows", "cols", "unroll"), "plain": ("threads",)}
 
 

@@ -554,11 +554,12 @@ def _emit_interchanged(b: _Body, k: Kernel, pragmas: dict[int, str]):
       b.names[l.var] = f"i{j}"
       loops.enter_context(b.block(_loop(f"i{j}", l.extent), _omp("parallel for", n) if j == 0 and pragmas else None))
     first = pragmas and not outer
+    heads = [f"for (int64_t t = 0; t < {last.extent}; t += {width})"]
     if rows:
-      loops.enter_context(b.block(f"for (int64_t ib = 0; ib < {rows.extent}; ib += {nrows})",
-                                  _omp("parallel for", 2) if first else None))
-    loops.enter_context(b.block(f"for (int64_t t = 0; t < {last.extent}; t += {width})",
-                                _omp("parallel for", 1) if first and not rows else None))
+      heads.insert(0, f"for (int64_t ib = 0; ib < {rows.extent}; ib += {nrows})")
+      if opts.get("order", 1): heads.reverse()   # a column panel of the right operand is reused by every row block
+    for j, head in enumerate(heads):
+      loops.enter_context(b.block(head, _omp("parallel for", len(heads)) if first and j == 0 else None))
     if rows: b.line(f"const int64_t rn = {rows.extent} - ib < {nrows} ? {rows.extent} - ib : {nrows};")
     b.line(f"const int64_t tn = {last.extent} - t < {width} ? {last.extent} - t : {width};")
     full = f"rn == {nrows} && tn == {width}" if rows else f"tn == {width}"
