@@ -18,7 +18,7 @@ import numpy as np
 
 import tracegrad as tg
 import tracegrad.numpy as tnp
-from run import _have, _mlp_params, _mlp_step, _timeit
+from run import _have, _timeit, jax_mlp_step, mlp_problem
 
 
 def _conv(m, x, w):
@@ -52,12 +52,7 @@ def workload(name: str, fn, np_fn, args, flops: float, beam: int, min_time: floa
 
 
 def mlp(beam: int, min_time: float):
-  rng = np.random.default_rng(2)
-  params = _mlp_params(rng)
-  x = rng.normal(size=(128, 784)).astype(np.float32)
-  y = np.eye(10, dtype=np.float32)[rng.integers(0, 10, 128)]
-  lse = lambda h: tnp.log(tnp.exp(h - h.max(1, keepdims=True)).sum(1)) + h.max(1)
-  loss = _mlp_step(tnp, lse)
+  params, x, y, loss = mlp_problem()
   step = lambda p, x, y: tg.tree.map(lambda a, g: a - 0.01 * g, p, tg.grad(loss)(p, x, y))
   tp, tx, ty = tg.tree.map(tnp.asarray, params), tnp.asarray(x), tnp.asarray(y)
   plain, searched = tg.jit(step, search=0), tg.jit(step, search=beam)
@@ -66,12 +61,7 @@ def mlp(beam: int, min_time: float):
   spent = time.perf_counter() - t0
   impls = {"heuristic": lambda: tg.tree.leaves(plain(tp, tx, ty))[0].block_until_ready(),
            "search": lambda: tg.tree.leaves(searched(tp, tx, ty))[0].block_until_ready()}
-  if _have("jax"):
-    import jax, jax.numpy as jnp
-    jloss = _mlp_step(jnp, lambda h: jax.nn.logsumexp(h, axis=1))
-    jstep = jax.jit(lambda p, x, y: jax.tree.map(lambda a, g: a - 0.01 * g, p, jax.grad(jloss)(p, x, y)))
-    jp = jax.tree.map(jnp.asarray, params)
-    impls["jax"] = lambda: jax.tree.leaves(jstep(jp, x, y))[0].block_until_ready()
+  if _have("jax"): impls["jax"] = jax_mlp_step(params, x, y)
   best = {k: float("inf") for k in impls}
   for _ in range(3):
     for k, f in impls.items(): best[k] = min(best[k], _timeit(f, min_time))

@@ -116,13 +116,27 @@ def _mlp_step(m, nn_logsumexp):
   return loss
 
 
-def mlp(rounds, min_time):
+def mlp_problem():
+  """(params, x, y) of the MLP benchmark as numpy arrays, and its loss written with tracegrad."""
   rng = np.random.default_rng(2)
   params = _mlp_params(rng)
   x = rng.normal(size=(128, 784)).astype(np.float32)
   y = np.eye(10, dtype=np.float32)[rng.integers(0, 10, 128)]
   lse = lambda h: tnp.log(tnp.exp(h - h.max(1, keepdims=True)).sum(1)) + h.max(1)
-  loss = _mlp_step(tnp, lse)
+  return params, x, y, _mlp_step(tnp, lse)
+
+
+def jax_mlp_step(params, x, y):
+  """A call of the MLP step jitted by JAX (JAX must be installed)."""
+  import jax, jax.numpy as jnp
+  jloss = _mlp_step(jnp, lambda h: jax.nn.logsumexp(h, axis=1))
+  jstep = jax.jit(lambda p, x, y: jax.tree.map(lambda a, g: a - 0.01 * g, p, jax.grad(jloss)(p, x, y)))
+  jp = jax.tree.map(jnp.asarray, params)
+  return lambda: jax.tree.leaves(jstep(jp, x, y))[0].block_until_ready()
+
+
+def mlp(rounds, min_time):
+  params, x, y, loss = mlp_problem()
 
   @tg.jit
   def step(params, x, y):
@@ -132,24 +146,16 @@ def mlp(rounds, min_time):
   tp = tg.tree.map(tnp.asarray, params)
   tx, ty = tnp.asarray(x), tnp.asarray(y)
   impls = {"tracegrad": lambda: tg.tree.leaves(step(tp, tx, ty))[0].block_until_ready()}
-  if _have("jax"):
-    import jax, jax.numpy as jnp
-    jloss = _mlp_step(jnp, lambda h: jax.nn.logsumexp(h, axis=1))
-    jstep = jax.jit(lambda p, x, y: jax.tree.map(lambda a, g: a - 0.01 * g, p, jax.grad(jloss)(p, x, y)))
-    jp = jax.tree.map(jnp.asarray, params)
-    impls["jax"] = lambda: jax.tree.leaves(jstep(jp, x, y))[0].block_until_ready()
+  if _have("jax"): impls["jax"] = jax_mlp_step(params, x, y)
   return compare("MLP train step 784-512-512-10", impls, rounds, min_time)
 
 
 FIRST_CALL = """
 import time, numpy as np, tracegrad as tg, tracegrad.numpy as tnp
 import sys; sys.path.insert(0, {here!r})
-from run import _mlp_params, _mlp_step
-rng = np.random.default_rng(2)
-params = tg.tree.map(tnp.asarray, _mlp_params(rng))
-x = tnp.asarray(rng.normal(size=(128, 784)).astype(np.float32)); y = tnp.asarray(np.eye(10, dtype=np.float32)[rng.integers(0, 10, 128)])
-lse = lambda h: tnp.log(tnp.exp(h - h.max(1, keepdims=True)).sum(1)) + h.max(1)
-loss = _mlp_step(tnp, lse)
+from run import mlp_problem
+params, x, y, loss = mlp_problem()
+params, x, y = tg.tree.map(tnp.asarray, params), tnp.asarray(x), tnp.asarray(y)
 step = tg.jit(lambda p, x, y: tg.tree.map(lambda a, g: a - 0.01 * g, p, tg.grad(loss)(p, x, y)))
 t0 = time.perf_counter(); tg.tree.leaves(step(params, x, y))[0].block_until_ready(); print(time.perf_counter() - t0)
 """
