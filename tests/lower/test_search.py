@@ -23,7 +23,7 @@ def _kernel():
 @pytest.fixture
 def small_space(cpu, monkeypatch):
   """A few actions and one round, so that a search takes seconds."""
-  monkeypatch.setattr(opt, "AMOUNTS", {"threads": (0, 1), "block": (0, 1), "rows": (1, 2, 4, 8), "width": (16, 64),
+  monkeypatch.setattr(opt, "AMOUNTS", {"threads": (0, 1), "collapse": (1, 2), "block": (0, 1), "rows": (1, 2, 4, 8), "width": (16, 64),
                                        "cols": (2,), "unroll": (1, 4), "order": (0, 1)})
   monkeypatch.setattr(search, "MAX_ROUNDS", 1)
   monkeypatch.setattr(search, "MIN_KERNEL_TIME", 0.0)
@@ -41,10 +41,14 @@ def test_actions_are_checked():
     opt.apply(k, {"rows": 5})
   assert {"block": 0} in opt.neighbours(k, {}) and {"threads": 0} in opt.neighbours(k, {})
   assert opt.neighbours(k, {"block": 0}) == [{}, {"block": 0, "threads": 0}]
-  elementwise = schedule(tg.make_graph(lambda x: x * 2)(A)).kernels[0]
+  elementwise = schedule(tg.make_graph(lambda x: x * 2)(A.reshape(-1))).kernels[0]
   assert opt.shape(elementwise) == "plain" and opt.neighbours(elementwise, {}) == [{"threads": 0}]
   assert "parallel" not in opt.apply(_big_elementwise(), {"threads": 0}).source
   assert "parallel" in _big_elementwise().source
+  nest = schedule(tg.make_graph(lambda x: x * 2)(np.zeros((256, 256), np.float32))).kernels[0]
+  assert opt.shape(nest) == "plain_nest" and {"collapse": 1} in opt.neighbours(nest, {})
+  assert "parallel for simd collapse(2)" in opt.apply(nest, {"collapse": 2}).source
+  assert "parallel for\n" in opt.apply(nest, {"collapse": 1}).source
 
 
 def _big_elementwise():

@@ -3,6 +3,7 @@ pair. A kernel without opts gets the hand-coded defaults (register blocks sized 
 program's prelude); search (lower/search.py) tries others and keeps what runs fastest.
 
 - `threads`: 0 runs the kernel on one core (threads cost more than they bring to a small kernel)
+- `collapse`: how many outer loops, outermost first, the threads share out (the parallel axes)
 - `block`: 0 runs a matmul-like kernel as plain loops instead of register blocks
 - `rows`: points of the second-last output loop in one register block
 - `width`: points of the last output loop in one block (a matmul whose right operand is read along the row)
@@ -23,20 +24,22 @@ import dataclasses
 
 from .kernel import Kernel
 
-AMOUNTS = {"threads": (0, 1), "block": (0, 1), "rows": (1, 2, 4, 6, 8, 12, 16), "width": (16, 32, 48, 64, 96, 128, 256),
+AMOUNTS = {"threads": (0, 1), "collapse": (1, 2, 3), "block": (0, 1), "rows": (1, 2, 4, 6, 8, 12, 16), "width": (16, 32, 48, 64, 96, 128, 256),
            "cols": (1, 2, 3, 4, 6, 8), "unroll": (1, 2, 4, 8), "order": (0, 1)}
 DEFAULTS = {"threads": 1, "block": 1, "order": 1}   # the others default to the prelude's sizes for the target
 ACTIONS = {"rows_by_width": ("threads", "block", "rows", "width", "unroll", "order"),
-           "dots": ("threads", "block", "rows", "cols", "unroll"), "plain": ("threads",)}
+           "dots": ("threads", "block", "rows", "cols", "unroll"), "plain": ("threads",),
+           "plain_nest": ("threads", "collapse")}
 
 
 def shape(k: Kernel) -> str | None:
   """Which template the renderer uses for k by default: register blocks of a matmul-like kernel, plain parallel
-  loops, or None for a kernel with no actions (sequential, or no loops)."""
+  loops (one, or a nest), or None for a kernel with no actions (sequential, or no loops)."""
   from .render_c import _dot_blocked, _interchange
   if _interchange(k): return "rows_by_width"
   if _dot_blocked(k): return "dots"
-  return "plain" if k.parallel and k.loops else None
+  if not k.parallel or not k.loops: return None
+  return "plain" if len(k.loops) == 1 else "plain_nest"
 
 
 def apply(k: Kernel, opts: dict) -> Kernel:

@@ -336,13 +336,17 @@ def _loop_pragmas(k: Kernel) -> dict[int, str]:
   innermost loop where no accumulator is carried across it."""
   n = len(k.loops)
   if not k.parallel or n == 0: return {}
-  if not dict(k.opts).get("threads", 1): return {} if k.reduce else {n - 1: "#pragma omp simd"}
+  opts = dict(k.opts)
+  if not opts.get("threads", 1): return {} if k.reduce else {n - 1: "#pragma omp simd"}
   ext = [l.extent for l in k.loops]
   steps = math.prod(ext) * (math.prod(l.extent for l in k.reduce.loops) if k.reduce else 1)
-  if steps < PARALLEL_MIN_STEPS or math.prod(ext) < 2: return {} if k.reduce else {n - 1: "#pragma omp simd"}
-  if k.reduce: return {0: _omp("parallel for", n)}
-  if n == 1 or math.prod(ext[:-1]) < COLLAPSE_MIN: return {0: _omp("parallel for simd", n)}
-  return {0: _omp("parallel for", n - 1), n - 1: "#pragma omp simd"}
+  if "collapse" not in opts and (steps < PARALLEL_MIN_STEPS or math.prod(ext) < 2):
+    return {} if k.reduce else {n - 1: "#pragma omp simd"}
+  c = min(opts.get("collapse", n), n)   # how many outer loops the threads share out
+  if k.reduce: return {0: _omp("parallel for", c)}
+  if "collapse" not in opts and n > 1 and math.prod(ext[:-1]) >= COLLAPSE_MIN: c = n - 1
+  if c == n: return {0: _omp("parallel for simd", n)}
+  return {0: _omp("parallel for", c), n - 1: "#pragma omp simd"}
 
 
 def _reduce_pragma(k: Kernel) -> str | None:
