@@ -231,3 +231,20 @@ def test_big_parallel_kernel_matches_interp(cache):
   bx, by = UOp.buffer(xs.reshape(n, m)), UOp.buffer(np.broadcast_to(ys, (n, m)))
   (want,) = InterpDevice().execute([bx.alu(Ops.MAX, by)], {})
   np.testing.assert_array_equal(got, want)
+
+
+@needs_cc
+def test_long_programs_compile_as_two_units_at_once(cache, monkeypatch):
+  """Two kernels, each in its own translation unit (compiled in parallel), linked into one library."""
+  calls = []
+  real = cpu_mod._run_compiler
+  monkeypatch.setattr(cpu_mod, "UNIT_MIN_CHARS", 0)
+  monkeypatch.setattr(cpu_mod, "_run_compiler", lambda cmd, *a: (calls.append(cmd), real(cmd, *a))[1])
+  first = axpy(5, 2.0)
+  second = axpy(5, 3.0).kernels[0]
+  prog = Program([first.kernels[0], second], [(2, 0, 1), (1, 2, 0)], [BufferSpec(5, F32)] * 3, [0, 1], [(1, (5,))])
+  d = CPUDevice()
+  x, y = np.arange(5, dtype=np.float32), np.ones(5, np.float32)
+  (got,) = d.run_program(prog, d.compile(render_program(prog)), [x, y])
+  np.testing.assert_array_equal(got, 3 * (2 * x + y) + x)
+  assert sorted("-DTG_UNIT=0" in c or "-DTG_UNIT=1" in c for c in calls) == [False, True, True]

@@ -409,7 +409,7 @@ def test_program_entry():
   src = render_program(prog)
   assert "k_tg_add((uint16_t *)bufs[1], (uint16_t *)bufs[0]);" in src
   assert "k_tg_add_1((uint16_t *)bufs[1], (uint16_t *)bufs[1]);" in src
-  assert "static void k_tg_add_1(uint16_t *b0, const uint16_t *b1)" in src   # aliased buffers: no restrict
+  assert "TG_KERNEL void k_tg_add_1(uint16_t *b0, const uint16_t *b1)" in src   # aliased buffers: no restrict
   assert src.index("k_tg_add(") < src.index("k_tg_add_1(") and "void tg_run(void **bufs)" in src
   assert str(k) == render_kernel(k)
 

@@ -17,6 +17,7 @@ import sys
 import tempfile
 import warnings
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -163,18 +164,34 @@ def _numbered(source: str) -> str:
   return "\n".join(f"{i:4d}  {line}" for i, line in enumerate(source.splitlines(), 1))
 
 
+UNIT_MIN_CHARS = 40_000   # a source this long whose kernels fall in two units compiles as two, on two cores
+
+
+def _run_compiler(cmd: list[str], source: str | None, timeout: float | None, what: str) -> None:
+  try:
+    r = subprocess.run(cmd, input=source, capture_output=True, text=True, timeout=timeout)
+  except subprocess.TimeoutExpired:
+    raise RuntimeError(f"cpu: the C compiler took longer than {timeout} s") from None
+  if r.returncode != 0:
+    raise RuntimeError(f"cpu: the C compiler failed ({' '.join(cmd)}):\n{r.stderr.strip()}\n\nsource:\n{what}")
+
+
 def _build(tc: Toolchain, source: str, path: Path, timeout: float | None = None) -> None:
-  """Compile into a temporary file beside `path` and move it into place, so `path` is whole or absent."""
+  """Compile into a temporary file beside `path` and move it into place, so `path` is whole or absent. A long
+  source that declares two units (render_c.UNITS) compiles as two objects at once, then links."""
   fd, tmp = tempfile.mkstemp(prefix=path.stem[:16] + "-", suffix=".tmp", dir=path.parent)
   os.close(fd)
   try:
-    try:
-      r = subprocess.run(tc.command(tmp), input=source, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-      raise RuntimeError(f"cpu: the C compiler took longer than {timeout} s") from None
-    if r.returncode != 0:
-      raise RuntimeError(f"cpu: the C compiler failed ({' '.join(tc.command(tmp))}):\n{r.stderr.strip()}\n\n"
-                         f"source:\n{_numbered(source)}")
+    if len(source) < UNIT_MIN_CHARS or "TG_UNIT == 1" not in source or (os.cpu_count() or 1) < 2:
+      _run_compiler(tc.command(tmp), source, timeout, _numbered(source))
+    else:
+      with tempfile.TemporaryDirectory(dir=path.parent) as d:
+        objs = [os.path.join(d, f"unit{i}.o") for i in range(2)]
+        flags = [f for f in tc.flags if f != "-shared"]
+        cmds = [[*tc.cmd, *flags, f"-DTG_UNIT={i}", "-c", "-x", "c", "-", "-o", o] for i, o in enumerate(objs)]
+        with ThreadPoolExecutor(2) as pool:
+          for f in [pool.submit(_run_compiler, c, source, timeout, _numbered(source)) for c in cmds]: f.result()
+        _run_compiler([*tc.cmd, *tc.flags, *objs, "-o", tmp, "-lm"], None, timeout, "(linking the two units)")
     os.replace(tmp, path)
   finally:
     if os.path.exists(tmp): os.unlink(tmp)

@@ -622,7 +622,7 @@ def c_name(name: str) -> str:
   return f"k_{s}" if s[0].isdigit() or s.startswith("tg_") else s
 
 
-def render_kernel(k: Kernel, name: str | None = None, restrict: bool = True) -> str:
+def render_kernel(k: Kernel, name: str | None = None, restrict: bool = True, storage: str = "static") -> str:
   """The C function of one kernel: `static void name(T *restrict b0, const T *restrict b1, ...)`."""
   b = _Body(k)
   stored = {s.buf for s in k.stores}
@@ -631,7 +631,7 @@ def render_kernel(k: Kernel, name: str | None = None, restrict: bool = True) -> 
   pragmas = _loop_pragmas(k)
   if dict(k.opts).get("block", 1) and (_interchange(k) or _dot_blocked(k)):
     (_emit_interchanged if _interchange(k) else _emit_dot_blocked)(b, k, pragmas)
-    return f"static void {name or c_name(k.name)}({params or 'void'}) {{\n" + "".join(l + "\n" for l in b.lines) + "}"
+    return f"{storage} void {name or c_name(k.name)}({params or 'void'}) {{\n" + "".join(l + "\n" for l in b.lines) + "}"
   with ExitStack() as loops:
     for j, l in enumerate(k.loops):
       b.names[l.var] = f"i{j}"
@@ -641,7 +641,7 @@ def render_kernel(k: Kernel, name: str | None = None, restrict: bool = True) -> 
       b.names[l.var] = f"e{j}"
       loops.enter_context(b.block(_loop(f"e{j}", l.extent), "#pragma omp simd" if j == len(k.epilogue) - 1 else None))
     for s in k.stores: _emit_store(b, s)
-  return f"static void {name or c_name(k.name)}({params or 'void'}) {{\n" + "".join(l + "\n" for l in b.lines) + "}"
+  return f"{storage} void {name or c_name(k.name)}({params or 'void'}) {{\n" + "".join(l + "\n" for l in b.lines) + "}"
 
 
 def render_program(prog: Program, timed: bool = False) -> str:
@@ -650,7 +650,8 @@ def render_program(prog: Program, timed: bool = False) -> str:
   `void tg_times(double *ns)`, which copies out the last run's nanoseconds per item."""
   entry = _Entry(prog.buffers)
   lines = entry.items(prog, 1, timed)
-  parts = [PRELUDE + BLOCK_PRELUDE, *entry.functions]
+  parts = [PRELUDE + BLOCK_PRELUDE + UNITS, *_units(entry.functions), "#if !defined(TG_UNIT) || TG_UNIT == 0",
+           *(f.split(" {\n", 1)[0] + ";" for f in entry.functions)]
   if timed:
     parts.append(f"static double tg_ns[{max(len(prog.kernels), 1)}];\n"
                  "static double tg_elapsed(struct timespec t0) {\n  struct timespec t1;\n"
@@ -659,8 +660,29 @@ def render_program(prog: Program, timed: bool = False) -> str:
                  "void tg_times(double *ns) { memcpy(ns, tg_ns, sizeof tg_ns); }\n")
     lines.insert(0, "  struct timespec t0;")
   if not prog.kernels: lines.append("  (void)bufs;")
-  parts.append("void tg_run(void **bufs) {\n" + "".join(l + "\n" for l in lines) + "}\n")
+  parts.append("void tg_run(void **bufs) {\n" + "".join(l + "\n" for l in lines) + "}\n#endif\n")
   return "\n".join(parts)
+
+
+# A program's kernels fall in two halves that the device may compile as two translation units at once (-DTG_UNIT=0
+# and 1, then linked); compiled as one source, everything is static as before.
+UNITS = r"""
+#if defined(TG_UNIT)
+#define TG_KERNEL __attribute__((visibility("hidden")))
+#else
+#define TG_KERNEL static
+#endif
+"""
+
+
+def _units(functions: list[str]) -> list[str]:
+  total, acc, half = sum(map(len, functions)), 0, 0
+  for half, f in enumerate(functions):
+    if acc >= total / 2: break
+    acc += len(f)
+  else: half = len(functions)
+  return ["#if !defined(TG_UNIT) || TG_UNIT == 0", *functions[:half], "#endif",
+          "#if !defined(TG_UNIT) || TG_UNIT == 1", *functions[half:], "#endif"]
 
 
 class _Entry:
@@ -687,7 +709,7 @@ class _Entry:
     name = c_name(k.name)
     while name in self.seen: name = f"{name}_{len(self.seen)}"
     self.seen.add(name)
-    self.functions.append(render_kernel(k, name, restrict=len(set(nums)) == len(nums)) + "\n")
+    self.functions.append(render_kernel(k, name, restrict=len(set(nums)) == len(nums), storage="TG_KERNEL") + "\n")
     return f"{name}({', '.join(f'({MEMTYPE[p.dtype]} *)bufs[{n}]' for p, n in zip(k.bufs, nums))});"
 
   def bind(self, ins, ops) -> list[str]: return [f"bufs[{b}] = bufs[{o}];" for b, o in zip(ins, ops)]
