@@ -17,7 +17,7 @@ from .ir import Graph, Ops, UOp, dtypes
 from .ir.shapes import fmt
 from .trace import ShapeDtypeStruct, trace
 
-__all__ = ["stop_gradient", "cond", "switch", "select", "scan", "fori_loop", "while_loop"]
+__all__ = ["stop_gradient", "cond", "switch", "select", "scan", "fori_loop", "while_loop", "bitcast_convert_type"]
 
 
 def _name(f) -> str: return getattr(f, "__name__", type(f).__name__)
@@ -55,6 +55,19 @@ def select(pred, on_true, on_false):
   if p.shape not in ((), a.shape):
     raise TypeError(f"select: pred must be a scalar or have the operands' shape {fmt(a.shape)}, got {fmt(p.shape)}")
   return Array(p.uop.broadcast(a.shape).where(a.uop, b.uop), a.weak_type and b.weak_type)
+
+
+def bitcast_convert_type(operand, new_dtype):
+  """operand's bits read as new_dtype, which must have the same size, as lax.bitcast_convert_type.
+
+  >>> lax.bitcast_convert_type(tnp.float32(1.0), tnp.uint32)
+  Array(1065353216, dtype=uint32)
+  """
+  a, d = to_array(operand, fn="bitcast_convert_type"), dtypes.as_dtype(new_dtype, "bitcast_convert_type")
+  if d.itemsize != a.dtype.itemsize:
+    raise TypeError(f"bitcast_convert_type: {a.dtype} has {a.dtype.itemsize} bytes and {d} {d.itemsize}; "
+                    f"only types of one size convert")
+  return Array(a.uop.bitcast(d))
 
 
 def _describe(g: Graph, other: Graph) -> str:
