@@ -1,0 +1,120 @@
+"""Activations and normalisers as jax.nn, written with tracegrad.numpy so every transform applies.
+
+>>> tracegrad.nn.relu(tnp.asarray([-1.0, 2.0]))
+Array([0., 2.], dtype=float32)
+"""
+from __future__ import annotations
+
+import math
+
+from .. import numpy as tnp
+from ..array import Array
+
+__all__ = ["relu", "relu6", "sigmoid", "softplus", "log_sigmoid", "silu", "swish", "gelu", "elu", "leaky_relu",
+           "hard_tanh", "softmax", "log_softmax", "logsumexp", "standardize", "one_hot"]
+
+
+def relu(x) -> Array:
+  """max(x, 0)."""
+  x = tnp.asarray(x)
+  return tnp.maximum(x, 0)
+
+
+def relu6(x) -> Array:
+  """min(max(x, 0), 6)."""
+  return tnp.minimum(relu(x), 6)
+
+
+def sigmoid(x) -> Array:
+  """1 / (1 + exp(-x)), without overflow for large |x|."""
+  x = tnp.asarray(x)
+  e = tnp.exp(-tnp.abs(x))
+  return tnp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def softplus(x) -> Array:
+  """log(1 + exp(x)), exact for large |x|."""
+  return tnp.logaddexp(tnp.asarray(x), 0.0)
+
+
+def log_sigmoid(x) -> Array:
+  """log(sigmoid(x)) = -softplus(-x)."""
+  return -softplus(-tnp.asarray(x))
+
+
+def silu(x) -> Array:
+  """x * sigmoid(x)."""
+  x = tnp.asarray(x)
+  return x * sigmoid(x)
+
+
+swish = silu
+
+
+def gelu(x, approximate: bool = True) -> Array:
+  """x * Phi(x), Phi the standard normal CDF; with approximate=True (the default, as jax.nn.gelu) its tanh form."""
+  x = tnp.asarray(x)
+  if approximate:
+    return 0.5 * x * (1 + tnp.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)))
+  from ..scipy.special import erf
+  return 0.5 * x * (1 + erf(x / math.sqrt(2)))
+
+
+def elu(x, alpha=1.0) -> Array:
+  """x for x > 0, else alpha * (exp(x) - 1)."""
+  x = tnp.asarray(x)
+  return tnp.where(x > 0, x, alpha * tnp.expm1(tnp.minimum(x, 0)))
+
+
+def leaky_relu(x, negative_slope=0.01) -> Array:
+  """x for x >= 0, else negative_slope * x."""
+  x = tnp.asarray(x)
+  return tnp.where(x >= 0, x, negative_slope * x)
+
+
+def hard_tanh(x) -> Array:
+  """x clipped to [-1, 1]."""
+  return tnp.clip(tnp.asarray(x), -1, 1)
+
+
+def logsumexp(x, axis=None, keepdims: bool = False, where=None) -> Array:
+  """log(sum(exp(x))) along axis without overflow, as jax.nn.logsumexp."""
+  x = tnp.asarray(x)
+  if where is not None: x = tnp.where(where, x, -tnp.inf)
+  m = tnp.max(x, axis=axis, keepdims=True)
+  m = tnp.where(tnp.isfinite(m), m, 0)
+  out = tnp.log(tnp.sum(tnp.exp(x - m), axis=axis, keepdims=True)) + m
+  return out if keepdims else tnp.squeeze(out, axis=axis)
+
+
+def softmax(x, axis=-1, where=None) -> Array:
+  """exp(x) / sum(exp(x)) along axis."""
+  x = tnp.asarray(x)
+  if where is not None: x = tnp.where(where, x, -tnp.inf)
+  e = tnp.exp(x - tnp.max(x, axis=axis, keepdims=True))
+  return e / tnp.sum(e, axis=axis, keepdims=True)
+
+
+def log_softmax(x, axis=-1, where=None) -> Array:
+  """x - logsumexp(x) along axis."""
+  x = tnp.asarray(x)
+  if where is not None: x = tnp.where(where, x, -tnp.inf)
+  s = x - tnp.max(x, axis=axis, keepdims=True)
+  return s - tnp.log(tnp.sum(tnp.exp(s), axis=axis, keepdims=True))
+
+
+def standardize(x, axis=-1, mean=None, variance=None, epsilon: float = 1e-5) -> Array:
+  """(x - mean) / sqrt(variance + epsilon) along axis, as jax.nn.standardize."""
+  x = tnp.asarray(x)
+  if mean is None: mean = tnp.mean(x, axis=axis, keepdims=True)
+  if variance is None: variance = tnp.mean(tnp.square(x - mean), axis=axis, keepdims=True)
+  return (x - mean) / tnp.sqrt(variance + epsilon)
+
+
+def one_hot(x, num_classes: int, dtype=tnp.float32, axis=-1) -> Array:
+  """x's integers as one-hot vectors of num_classes along axis (out-of-range values give all zeros)."""
+  if not isinstance(num_classes, int) or num_classes < 0:
+    raise ValueError(f"one_hot: num_classes must be an int >= 0, got {num_classes!r}")
+  x = tnp.asarray(x)
+  out = (tnp.expand_dims(x, -1) == tnp.arange(num_classes)).astype(dtype)
+  return tnp.moveaxis(out, -1, axis)

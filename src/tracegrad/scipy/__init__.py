@@ -1,0 +1,2 @@
+"""Functions of scipy, as jax.scipy."""
+from . import special  # noqa: F401

@@ -1,0 +1,62 @@
+"""Special functions, as jax.scipy.special.
+
+>>> tracegrad.scipy.special.erf(tnp.asarray([0.0, 1.0]))
+Array([0.       , 0.8427008], dtype=float32)
+"""
+from __future__ import annotations
+
+
+import math
+
+from .. import numpy as tnp
+from ..transforms import custom_jvp
+from ..array import Array
+from ..ir import dtypes
+
+__all__ = ["erf"]
+
+_h = float.fromhex
+# erf(x) = x p(x^2) on [0, 1]; 1 - exp(-x^2) q(x) / r(x) on [1, 4]; 1 beyond. Fits within 1.3e-9 and 7e-11
+# (relative) in exact arithmetic, within 2.6 ulp evaluated in float32.
+_SMALL = tuple(map(_h, ("0x1.496b80p-14", "-0x1.a3f78ap-11", "0x1.5405c8p-8", "-0x1.b7f910p-6", "0x1.ce2cf8p-4",
+                        "-0x1.81273ep-2", "0x1.20dd74p+0")))
+_NUM = tuple(map(_h, ("0x1.86c93cp-19", "0x1.80336ap-4", "0x1.d6f952p-2", "0x1.fc7e4cp-1", "0x1.fff344p-1")))
+_DEN = tuple(map(_h, ("0x1.54c496p-3", "0x1.a08cccp-1", "0x1.dafed4p+0", "0x1.0f7740p+1", "0x1p0")))
+
+
+def _horner(coeffs, z):
+  p = tnp.zeros_like(z) + coeffs[0]
+  for c in coeffs[1:]: p = p * z + c
+  return p
+
+
+def erf(x) -> Array:
+  """The error function, as jax.scipy.special.erf (see _erf); its derivative is 2 / sqrt(pi) * exp(-x^2) exactly."""
+  x = tnp.asarray(x)
+  return _erf_smooth(x if x.dtype.is_float else x.astype(tnp.float32))
+
+
+@custom_jvp
+def _erf_smooth(x):
+  return _erf(x)
+
+
+@_erf_smooth.defjvp
+def _erf_jvp(primals, tangents):
+  (x,), (t,) = primals, tangents
+  return _erf(x), (2 / math.sqrt(math.pi)) * tnp.exp(-(x * x)) * t
+
+
+def _erf(x) -> Array:
+  """The error function, 2 / sqrt(pi) * integral of exp(-t^2) from 0 to x: within 3 ulp for float32 (half types
+  compute in float32); float64 evaluates the same fit, so it is good to 2e-9 relative, not to float64's last bit."""
+  x = tnp.asarray(x)
+  d = x.dtype if x.dtype.is_float else dtypes.float32
+  w = tnp.float64 if d is dtypes.float64 else tnp.float32
+  a = tnp.abs(x.astype(w))
+  small = a * _horner(_SMALL, a * a)
+  big = 1.0 - tnp.exp(-(a * a)) * (_horner(_NUM, a) / _horner(_DEN, a))
+  r = tnp.where(a < 1.0, small, tnp.where(a < 4.0, big, 1.0))
+  return tnp.where(tnp.isnan(a), a, tnp.copysign(r, x.astype(w))).astype(d)
+
+

@@ -1,0 +1,72 @@
+"""tracegrad.nn and tracegrad.scipy.special against float64 numpy formulas, with gradients (finite differences,
+both modes) and vmap."""
+import math
+
+import numpy as np
+import pytest
+
+import tracegrad as tg
+import tracegrad.numpy as tnp
+from oracles import check, check_grads, check_vmap
+
+X = np.array([-30.0, -4.0, -1.5, -0.3, 0.0, 0.2, 1.0, 2.5, 7.0, 40.0], np.float32)
+_erf = np.vectorize(math.erf)
+
+
+def _sig(x): return 1 / (1 + np.exp(-x))
+def _lse(x, axis): m = x.max(axis, keepdims=True); return np.squeeze(np.log(np.exp(x - m).sum(axis, keepdims=True)) + m, axis)
+
+
+FUNCS = {
+  "relu": (tg.nn.relu, lambda x: np.maximum(x, 0)),
+  "relu6": (tg.nn.relu6, lambda x: np.clip(x, 0, 6)),
+  "sigmoid": (tg.nn.sigmoid, _sig),
+  "softplus": (tg.nn.softplus, lambda x: np.logaddexp(x, 0)),
+  "log_sigmoid": (tg.nn.log_sigmoid, lambda x: -np.logaddexp(-x, 0)),
+  "silu": (tg.nn.silu, lambda x: x * _sig(x)),
+  "gelu": (tg.nn.gelu, lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))),
+  "gelu_exact": (lambda x: tg.nn.gelu(x, approximate=False), lambda x: 0.5 * x * (1 + _erf(x / math.sqrt(2)))),
+  "elu": (tg.nn.elu, lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0)))),
+  "leaky_relu": (tg.nn.leaky_relu, lambda x: np.where(x >= 0, x, 0.01 * x)),
+  "hard_tanh": (tg.nn.hard_tanh, lambda x: np.clip(x, -1, 1)),
+  "erf": (tg.scipy.special.erf, _erf),
+}
+
+
+@pytest.mark.parametrize("name", FUNCS)
+def test_activations(name):
+  f, ref = FUNCS[name]
+  check(f, lambda x: ref(x.astype(np.float64)).astype(np.float32), X, rtol=2e-6, atol=1e-6)   # atol: 1 + tanh cancels
+  check_grads(f, (np.array([-3.3, -1.7, -0.35, 0.2, 0.7, 2.5], np.float32),), modes=("fwd", "rev"))   # no kinks
+  check_vmap(f, (X.reshape(2, 5),))
+
+
+def test_softmax_family():
+  x = np.random.default_rng(0).normal(size=(3, 5)).astype(np.float32) * 4
+  x64 = x.astype(np.float64)
+  e = np.exp(x64 - x64.max(-1, keepdims=True))
+  np.testing.assert_allclose(np.asarray(tg.nn.softmax(x)), e / e.sum(-1, keepdims=True), rtol=1e-5)
+  np.testing.assert_allclose(np.asarray(tg.nn.log_softmax(x, axis=0)), x64 - _lse(x64, 0)[None], rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(np.asarray(tg.nn.logsumexp(x, axis=1)), _lse(x64, 1), rtol=1e-6)
+  assert tg.nn.logsumexp(x, axis=1, keepdims=True).shape == (3, 1)
+  assert float(tg.nn.logsumexp(tnp.asarray([-np.inf, -np.inf]))) == -np.inf
+  mask = np.array([True, False, True, True, False])
+  np.testing.assert_allclose(np.asarray(tg.nn.softmax(x[0], where=mask))[~mask], 0)
+  check_grads(lambda v: tg.nn.log_softmax(v)[..., 1], (x,), modes=("fwd", "rev"))
+  s = np.asarray(tg.nn.standardize(x, axis=1))
+  np.testing.assert_allclose(s.mean(1), 0, atol=1e-5)
+  np.testing.assert_allclose(s.var(1), 1, rtol=1e-3)
+
+
+def test_one_hot():
+  got = np.asarray(tg.nn.one_hot(tnp.asarray([0, 2, 5, -1]), 3))
+  np.testing.assert_array_equal(got, [[1, 0, 0], [0, 0, 1], [0, 0, 0], [0, 0, 0]])
+  assert got.dtype == np.float32 and tg.nn.one_hot(tnp.asarray([[1]]), 4, axis=0).shape == (4, 1, 1)
+  with pytest.raises(ValueError, match="num_classes"):
+    tg.nn.one_hot(tnp.asarray([1]), -2)
+
+
+def test_erf_dtypes():
+  assert tg.scipy.special.erf(tnp.asarray([0.5], tnp.float16)).dtype == tnp.float16
+  assert tg.scipy.special.erf(tnp.asarray([1])).dtype == tnp.float32
+  assert np.isnan(np.asarray(tg.scipy.special.erf(np.float32(np.nan))))
