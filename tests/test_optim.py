@@ -1,0 +1,96 @@
+"""tracegrad.optim against optax's update rules written out in numpy, over several steps, eagerly and jitted."""
+import math
+
+import numpy as np
+import pytest
+
+import tracegrad as tg
+import tracegrad.numpy as tnp
+from tracegrad import optim
+
+rng = np.random.default_rng(0)
+P = {"w": rng.normal(size=(3, 2)).astype(np.float32), "b": rng.normal(size=2).astype(np.float32)}
+GRADS = [{k: rng.normal(size=v.shape).astype(np.float32) for k, v in P.items()} for _ in range(5)]
+
+
+def _sgd(lr, momentum=None, nesterov=False):
+  def run(params, grads):
+    t = {k: 0 * v for k, v in params.items()}
+    for g in grads:
+      if momentum is None: u = g
+      else:
+        t = {k: g[k] + momentum * t[k] for k in g}
+        u = {k: g[k] + momentum * t[k] for k in g} if nesterov else t
+      params = {k: params[k] - lr * u[k] for k in params}
+    return params
+  return run
+
+
+def _adam(lr, b1=0.9, b2=0.999, eps=1e-8, wd=0.0):
+  def run(params, grads):
+    mu = {k: 0 * v for k, v in params.items()}
+    nu = {k: 0 * v for k, v in params.items()}
+    for i, g in enumerate(grads, 1):
+      mu = {k: (1 - b1) * g[k] + b1 * mu[k] for k in g}
+      nu = {k: (1 - b2) * g[k] ** 2 + b2 * nu[k] for k in g}
+      u = {k: (mu[k] / (1 - b1 ** i)) / (np.sqrt(nu[k] / (1 - b2 ** i)) + eps) + wd * params[k] for k in g}
+      lr_i = lr(i - 1) if callable(lr) else lr
+      params = {k: params[k] - lr_i * u[k] for k in params}
+    return params
+  return run
+
+
+CASES = {
+  "sgd": (optim.sgd(0.1), _sgd(0.1)),
+  "momentum": (optim.sgd(0.1, momentum=0.9), _sgd(0.1, 0.9)),
+  "nesterov": (optim.sgd(0.1, momentum=0.9, nesterov=True), _sgd(0.1, 0.9, True)),
+  "adam": (optim.adam(1e-2), _adam(1e-2)),
+  "adamw": (optim.adamw(1e-2, weight_decay=0.1), _adam(1e-2, wd=0.1)),
+  "adam_schedule": (optim.adam(optim.linear_schedule(1e-2, 0.0, 4)), _adam(lambda c: 1e-2 * (1 - min(c, 4) / 4))),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("jit", [False, True])
+def test_updates_over_several_steps(name, jit):
+  opt, ref = CASES[name]
+  step = lambda params, state, g: (lambda u, s: (optim.apply_updates(params, u), s))(*opt.update(g, state, params))
+  if jit: step = tg.jit(step)
+  params, state = tg.tree.map(tnp.asarray, P), opt.init(tg.tree.map(tnp.asarray, P))
+  for g in GRADS: params, state = step(params, state, g)
+  want = ref({k: v.astype(np.float64) for k, v in P.items()}, [{k: v.astype(np.float64) for k, v in g.items()} for g in GRADS])
+  for k in P: np.testing.assert_allclose(np.asarray(params[k]), want[k], rtol=2e-5, atol=2e-6)
+  assert params["w"].dtype == tnp.float32
+
+
+def test_clip_by_global_norm_and_chain():
+  g = {"a": np.array([3.0, 4.0], np.float32), "b": np.array([0.0], np.float32)}
+  opt = optim.chain(optim.clip_by_global_norm(1.0), optim.scale(-1.0))
+  u, _ = opt.update(g, opt.init(g))
+  np.testing.assert_allclose(np.asarray(u["a"]), [-0.6, -0.8], rtol=1e-6)
+  clip = optim.clip_by_global_norm(10.0)
+  u, _ = clip.update(g, clip.init(g))
+  np.testing.assert_allclose(np.asarray(u["a"]), [3.0, 4.0])
+  assert float(optim.global_norm(g)) == 5.0
+
+
+def test_adamw_mask():
+  p = {"w": np.ones(2, np.float32), "b": np.ones(2, np.float32)}
+  opt = optim.adamw(0.1, weight_decay=0.5, mask={"w": True, "b": False})
+  u, _ = opt.update({"w": np.zeros(2, np.float32), "b": np.zeros(2, np.float32)}, opt.init(p), p)
+  np.testing.assert_allclose(np.asarray(u["w"]), -0.05)
+  np.testing.assert_allclose(np.asarray(u["b"]), 0.0)
+
+
+def test_schedules():
+  lin = optim.linear_schedule(1.0, 0.1, 10, transition_begin=2)
+  np.testing.assert_allclose([float(lin(c)) for c in (0, 2, 7, 12, 50)], [1.0, 1.0, 0.55, 0.1, 0.1], rtol=1e-6)
+  cos = optim.cosine_decay_schedule(2.0, 10, alpha=0.1)
+  np.testing.assert_allclose([float(cos(c)) for c in (0, 5, 10, 20)],
+                             [2.0, 2.0 * (0.9 * 0.5 + 0.1), 0.2, 0.2], rtol=1e-6)
+  exp = optim.exponential_decay(1.0, 4, 0.5, staircase=True)
+  np.testing.assert_allclose([float(exp(c)) for c in (0, 3, 4, 9)], [1.0, 1.0, 0.5, 0.25])
+  w = optim.warmup_cosine_decay_schedule(0.0, 1.0, 4, 14, end_value=0.1)
+  want = [c / 4 if c < 4 else 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(c - 4, 10) / 10)) for c in range(16)]
+  np.testing.assert_allclose([float(w(c)) for c in range(16)], want, rtol=1e-5, atol=1e-7)
+  assert float(optim.constant_schedule(0.3)(100)) == pytest.approx(0.3)
