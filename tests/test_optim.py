@@ -40,7 +40,63 @@ def _adam(lr, b1=0.9, b2=0.999, eps=1e-8, wd=0.0):
   return run
 
 
+def _norm(x): return np.sqrt(np.sum(x * x))
+
+
+def _rmsprop(lr, decay=0.9, eps=1e-8, centered=False):
+  def run(params, grads):
+    nu = {k: 0 * v for k, v in params.items()}
+    mu = {k: 0 * v for k, v in params.items()}
+    for g in grads:
+      nu = {k: (1 - decay) * g[k] ** 2 + decay * nu[k] for k in g}
+      mu = {k: (1 - decay) * g[k] + decay * mu[k] for k in g}
+      params = {k: params[k] - lr * g[k] / np.sqrt(nu[k] - (mu[k] ** 2 if centered else 0) + eps) for k in params}
+    return params
+  return run
+
+
+def _adagrad(lr, init=0.1, eps=1e-7):
+  def run(params, grads):
+    acc = {k: 0 * v + init for k, v in params.items()}
+    for g in grads:
+      acc = {k: acc[k] + g[k] ** 2 for k in g}
+      params = {k: params[k] - lr * g[k] / np.sqrt(acc[k] + eps) for k in params}
+    return params
+  return run
+
+
+def _lamb(lr, b1=0.9, b2=0.999, eps=1e-6, wd=0.01):
+  def run(params, grads):
+    mu = {k: 0 * v for k, v in params.items()}
+    nu = {k: 0 * v for k, v in params.items()}
+    for i, g in enumerate(grads, 1):
+      mu = {k: (1 - b1) * g[k] + b1 * mu[k] for k in g}
+      nu = {k: (1 - b2) * g[k] ** 2 + b2 * nu[k] for k in g}
+      u = {k: (mu[k] / (1 - b1 ** i)) / (np.sqrt(nu[k] / (1 - b2 ** i)) + eps) + wd * params[k] for k in g}
+      u = {k: u[k] * (_norm(params[k]) / _norm(u[k])) for k in u}
+      params = {k: params[k] - lr * u[k] for k in params}
+    return params
+  return run
+
+
+def _lars(lr, wd=0.01, tc=0.001, momentum=0.9):
+  def run(params, grads):
+    t = {k: 0 * v for k, v in params.items()}
+    for g in grads:
+      u = {k: g[k] + wd * params[k] for k in g}
+      u = {k: u[k] * tc * _norm(params[k]) / _norm(u[k]) for k in u}
+      t = {k: -lr * u[k] + momentum * t[k] for k in u}
+      params = {k: params[k] + t[k] for k in params}
+    return params
+  return run
+
+
 CASES = {
+  "rmsprop": (optim.rmsprop(1e-2), _rmsprop(1e-2)),
+  "rmsprop_centered": (optim.rmsprop(1e-2, centered=True), _rmsprop(1e-2, centered=True)),
+  "adagrad": (optim.adagrad(0.1), _adagrad(0.1)),
+  "lamb": (optim.lamb(1e-2, weight_decay=0.01), _lamb(1e-2)),
+  "lars": (optim.lars(0.5, weight_decay=0.01), _lars(0.5)),
   "sgd": (optim.sgd(0.1), _sgd(0.1)),
   "momentum": (optim.sgd(0.1, momentum=0.9), _sgd(0.1, 0.9)),
   "nesterov": (optim.sgd(0.1, momentum=0.9, nesterov=True), _sgd(0.1, 0.9, True)),

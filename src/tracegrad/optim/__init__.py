@@ -11,6 +11,7 @@ Array([0.999, 0.999], dtype=float32)
 """
 from .schedules import (constant_schedule, cosine_decay_schedule, exponential_decay, join_schedules,  # noqa: F401
                         linear_schedule, warmup_cosine_decay_schedule)
-from .transforms import (GradientTransformation, adam, adamw, add_decayed_weights, apply_updates, chain,  # noqa: F401
-                         clip_by_global_norm, global_norm, identity, scale, scale_by_adam, scale_by_learning_rate,
-                         scale_by_schedule, sgd, trace)
+from .transforms import (GradientTransformation, adagrad, adam, adamw, add_decayed_weights, apply_updates,  # noqa: F401
+                         chain, clip_by_global_norm, global_norm, identity, lamb, lars, rmsprop, scale, scale_by_adam,
+                         scale_by_learning_rate, scale_by_rms, scale_by_rss, scale_by_schedule, scale_by_trust_ratio,
+                         sgd, trace)

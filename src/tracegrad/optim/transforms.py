@@ -144,6 +144,84 @@ def adamw(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, 
                scale_by_learning_rate(learning_rate))
 
 
+class ScaleByRmsState(NamedTuple):
+  mu: Any
+  nu: Any
+
+
+def scale_by_rms(decay: float = 0.9, eps: float = 1e-8, initial_scale: float = 0.0,
+                 centered: bool = False) -> GradientTransformation:
+  """Updates over the root of a moving mean of their squares (centered: of their variance), eps inside the root."""
+  def init(params): return ScaleByRmsState(_zeros(params), tree_util.map(lambda p: tnp.full_like(p, initial_scale), params))
+
+  def update(updates, state, params=None):
+    nu = tree_util.map(lambda g, n: (1 - decay) * g * g + decay * n, updates, state.nu)
+    mu = tree_util.map(lambda g, m: (1 - decay) * g + decay * m, updates, state.mu) if centered else state.mu
+    var = tree_util.map(lambda n, m: n - m * m, nu, mu) if centered else nu
+    return tree_util.map(lambda g, v: g / tnp.sqrt(v + eps), updates, var), ScaleByRmsState(mu, nu)
+  return GradientTransformation(init, update)
+
+
+class ScaleByRssState(NamedTuple):
+  sum_of_squares: Any
+
+
+def scale_by_rss(initial_accumulator_value: float = 0.1, eps: float = 1e-7) -> GradientTransformation:
+  """Updates over the root of the running sum of their squares (AdaGrad)."""
+  def init(params): return ScaleByRssState(tree_util.map(lambda p: tnp.full_like(p, initial_accumulator_value), params))
+
+  def update(updates, state, params=None):
+    s = tree_util.map(lambda g, a: a + g * g, updates, state.sum_of_squares)
+    out = tree_util.map(lambda g, a: tnp.where(a > 0, g / tnp.sqrt(a + eps), 0.0), updates, s)
+    return out, ScaleByRssState(s)
+  return GradientTransformation(init, update)
+
+
+def scale_by_trust_ratio(min_norm: float = 0.0, trust_coefficient: float = 1.0, eps: float = 0.0,
+                         mask=None) -> GradientTransformation:
+  """Each leaf's update times trust_coefficient * |param| / (|update| + eps) (1 where either norm is 0), as LAMB
+  and LARS scale layers; mask (a pytree of bools) limits it to some leaves."""
+  def leaf(u, p, on=True):
+    if not on: return u
+    pn = tnp.maximum(tnp.sqrt(tnp.sum(tnp.square(p))), min_norm)
+    un = tnp.maximum(tnp.sqrt(tnp.sum(tnp.square(u))), min_norm)
+    ratio = tnp.where((pn == 0) | (un == 0), 1.0, trust_coefficient * pn / (un + eps))
+    return u * ratio.astype(u.dtype)
+
+  def update(updates, state, params=None):
+    if params is None: raise ValueError("scale_by_trust_ratio: update needs params")
+    if mask is None or mask is True: return tree_util.map(leaf, updates, params), state
+    return tree_util.map(leaf, updates, params, mask), state
+  return GradientTransformation(lambda params: EmptyState(), update)
+
+
+def rmsprop(learning_rate, decay: float = 0.9, eps: float = 1e-8, initial_scale: float = 0.0, centered: bool = False,
+            momentum: float | None = None, nesterov: bool = False) -> GradientTransformation:
+  """RMSProp, as optax.rmsprop."""
+  return chain(scale_by_rms(decay, eps, initial_scale, centered), scale_by_learning_rate(learning_rate),
+               trace(momentum, nesterov) if momentum is not None else identity())
+
+
+def adagrad(learning_rate, initial_accumulator_value: float = 0.1, eps: float = 1e-7) -> GradientTransformation:
+  """AdaGrad, as optax.adagrad."""
+  return chain(scale_by_rss(initial_accumulator_value, eps), scale_by_learning_rate(learning_rate))
+
+
+def lamb(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-6, eps_root: float = 0.0,
+         weight_decay: float = 0.0, mask=None) -> GradientTransformation:
+  """LAMB, as optax.lamb: Adam with weight decay, each layer's step scaled by its trust ratio."""
+  return chain(scale_by_adam(b1, b2, eps, eps_root), add_decayed_weights(weight_decay, mask), scale_by_trust_ratio(),
+               scale_by_learning_rate(learning_rate))
+
+
+def lars(learning_rate, weight_decay: float = 0.0, weight_decay_mask=None, trust_coefficient: float = 0.001,
+         eps: float = 0.0, trust_ratio_mask=None, momentum: float = 0.9, nesterov: bool = False):
+  """LARS, as optax.lars: weight decay, each layer's step scaled by its trust ratio, momentum."""
+  return chain(add_decayed_weights(weight_decay, weight_decay_mask),
+               scale_by_trust_ratio(trust_coefficient=trust_coefficient, eps=eps, mask=trust_ratio_mask),
+               scale_by_learning_rate(learning_rate), trace(momentum, nesterov))
+
+
 def apply_updates(params, updates):
   """params + updates, leaf by leaf, in each param's dtype."""
   return tree_util.map(lambda p, u: (tnp.asarray(p) + u).astype(tnp.asarray(p).dtype), params, updates)
