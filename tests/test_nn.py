@@ -70,3 +70,29 @@ def test_erf_dtypes():
   assert tg.scipy.special.erf(tnp.asarray([0.5], tnp.float16)).dtype == tnp.float16
   assert tg.scipy.special.erf(tnp.asarray([1])).dtype == tnp.float32
   assert np.isnan(np.asarray(tg.scipy.special.erf(np.float32(np.nan))))
+
+
+@pytest.mark.parametrize("name,scale,fan", [("glorot_uniform", 1, "avg"), ("glorot_normal", 1, "avg"),
+                                             ("lecun_uniform", 1, "in"), ("lecun_normal", 1, "in"),
+                                             ("he_uniform", 2, "in"), ("he_normal", 2, "in")])
+def test_variance_scaling_initializers(name, scale, fan):
+  shape = (3, 3, 32, 48)   # HWIO: receptive field 9
+  fan_in, fan_out = 9 * 32, 9 * 48
+  want = math.sqrt(scale / (fan_in if fan == "in" else (fan_in + fan_out) / 2))
+  w = np.asarray(getattr(tg.nn.initializers, name)()(tg.random.key(1), shape))
+  assert w.shape == shape and w.dtype == np.float32 and abs(w.std() / want - 1) < 0.03
+  assert abs(w.mean()) < 0.05 * want
+
+
+def test_simple_initializers():
+  k = tg.random.key(0)
+  init = tg.nn.initializers
+  assert np.all(np.asarray(init.zeros(k, (2, 3))) == 0) and np.all(np.asarray(init.ones(k, (2,))) == 1)
+  assert np.all(np.asarray(init.constant(0.5)(k, (4,))) == 0.5)
+  u = np.asarray(init.uniform(0.1)(k, (1000,)))
+  assert u.min() >= 0 and u.max() < 0.1
+  assert abs(np.asarray(init.normal(0.2)(k, (4000,))).std() - 0.2) < 0.01
+  t = np.asarray(init.truncated_normal(0.5)(k, (4000,)))
+  assert np.abs(t).max() <= 1.0
+  with pytest.raises(ValueError, match="mode"):
+    init.variance_scaling(1.0, "fan_max", "normal")

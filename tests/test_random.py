@@ -113,3 +113,12 @@ def test_discrete_distributions():
   np.testing.assert_allclose([np.mean(weighted == v) for v in (5, 6, 7)], p, atol=0.015)
   with pytest.raises(ValueError, match="without replacement"):
     tr.choice(k5, 3, (4,), replace=False)
+
+
+def test_truncated_normal():
+  x = np.asarray(tr.truncated_normal(tr.key(3), -2.0, 1.0, (N,)))
+  assert x.dtype == np.float32 and x.min() >= -2.0 and x.max() <= 1.0
+  erf = np.vectorize(math.erf)
+  phi = lambda v: 0.5 * (1 + erf(v / math.sqrt(2)))
+  assert _ks(x, lambda v: (phi(v) - phi(-2.0)) / (phi(1.0) - phi(-2.0))) < LIMIT
+  assert tr.truncated_normal(tr.key(0), tnp.zeros(3), 1.0).shape == (3,)
