@@ -13,6 +13,9 @@ P = {"w": rng.normal(size=(3, 2)).astype(np.float32), "b": rng.normal(size=2).as
 GRADS = [{k: rng.normal(size=v.shape).astype(np.float32) for k, v in P.items()} for _ in range(5)]
 
 
+def _norm(x): return np.sqrt(np.sum(x * x))
+
+
 def _sgd(lr, momentum=None, nesterov=False):
   def run(params, grads):
     t = {k: 0 * v for k, v in params.items()}
@@ -26,7 +29,8 @@ def _sgd(lr, momentum=None, nesterov=False):
   return run
 
 
-def _adam(lr, b1=0.9, b2=0.999, eps=1e-8, wd=0.0):
+def _adam(lr, b1=0.9, b2=0.999, eps=1e-8, wd=0.0, trust=False):
+  """Adam (with decoupled weight decay; trust: each leaf's step scaled by |param| / |step|, LAMB)."""
   def run(params, grads):
     mu = {k: 0 * v for k, v in params.items()}
     nu = {k: 0 * v for k, v in params.items()}
@@ -34,13 +38,11 @@ def _adam(lr, b1=0.9, b2=0.999, eps=1e-8, wd=0.0):
       mu = {k: (1 - b1) * g[k] + b1 * mu[k] for k in g}
       nu = {k: (1 - b2) * g[k] ** 2 + b2 * nu[k] for k in g}
       u = {k: (mu[k] / (1 - b1 ** i)) / (np.sqrt(nu[k] / (1 - b2 ** i)) + eps) + wd * params[k] for k in g}
+      if trust: u = {k: u[k] * (_norm(params[k]) / _norm(u[k])) for k in u}
       lr_i = lr(i - 1) if callable(lr) else lr
       params = {k: params[k] - lr_i * u[k] for k in params}
     return params
   return run
-
-
-def _norm(x): return np.sqrt(np.sum(x * x))
 
 
 def _rmsprop(lr, decay=0.9, eps=1e-8, centered=False):
@@ -65,20 +67,6 @@ def _adagrad(lr, init=0.1, eps=1e-7):
   return run
 
 
-def _lamb(lr, b1=0.9, b2=0.999, eps=1e-6, wd=0.01):
-  def run(params, grads):
-    mu = {k: 0 * v for k, v in params.items()}
-    nu = {k: 0 * v for k, v in params.items()}
-    for i, g in enumerate(grads, 1):
-      mu = {k: (1 - b1) * g[k] + b1 * mu[k] for k in g}
-      nu = {k: (1 - b2) * g[k] ** 2 + b2 * nu[k] for k in g}
-      u = {k: (mu[k] / (1 - b1 ** i)) / (np.sqrt(nu[k] / (1 - b2 ** i)) + eps) + wd * params[k] for k in g}
-      u = {k: u[k] * (_norm(params[k]) / _norm(u[k])) for k in u}
-      params = {k: params[k] - lr * u[k] for k in params}
-    return params
-  return run
-
-
 def _lars(lr, wd=0.01, tc=0.001, momentum=0.9):
   def run(params, grads):
     t = {k: 0 * v for k, v in params.items()}
@@ -95,7 +83,7 @@ CASES = {
   "rmsprop": (optim.rmsprop(1e-2), _rmsprop(1e-2)),
   "rmsprop_centered": (optim.rmsprop(1e-2, centered=True), _rmsprop(1e-2, centered=True)),
   "adagrad": (optim.adagrad(0.1), _adagrad(0.1)),
-  "lamb": (optim.lamb(1e-2, weight_decay=0.01), _lamb(1e-2)),
+  "lamb": (optim.lamb(1e-2, weight_decay=0.01), _adam(1e-2, eps=1e-6, wd=0.01, trust=True)),
   "lars": (optim.lars(0.5, weight_decay=0.01), _lars(0.5)),
   "sgd": (optim.sgd(0.1), _sgd(0.1)),
   "momentum": (optim.sgd(0.1, momentum=0.9), _sgd(0.1, 0.9)),
