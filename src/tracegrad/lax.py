@@ -17,7 +17,8 @@ from .ir import Graph, Ops, UOp, dtypes
 from .ir.shapes import fmt
 from .trace import ShapeDtypeStruct, trace
 
-__all__ = ["stop_gradient", "cond", "switch", "select", "scan", "fori_loop", "while_loop", "bitcast_convert_type"]
+__all__ = ["stop_gradient", "cond", "switch", "select", "scan", "fori_loop", "while_loop", "bitcast_convert_type", "conv",
+           "conv_general_dilated"]
 
 
 def _name(f) -> str: return getattr(f, "__name__", type(f).__name__)
@@ -234,3 +235,6 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, unroll: int | None = N
                          lambda c: (Array(c[0].uop + UOp.const(d, 1)), c[1], body_fun(c[0], c[2])),
                          (Array(l.uop.cast(d)), Array(h.uop.cast(d)), init_val))
   return val
+
+
+from .lax_conv import conv, conv_general_dilated  # noqa: E402  (after the names lax_conv's imports need)

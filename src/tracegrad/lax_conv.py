@@ -1,0 +1,87 @@
+"""Convolutions as jax.lax.conv_general_dilated: a sum over the kernel's taps of strided slices of the padded input
+contracted with the tap's weights, so every transform (grad, vmap, jit) goes through ordinary slices and einsums.
+
+>>> x, w = tnp.ones((1, 1, 4, 4)), tnp.ones((1, 1, 3, 3))
+>>> lax.conv_general_dilated(x, w, (1, 1), "VALID").shape
+(1, 1, 2, 2)
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Sequence
+
+from . import numpy as tnp
+from .array import Array
+
+__all__ = ["conv", "conv_general_dilated"]
+
+
+def _padding(padding, spatial, window, strides, dilation, fn) -> list[tuple[int, int]]:
+  if isinstance(padding, str):
+    if padding.upper() == "VALID": return [(0, 0)] * len(spatial)
+    if padding.upper() != "SAME": raise ValueError(f"{fn}: padding must be 'SAME', 'VALID' or (low, high) pairs, got {padding!r}")
+    out = []
+    for n, k, s, d in zip(spatial, window, strides, dilation):
+      total = max((math.ceil(n / s) - 1) * s + (k - 1) * d + 1 - n, 0)
+      out.append((total // 2, total - total // 2))
+    return out
+  pads = [tuple(p) for p in padding]
+  if len(pads) != len(spatial) or any(len(p) != 2 for p in pads):
+    raise ValueError(f"{fn}: padding needs one (low, high) pair per spatial dimension ({len(spatial)}), got {padding}")
+  return pads
+
+
+def _layouts(dimension_numbers, nd: int, fn: str) -> tuple[str, str, str]:
+  if dimension_numbers is None:
+    s = "".join("DHW"[-nd:] if nd <= 3 else [chr(ord("a") + i) for i in range(nd)])
+    return "NC" + s, "OI" + s, "NC" + s
+  if len(dimension_numbers) != 3 or not all(isinstance(d, str) for d in dimension_numbers):
+    raise ValueError(f"{fn}: dimension_numbers must be three layout strings such as ('NHWC', 'HWIO', 'NHWC'), got "
+                     f"{dimension_numbers!r}")
+  return tuple(dimension_numbers)
+
+
+def conv_general_dilated(lhs, rhs, window_strides: Sequence[int], padding, lhs_dilation=None, rhs_dilation=None,
+                         dimension_numbers=None, feature_group_count: int = 1, precision=None,
+                         preferred_element_type=None) -> Array:
+  """An N-d convolution (cross-correlation, as JAX's), NCHW / OIHW / NCHW unless dimension_numbers says otherwise,
+  with strides, padding ('SAME', 'VALID' or (low, high) pairs), kernel dilation and feature groups."""
+  fn = "conv_general_dilated"
+  x, w = tnp.asarray(lhs), tnp.asarray(rhs)
+  nd = x.ndim - 2
+  if nd < 1 or w.ndim != x.ndim: raise ValueError(f"{fn}: lhs and rhs need one rank of at least 3, got {x.shape} and {w.shape}")
+  lhs_spec, rhs_spec, out_spec = _layouts(dimension_numbers, nd, fn)
+  if lhs_dilation is not None and any(d != 1 for d in lhs_dilation):
+    raise ValueError(f"{fn}: lhs_dilation (a transposed convolution) is not supported yet; got {lhs_dilation}")
+  # to N C spatial... and O I spatial...
+  x = tnp.transpose(x, [lhs_spec.index(c) for c in "NC"] + [i for i, c in enumerate(lhs_spec) if c not in "NC"])
+  w = tnp.transpose(w, [rhs_spec.index(c) for c in "OI"] + [i for i, c in enumerate(rhs_spec) if c not in "OI"])
+  strides, dil = tuple(window_strides), tuple(rhs_dilation or (1,) * nd)
+  if len(strides) != nd or len(dil) != nd: raise ValueError(f"{fn}: window_strides and rhs_dilation need {nd} entries")
+  n, c, spatial = x.shape[0], x.shape[1], x.shape[2:]
+  o, ci, window = w.shape[0], w.shape[1], w.shape[2:]
+  g = feature_group_count
+  if c != ci * g or o % g:
+    raise ValueError(f"{fn}: lhs has {c} features and rhs {ci} per group with {o} outputs; with feature_group_count={g} "
+                     f"lhs needs {ci * g} and the outputs a multiple of {g}")
+  pads = _padding(padding, spatial, window, strides, dil, fn)
+  xp = tnp.pad(x, [(0, 0), (0, 0), *pads])
+  out_sp = [(sp + lo + hi - (k - 1) * d - 1) // s + 1 for sp, (lo, hi), k, d, s in zip(spatial, pads, window, dil, strides)]
+  if any(m <= 0 for m in out_sp): raise ValueError(f"{fn}: the window does not fit the padded input {xp.shape[2:]}")
+  wg = w.reshape(g, o // g, ci, *window)
+  out = None
+  for tap in itertools.product(*(range(k) for k in window)):
+    idx = tuple(slice(t * d, t * d + (m - 1) * s + 1, s) for t, d, m, s in zip(tap, dil, out_sp, strides))
+    part = xp[(slice(None), slice(None), *idx)].reshape(n, g, ci, *out_sp)
+    term = tnp.einsum("ngc...,goc->ngo...", part, wg[(slice(None), slice(None), slice(None), *tap)])
+    out = term if out is None else out + term
+  out = out.reshape(n, o, *out_sp)
+  spatial_names = [ch for ch in out_spec if ch not in "NC"]
+  src = "NC" + "".join(spatial_names)
+  return tnp.transpose(out, [src.index(ch) for ch in out_spec])
+
+
+def conv(lhs, rhs, window_strides: Sequence[int], padding, precision=None, preferred_element_type=None) -> Array:
+  """conv_general_dilated in NCHW / OIHW without dilation or groups, as jax.lax.conv."""
+  return conv_general_dilated(lhs, rhs, window_strides, padding)
