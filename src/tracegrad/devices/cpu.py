@@ -112,6 +112,7 @@ class _Runner:
     for n, c in enumerate(self.consts):
       if c is not None and n not in self.written_consts: self.const_ptrs[n] = _ffi.from_buffer(c)
     self.has_consts = any(c is not None for c in self.consts)
+    self.per_call = [n for n, *_ in self.inputs] + [n for n, *_ in self.allocs] + self.written_consts   # fresh pointers
 
   def __call__(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
     if len(inputs) != len(self.inputs):
@@ -119,22 +120,15 @@ class _Runner:
     arrays = list(self.consts)
     ptrs = _ffi.new(self.ptrs_type)
     if self.has_consts: _ffi.memmove(ptrs, self.const_ptrs, _ffi.sizeof(self.ptrs_type))
-    keep = []   # cffi views of the buffers, alive until the run returns
     for (n, dt, size, written), x in zip(self.inputs, inputs):
       a = x if type(x) is np.ndarray and x.dtype is dt and x.flags.c_contiguous else np.ascontiguousarray(x, dt)
       if a.size != size:
         raise ValueError(f"run_program: input buffer {n} holds {size} elements of {dt}, got an array of shape {a.shape}")
-      arrays[n] = a = a.copy() if written else a
-      keep.append(p := _ffi.from_buffer(a))
-      ptrs[n] = p
-    for n, size, dt in self.allocs:
-      arrays[n] = a = np.empty(size, dt)
-      keep.append(p := _ffi.from_buffer(a))
-      ptrs[n] = p
-    for n in self.written_consts:
-      arrays[n] = a = arrays[n].copy()
-      keep.append(p := _ffi.from_buffer(a))
-      ptrs[n] = p
+      arrays[n] = a.copy() if written else a
+    for n, size, dt in self.allocs: arrays[n] = np.empty(size, dt)
+    for n in self.written_consts: arrays[n] = arrays[n].copy()
+    keep = [_ffi.from_buffer(arrays[n]) for n in self.per_call]   # alive until the run returns
+    for n, p in zip(self.per_call, keep): ptrs[n] = p
     self.tg_run(ptrs)
     return [(arrays[n].copy() if copy else arrays[n]).reshape(shape) for n, shape, copy in self.outputs]
 

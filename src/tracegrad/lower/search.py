@@ -10,10 +10,10 @@ the kernel's source, the compiler and the CPU, so a search is paid once per mach
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sqlite3
-import dataclasses
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -91,6 +91,9 @@ def _same(got: list[np.ndarray], want: list[np.ndarray]) -> bool:
   return True
 
 
+def _frozen(opts: dict) -> tuple: return tuple(sorted(opts.items()))
+
+
 def best_opts(k: Kernel, width: int, device, progress=None) -> dict:
   """The fastest action set found for k (from the cache when it has one)."""
   if opt.shape(k) is None: return {}
@@ -103,8 +106,7 @@ def best_opts(k: Kernel, width: int, device, progress=None) -> dict:
   def libraries(cands: list[dict]) -> list:
     def build(o):
       try:
-        return device.compile(render_program(Program([opt.apply(k, o)], *[getattr(prog, f) for f in
-                                                                           ("calls", "buffers", "inputs", "outputs")])),
+        return device.compile(render_program(dataclasses.replace(prog, kernels=[opt.apply(k, o)])),
                               timeout=COMPILE_TIMEOUT)
       except RuntimeError:
         return None
@@ -118,12 +120,11 @@ def best_opts(k: Kernel, width: int, device, progress=None) -> dict:
   want, timed = base[1], {(): base[0]}
   beam = [{}]
   for _ in range(MAX_ROUNDS):
-    cands = [c for o in beam for c in opt.neighbours(k, o) if tuple(sorted(c.items())) not in timed]
-    cands = list({tuple(sorted(c.items())): c for c in cands}.values())
+    cands = list({_frozen(c): c for o in beam for c in opt.neighbours(k, o) if _frozen(c) not in timed}.values())
     if not cands: break
     for c, lib in zip(cands, libraries(cands)):
       res = None if lib is None else device.time_library(lib, arrays, stored, MIN_TIME, TIMEOUT)
-      timed[tuple(sorted(c.items()))] = res[0] if res is not None and _same(res[1], want) else float("inf")
+      timed[_frozen(c)] = res[0] if res is not None and _same(res[1], want) else float("inf")
       if progress is not None: progress.update(1)
     ranked = sorted(timed, key=timed.get)
     new = [dict(o) for o in ranked[:width]]
@@ -145,6 +146,6 @@ def optimise(prog: Program, width: int, device) -> Program:
       for k in p.kernels:
         if isinstance(k, Control): items.append(dataclasses.replace(k, bodies=tuple(walk(b) for b in k.bodies)))
         else: items.append(opt.apply(k, best_opts(k, width, device, bar)))
-      return Program(items, p.calls, p.buffers, p.inputs, p.outputs)
+      return dataclasses.replace(p, kernels=items)
     return walk(prog)
 
