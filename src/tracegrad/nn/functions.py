@@ -11,7 +11,7 @@ from .. import numpy as tnp
 from ..array import Array
 
 __all__ = ["relu", "relu6", "sigmoid", "softplus", "log_sigmoid", "silu", "swish", "gelu", "elu", "leaky_relu",
-           "hard_tanh", "softmax", "log_softmax", "logsumexp", "standardize", "one_hot"]
+           "hard_tanh", "softmax", "log_softmax", "logsumexp", "standardize", "one_hot", "dot_product_attention"]
 
 
 def relu(x) -> Array:
@@ -118,3 +118,23 @@ def one_hot(x, num_classes: int, dtype=tnp.float32, axis=-1) -> Array:
   x = tnp.asarray(x)
   out = (tnp.expand_dims(x, -1) == tnp.arange(num_classes)).astype(dtype)
   return tnp.moveaxis(out, -1, axis)
+
+
+def dot_product_attention(query, key, value, bias=None, mask=None, *, scale: float | None = None,
+                          is_causal: bool = False) -> Array:
+  """softmax(query . key * scale + bias, masked) . value over inputs of shape (batch..., T, heads, head_dim), as
+  jax.nn.dot_product_attention; `mask` is True where attention is allowed, is_causal keeps only S <= T."""
+  q, k, v = tnp.asarray(query), tnp.asarray(key), tnp.asarray(value)
+  if q.ndim < 3 or k.ndim != q.ndim or v.shape != k.shape or q.shape[-1] != k.shape[-1] or \
+     q.shape[:-3] != k.shape[:-3] or q.shape[-2] != k.shape[-2]:
+    raise ValueError(f"dot_product_attention: query, key and value must be (..., T, N, H), (..., S, N, H) and "
+                     f"(..., S, N, H); got {q.shape}, {k.shape} and {v.shape}")
+  scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+  logits = tnp.einsum("...tnh,...snh->...nts", q, k) * scale
+  if bias is not None: logits = logits + bias
+  allowed = None if mask is None else tnp.asarray(mask)
+  if is_causal:
+    causal = tnp.tril(tnp.ones((q.shape[-3], k.shape[-3]), bool))
+    allowed = causal if allowed is None else allowed & causal
+  if allowed is not None: logits = tnp.where(allowed, logits, tnp.finfo(logits.dtype).min)
+  return tnp.einsum("...nts,...snh->...tnh", softmax(logits, axis=-1), v)
