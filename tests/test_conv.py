@@ -67,3 +67,41 @@ def test_layouts_and_errors():
                              feature_group_count=2)
   with pytest.raises(ValueError, match="padding"):
     lax.conv(np.ones((1, 1, 4, 4), np.float32), np.ones((1, 1, 1, 1), np.float32), (1, 1), "FULL")
+
+
+LHS_DILATION_CASES = [  # (x shape NCHW, w shape OIHW, strides, explicit padding, lhs_dilation, rhs_dilation)
+  ((2, 3, 5, 4), (4, 3, 3, 3), (1, 1), ((2, 2), (2, 2)), (2, 2), (1, 1)),
+  ((1, 2, 4, 5), (3, 2, 3, 2), (1, 2), ((2, 1), (1, 0)), (2, 3), (1, 1)),
+  ((1, 2, 4, 4), (2, 2, 2, 2), (2, 1), ((1, -1), (0, 1)), (3, 2), (2, 1)),
+]
+
+
+@pytest.mark.parametrize("case", range(len(LHS_DILATION_CASES)))
+def test_lhs_dilation_is_a_convolution_of_the_zero_dilated_input(case):
+  xs, ws, strides, padding, ld, rd = LHS_DILATION_CASES[case]
+  x, w = rng.standard_normal(xs).astype(np.float32), rng.standard_normal(ws).astype(np.float32)
+  xd = np.zeros(xs[:2] + tuple((n - 1) * d + 1 for n, d in zip(xs[2:], ld)), np.float32)
+  xd[:, :, ::ld[0], ::ld[1]] = x
+  xd = xd[:, :, max(-padding[0][0], 0):xd.shape[2] - max(-padding[0][1], 0),
+          max(-padding[1][0], 0):xd.shape[3] - max(-padding[1][1], 0)]
+  want = ref_conv(xd, w, strides, [(max(lo, 0), max(hi, 0)) for lo, hi in padding], rd, 1)
+  f = lambda m, x, w: m.conv_general_dilated(x, w, strides, padding, lhs_dilation=ld, rhs_dilation=rd)
+  np.testing.assert_allclose(np.asarray(f(lax, x, w)), want, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(np.asarray(tg.jit(lambda x, w: f(lax, x, w))(x, w)), want, rtol=1e-4, atol=1e-4)
+  jax = pytest.importorskip("jax")
+  np.testing.assert_allclose(np.asarray(f(jax.lax, x, w)), want, rtol=1e-4, atol=1e-4)
+  loss = lambda m: lambda x, w: (f(m, x, w) ** 2).sum()
+  got, want_g = tg.grad(loss(lax), argnums=(0, 1))(x, w), jax.grad(loss(jax.lax), argnums=(0, 1))(x, w)
+  for g, wg in zip(got, want_g): np.testing.assert_allclose(np.asarray(g), wg, rtol=1e-4, atol=1e-4)
+  t = rng.standard_normal(xs).astype(np.float32)
+  _, got_t = tg.jvp(lambda x: f(lax, x, w), (x,), (t,))
+  want_t = jax.jvp(lambda x: f(jax.lax, x, w), (x,), (t,))[1]
+  np.testing.assert_allclose(np.asarray(got_t), want_t, rtol=1e-4, atol=1e-4)
+
+
+def test_lhs_dilation_errors():
+  x, w = np.ones((1, 1, 4, 4), np.float32), np.ones((1, 1, 2, 2), np.float32)
+  with pytest.raises(ValueError, match="conv_general_dilated: padding 'SAME' is ambiguous with lhs_dilation"):
+    lax.conv_general_dilated(x, w, (1, 1), "SAME", lhs_dilation=(2, 2))
+  with pytest.raises(ValueError, match="conv_general_dilated: window_strides, lhs_dilation and rhs_dilation need 2"):
+    lax.conv_general_dilated(x, w, (1, 1), "VALID", lhs_dilation=(2,))

@@ -7,6 +7,7 @@ Array(6, dtype=int32)
 """
 from __future__ import annotations
 
+import builtins
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -18,7 +19,7 @@ from .ir.shapes import fmt
 from .trace import ShapeDtypeStruct, trace
 
 __all__ = ["stop_gradient", "cond", "switch", "select", "scan", "fori_loop", "while_loop", "bitcast_convert_type", "conv",
-           "conv_general_dilated"]
+           "conv_general_dilated", "reduce_window", "add", "max", "min", "mul"]
 
 
 def _name(f) -> str: return getattr(f, "__name__", type(f).__name__)
@@ -225,7 +226,7 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, unroll: int | None = N
   if lo is not None and hi is not None:
     idx_dtype = dtypes.int32
     (_, val), _ = scan(lambda c, _: ((c[0] + 1, body_fun(c[0], c[1])), None),
-                       (Array(UOp.const(idx_dtype, lo)), init_val), None, length=max(0, hi - lo))
+                       (Array(UOp.const(idx_dtype, lo)), init_val), None, length=builtins.max(0, hi - lo))
     return val
   l, h = to_array(lower, fn="fori_loop"), to_array(upper, fn="fori_loop")
   if not (l.dtype.is_int and h.dtype.is_int) or l.shape != () or h.shape != ():
@@ -238,3 +239,4 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, unroll: int | None = N
 
 
 from .lax_conv import conv, conv_general_dilated  # noqa: E402  (after the names lax_conv's imports need)
+from .lax_window import add, max, min, mul, reduce_window  # noqa: E402,A004  (max and min shadow the builtins here)

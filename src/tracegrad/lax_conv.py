@@ -32,6 +32,23 @@ def _padding(padding, spatial, window, strides, dilation, fn) -> list[tuple[int,
   return pads
 
 
+def _dilate(x: Array, dilation: Sequence[int], value=0) -> Array:
+  """x with d - 1 copies of value between neighbours along each axis (XLA's lhs or base dilation): each axis gets a
+  unit axis after it, padded to d, then the pairs are merged and the trailing fill cropped."""
+  if all(d == 1 for d in dilation): return x
+  y = x.reshape(tuple(itertools.chain.from_iterable((n, 1) for n in x.shape)))
+  y = tnp.pad(y, [p for d in dilation for p in ((0, 0), (0, d - 1))], constant_values=value)
+  y = y.reshape(tuple(n * d for n, d in zip(x.shape, dilation)))
+  return y[tuple(slice(0, max(0, (n - 1) * d + 1)) for n, d in zip(x.shape, dilation))]
+
+
+def _pad(x: Array, pads: Sequence[tuple[int, int]], value=0) -> Array:
+  """x padded with value by (low, high) pairs, one per axis; a negative entry crops instead."""
+  if any(lo < 0 or hi < 0 for lo, hi in pads):
+    x = x[tuple(slice(max(-lo, 0), n + hi if hi < 0 else n) for n, (lo, hi) in zip(x.shape, pads))]
+  return tnp.pad(x, [(max(lo, 0), max(hi, 0)) for lo, hi in pads], constant_values=value)
+
+
 def _layouts(dimension_numbers, nd: int, fn: str) -> tuple[str, str, str]:
   if dimension_numbers is None:
     s = "".join("DHW"[-nd:] if nd <= 3 else [chr(ord("a") + i) for i in range(nd)])
@@ -46,28 +63,38 @@ def conv_general_dilated(lhs, rhs, window_strides: Sequence[int], padding, lhs_d
                          dimension_numbers=None, feature_group_count: int = 1, precision=None,
                          preferred_element_type=None) -> Array:
   """An N-d convolution (cross-correlation, as JAX's), NCHW / OIHW / NCHW unless dimension_numbers says otherwise,
-  with strides, padding ('SAME', 'VALID' or (low, high) pairs), kernel dilation and feature groups."""
+  with strides, padding ('SAME', 'VALID' or (low, high) pairs, negative ones crop), input dilation (lhs_dilation: zeros
+  between the input's elements, a transposed convolution), kernel dilation and feature groups.
+
+  >>> lax.conv_general_dilated(tnp.ones((1, 1, 3)), tnp.ones((1, 1, 2)), (1,), [(1, 1)], lhs_dilation=(2,))
+  Array([[[1., 1., 1., 1., 1., 1.]]], dtype=float32)
+  """
   fn = "conv_general_dilated"
   x, w = tnp.asarray(lhs), tnp.asarray(rhs)
   nd = x.ndim - 2
   if nd < 1 or w.ndim != x.ndim: raise ValueError(f"{fn}: lhs and rhs need one rank of at least 3, got {x.shape} and {w.shape}")
   lhs_spec, rhs_spec, out_spec = _layouts(dimension_numbers, nd, fn)
-  if lhs_dilation is not None and any(d != 1 for d in lhs_dilation):
-    raise ValueError(f"{fn}: lhs_dilation (a transposed convolution) is not supported yet; got {lhs_dilation}")
   # to N C spatial... and O I spatial...
   x = tnp.transpose(x, [lhs_spec.index(c) for c in "NC"] + [i for i, c in enumerate(lhs_spec) if c not in "NC"])
   w = tnp.transpose(w, [rhs_spec.index(c) for c in "OI"] + [i for i, c in enumerate(rhs_spec) if c not in "OI"])
-  strides, dil = tuple(window_strides), tuple(rhs_dilation or (1,) * nd)
-  if len(strides) != nd or len(dil) != nd: raise ValueError(f"{fn}: window_strides and rhs_dilation need {nd} entries")
+  strides, dil, ldil = tuple(window_strides), tuple(rhs_dilation or (1,) * nd), tuple(lhs_dilation or (1,) * nd)
+  if len(strides) != nd or len(dil) != nd or len(ldil) != nd:
+    raise ValueError(f"{fn}: window_strides, lhs_dilation and rhs_dilation need {nd} entries, one per spatial "
+                     f"dimension, got {strides}, {ldil} and {dil}")
+  if any(d < 1 for d in ldil + dil) or any(s < 1 for s in strides):
+    raise ValueError(f"{fn}: window_strides and dilations must be positive, got {strides}, {ldil} and {dil}")
   n, c, spatial = x.shape[0], x.shape[1], x.shape[2:]
   o, ci, window = w.shape[0], w.shape[1], w.shape[2:]
   g = feature_group_count
   if c != ci * g or o % g:
     raise ValueError(f"{fn}: lhs has {c} features and rhs {ci} per group with {o} outputs; with feature_group_count={g} "
                      f"lhs needs {ci * g} and the outputs a multiple of {g}")
+  if isinstance(padding, str) and any(d != 1 for d in ldil):
+    raise ValueError(f"{fn}: padding {padding!r} is ambiguous with lhs_dilation={ldil} (a transposed convolution); "
+                     f"give explicit (low, high) pairs, e.g. [(k - 1, k - 1)] per spatial dimension for a kernel of size k")
   pads = _padding(padding, spatial, window, strides, dil, fn)
-  xp = tnp.pad(x, [(0, 0), (0, 0), *pads])
-  out_sp = [(sp + lo + hi - (k - 1) * d - 1) // s + 1 for sp, (lo, hi), k, d, s in zip(spatial, pads, window, dil, strides)]
+  xp = _pad(_dilate(x, (1, 1, *ldil)), [(0, 0), (0, 0), *pads])
+  out_sp = [(sp - (k - 1) * d - 1) // s + 1 for sp, k, d, s in zip(xp.shape[2:], window, dil, strides)]
   if any(m <= 0 for m in out_sp): raise ValueError(f"{fn}: the window does not fit the padded input {xp.shape[2:]}")
   wg = w.reshape(g, o // g, ci, *window)
   out = None
