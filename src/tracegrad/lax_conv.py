@@ -100,8 +100,9 @@ def conv_general_dilated(lhs, rhs, window_strides: Sequence[int], padding, lhs_d
   out = None
   for tap in itertools.product(*(range(k) for k in window)):
     idx = tuple(slice(t * d, t * d + (m - 1) * s + 1, s) for t, d, m, s in zip(tap, dil, out_sp, strides))
-    part = xp[(slice(None), slice(None), *idx)].reshape(n, g, ci, *out_sp)
-    term = tnp.einsum("ngc...,goc->ngo...", part, wg[(slice(None), slice(None), slice(None), *tap)])
+    part = xp[(slice(None), slice(None), *idx)].reshape(n, g, 1, ci, *out_sp)
+    # a broadcast product summed over channels keeps the output's spatial axes last, where the input is contiguous
+    term = tnp.sum(part * wg[(slice(None), slice(None), slice(None), *tap)].reshape(g, o // g, ci, *[1] * nd), axis=3)
     out = term if out is None else out + term
   out = out.reshape(n, o, *out_sp)
   spatial_names = [ch for ch in out_spec if ch not in "NC"]

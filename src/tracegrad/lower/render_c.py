@@ -446,10 +446,18 @@ BLOCK_PRELUDE = r"""
 
 
 def _coefficient(index: UOp, var: UOp) -> int | None:
-  """How much index grows when var grows by one, when index is linear in var (else None)."""
+  """How much index grows when var grows by one, when index is linear in var (else None). A clamp to a constant
+  (the edge of a padded view, whose clamped lanes a guard masks) counts as its unclamped operand: the answer only
+  chooses a loop order, never changes a result."""
   terms, _ = _linear(index)
-  if any(var in t.toposort() for t in terms if t is not var): return None
-  return terms.get(var, 0)
+  out = terms.get(var, 0)
+  for t, k in terms.items():
+    if t is var or var not in t.toposort(): continue
+    if t.op not in (Ops.MAX, Ops.MIN) or Ops.CONST not in (t.src[0].op, t.src[1].op): return None
+    inner = _coefficient(t.src[1] if t.src[0].op is Ops.CONST else t.src[0], var)
+    if inner is None: return None
+    out += k * inner
+  return out
 
 
 def _interchange(k: Kernel) -> bool:
