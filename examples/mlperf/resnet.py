@@ -117,8 +117,9 @@ def main(argv=None) -> dict:
 
   model = resnet(cfg.width, cfg.blocks, 10, key=key)
   params, bn_state = nn.partition(model)
-  schedule = optim.warmup_cosine_decay_schedule(cfg.lr / 10, cfg.lr, cfg.warmup_epochs * steps_per_epoch,
-                                                cfg.epochs * steps_per_epoch)
+  total = max(cfg.epochs * steps_per_epoch, 1)
+  schedule = optim.warmup_cosine_decay_schedule(cfg.lr / 10, cfg.lr, min(cfg.warmup_epochs * steps_per_epoch, total - 1),
+                                                total)
   opt = optim.chain(optim.add_decayed_weights(cfg.weight_decay),
                     optim.sgd(schedule, momentum=cfg.momentum, nesterov=True))
   print(f"ResNet-{6 * cfg.blocks + 2}, {nn.count_params(model):,} parameters, {len(train_x)} training images",

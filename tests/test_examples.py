@@ -1,0 +1,65 @@
+"""The examples in tiny configurations: they train, report, plot, log MLPerf events, checkpoint and resume."""
+import json
+import os
+import sys
+
+import pytest
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "examples")
+sys.path[:0] = [ROOT, os.path.join(ROOT, "mlperf")]
+
+
+def _events(capsys) -> list[dict]:
+  out = capsys.readouterr().out
+  return [json.loads(line[len(":::MLLOG "):]) for line in out.splitlines() if line.startswith(":::MLLOG ")]
+
+
+def test_digits_trains_and_plots(tmp_path):
+  pytest.importorskip("sklearn")
+  pytest.importorskip("matplotlib")
+  import digits
+  plot = tmp_path / "curves.png"
+  report = digits.main(["--epochs", "1", "--batch-size", "64", "--lr", "1e-2", "--plot", str(plot)])
+  assert report["steps"] == 1437 // 64 * 1 and report["steps_per_second"] > 0
+  assert report["test_accuracy"] > 0.6                      # one epoch of 22 steps: well above chance (0.1)
+  assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+RESNET_TINY = ["--image-size", "8", "--width", "4", "--batch-size", "16", "--train-samples", "64", "--eval-samples", "32",
+               "--warmup-epochs", "0"]
+
+
+def test_resnet_runs_logs_checkpoints_and_resumes(tmp_path, capsys):
+  import resnet
+  ckpt = str(tmp_path / "ckpt")
+  report = resnet.main(RESNET_TINY + ["--epochs", "2", "--checkpoint-dir", ckpt, "--target-accuracy", "1.01"])
+  assert report["status"] == "aborted" and report["epochs"] == 2 and report["steps"] == 8
+  events = _events(capsys)
+  keys = [e["key"] for e in events]
+  for k in ("submission_benchmark", "init_start", "init_stop", "run_start", "epoch_start", "eval_accuracy", "run_stop"):
+    assert k in keys, k
+  assert keys.index("init_stop") < keys.index("run_start") < keys.index("run_stop")
+  assert [e["value"] for e in events if e["key"] == "eval_accuracy"][-1] == report["metric"]
+  assert os.path.exists(os.path.join(ckpt, "checkpoint.safetensors"))
+  resumed = resnet.main(RESNET_TINY + ["--epochs", "3", "--checkpoint-dir", ckpt, "--target-accuracy", "1.01"])
+  events = _events(capsys)
+  assert [e["value"] for e in events if e["key"] == "resume"] == [2]
+  assert resumed["epochs"] == 3 and resumed["steps"] == 4           # only the third epoch ran
+
+
+def test_resnet_reaches_an_easy_target_and_benchmark_mode(monkeypatch, capsys):
+  import resnet
+  report = resnet.main(RESNET_TINY + ["--epochs", "3", "--target-accuracy", "0.0"])
+  assert report["status"] == "success" and report["epochs"] == 1
+  monkeypatch.setenv("BENCHMARK", "3")
+  report = resnet.main(RESNET_TINY)
+  assert report["status"] == "benchmark" and report["steps"] == 3 and report["steps_per_second"] > 0
+
+
+def test_config_comes_from_the_environment(monkeypatch):
+  import common
+  import resnet
+  monkeypatch.setenv("BATCH_SIZE", "7")
+  monkeypatch.setenv("LR", "0.5")
+  cfg = common.parse_config(resnet.Config, ["--width", "3"])
+  assert (cfg.batch_size, cfg.lr, cfg.width) == (7, 0.5, 3)
