@@ -138,3 +138,38 @@ def test_schedules():
   want = [c / 4 if c < 4 else 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(c - 4, 10) / 10)) for c in range(16)]
   np.testing.assert_allclose([float(w(c)) for c in range(16)], want, rtol=1e-5, atol=1e-7)
   assert float(optim.constant_schedule(0.3)(100)) == pytest.approx(0.3)
+
+
+OPTAX_CASES = {
+  "sgd": lambda o: o.sgd(0.1),
+  "sgd_momentum": lambda o: o.sgd(0.1, momentum=0.9),
+  "sgd_nesterov": lambda o: o.sgd(0.1, momentum=0.9, nesterov=True),
+  "adam": lambda o: o.adam(1e-2),
+  "adamw": lambda o: o.adamw(1e-2, weight_decay=0.1),
+  "lamb": lambda o: o.lamb(1e-2, weight_decay=0.01),
+  "lars": lambda o: o.lars(0.1, weight_decay=1e-3),
+  "rmsprop": lambda o: o.rmsprop(1e-2),
+  "rmsprop_centered_momentum": lambda o: o.rmsprop(1e-2, centered=True, momentum=0.9),
+  "adagrad": lambda o: o.adagrad(0.1),
+  "clip_adam": lambda o: o.chain(o.clip_by_global_norm(1.0), o.adam(1e-2)),
+  "warmup_cosine_adamw": lambda o: o.adamw(o.warmup_cosine_decay_schedule(0.0, 1e-2, 2, 5), weight_decay=0.05),
+  "exponential_sgd": lambda o: o.sgd(o.exponential_decay(0.1, 2, 0.5), momentum=0.5),
+  "linear_adam": lambda o: o.adam(o.linear_schedule(1e-2, 1e-3, 4)),
+}
+
+
+@pytest.mark.parametrize("name", OPTAX_CASES)
+def test_matches_optax_itself(name):
+  """The same five updates through optax and tracegrad.optim, built by the same expression."""
+  optax = pytest.importorskip("optax")
+  jnp = pytest.importorskip("jax.numpy")
+  ref, ours = OPTAX_CASES[name](optax), OPTAX_CASES[name](optim)
+  p_ref, p_ours = {k: jnp.asarray(v) for k, v in P.items()}, {k: tnp.asarray(v) for k, v in P.items()}
+  s_ref, s_ours = ref.init(p_ref), ours.init(p_ours)
+  for g in GRADS:
+    u, s_ref = ref.update({k: jnp.asarray(v) for k, v in g.items()}, s_ref, p_ref)
+    p_ref = optax.apply_updates(p_ref, u)
+    u, s_ours = ours.update({k: tnp.asarray(v) for k, v in g.items()}, s_ours, p_ours)
+    p_ours = optim.apply_updates(p_ours, u)
+  for k in P:
+    np.testing.assert_allclose(np.asarray(p_ours[k]), np.asarray(p_ref[k]), rtol=2e-5, atol=2e-6, err_msg=f"{name}: {k}")
