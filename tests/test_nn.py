@@ -66,6 +66,19 @@ def test_one_hot():
     tg.nn.one_hot(tnp.asarray([1]), -2)
 
 
+def test_erf_float64_is_exact_to_a_few_ulp():
+  from oracles import x64
+  xs = np.concatenate([np.linspace(-7, 7, 4001), [0.0, -0.0, 1e-300, 5e-324, 6.0, 30.0, -np.inf, np.inf]])
+  with x64():
+    got = np.asarray(tg.scipy.special.erf(tnp.asarray(xs)))
+    assert got.dtype == np.float64
+    jitted = np.asarray(tg.jit(tg.scipy.special.erf)(tnp.asarray(xs)))
+  want = _erf(xs)
+  np.testing.assert_allclose(got, want, rtol=2e-15, atol=0)
+  np.testing.assert_allclose(jitted, want, rtol=2e-15, atol=0)
+  assert np.signbit(got[xs == 0]).tolist() == np.signbit(xs[xs == 0]).tolist()
+
+
 def test_erf_dtypes():
   assert tg.scipy.special.erf(tnp.asarray([0.5], tnp.float16)).dtype == tnp.float16
   assert tg.scipy.special.erf(tnp.asarray([1])).dtype == tnp.float32
