@@ -63,3 +63,21 @@ def test_config_comes_from_the_environment(monkeypatch):
   monkeypatch.setenv("LR", "0.5")
   cfg = common.parse_config(resnet.Config, ["--width", "3"])
   assert (cfg.batch_size, cfg.lr, cfg.width) == (7, 0.5, 3)
+
+
+GPT_TINY = ["--context", "16", "--layers", "1", "--heads", "2", "--width", "32", "--batch-size", "8",
+            "--steps-per-epoch", "5", "--eval-batches", "2", "--max-bytes", "200000", "--sample-bytes", "8"]
+
+
+def test_gpt_trains_on_stdlib_text_and_resumes(tmp_path, capsys):
+  import gpt
+  ckpt = str(tmp_path / "ckpt")
+  report = gpt.main(GPT_TINY + ["--epochs", "2", "--checkpoint-dir", ckpt, "--target-loss", "0.0"])
+  assert report["status"] == "aborted" and report["epochs"] == 2 and report["steps"] == 10
+  events = _events(capsys)
+  losses = [e["value"] for e in events if e["key"] == "eval_loss"]
+  assert len(losses) == 2 and losses[-1] < losses[0] < 5.6        # below log(256) = 5.55, a uniform guess, and falling
+  assert [e["value"] for e in events if e["key"] == "submission_benchmark"] == ["gpt"]
+  resumed = gpt.main(GPT_TINY + ["--epochs", "3", "--checkpoint-dir", ckpt, "--target-loss", "0.0"])
+  assert [e["value"] for e in _events(capsys) if e["key"] == "resume"] == [2]
+  assert resumed["epochs"] == 3 and resumed["steps"] == 5
