@@ -35,6 +35,12 @@ FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-fopenmp", "-fwrapv", "-ff
 OPTIONAL_FLAGS = ("-fopenmp", "-march=native")   # dropped, in this order, by a compiler that rejects them
 COMPILERS = ("cc", "gcc", "clang")
 
+# OpenMP workers of libgomp spin about 300k times before sleeping: with more threads than free cores (two processes,
+# or pytest -n 2) the spinning steals the cores the work needs, and a GPT step ran 2.3x slower at 300k than at 10k,
+# which costs nothing measurable on an idle machine. Read when libgomp loads, with the first program; a value the
+# user set wins.
+os.environ.setdefault("GOMP_SPINCOUNT", "10000")
+
 _ffi = cffi.FFI()
 _ffi.cdef("void tg_run(void **bufs); void tg_times(double *ns);")
 
