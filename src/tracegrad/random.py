@@ -14,6 +14,7 @@ import math
 
 from . import lax
 from . import numpy as tnp
+from . import portable_math as pm
 from .array import Array, to_array
 from .ir import dtypes
 
@@ -142,21 +143,22 @@ def uniform(k, shape=(), dtype=tnp.float32, minval=0.0, maxval=1.0) -> Array:
 
 
 def normal(k, shape=(), dtype=tnp.float32) -> Array:
-  """Standard normal values, as jax.random.normal (Box-Muller of two uniform streams)."""
+  """Standard normal values, as jax.random.normal (Box-Muller of two uniform streams, through portable_math so
+  that every device gives the same bits)."""
   d, shape = _float(dtype, "normal"), _shape(shape, "normal")
   w = d if d is dtypes.float64 else dtypes.float32
   u = _unit(_key(k, "normal"), (2, *shape), w)
-  z = tnp.sqrt(-2.0 * tnp.log1p(-u[0])) * tnp.cos((2 * math.pi) * u[1])
+  z = tnp.sqrt(-2.0 * pm.log(1.0 - u[0])) * pm.cos_2pi(u[1])
   return z.astype(d)
 
 
 def _erfinv(y: Array) -> Array:
   """The inverse error function on (-1, 1): Winitzki's closed form (within 2e-3), then two Newton steps on erf."""
-  from .scipy.special import erf
-  w = tnp.log1p(-y * y)
+  from .scipy.special import _erf
+  w = pm.log(1.0 - y * y)
   t = 2 / (math.pi * 0.147) + w / 2
   x = tnp.copysign(tnp.sqrt(tnp.sqrt(t * t - w / 0.147) - t), y)
-  for _ in range(2): x = x - (erf(x) - y) / ((2 / math.sqrt(math.pi)) * tnp.exp(-(x * x)))
+  for _ in range(2): x = x - (_erf(x, pm.exp) - y) / ((2 / math.sqrt(math.pi)) * pm.exp(-(x * x)))
   return x
 
 
@@ -166,8 +168,8 @@ def truncated_normal(k, lower=-2.0, upper=2.0, shape=None, dtype=tnp.float32) ->
   d = _float(dtype, "truncated_normal")
   lo, hi = tnp.asarray(lower, tnp.float32), tnp.asarray(upper, tnp.float32)
   shape = tnp.broadcast_shapes(lo.shape, hi.shape) if shape is None else _shape(shape, "truncated_normal")
-  from .scipy.special import erf
-  a, b = erf(lo / math.sqrt(2)), erf(hi / math.sqrt(2))
+  from .scipy.special import _erf
+  a, b = _erf(lo / math.sqrt(2), pm.exp), _erf(hi / math.sqrt(2), pm.exp)
   edge = 1 - 2.0 ** -23
   u = tnp.clip(uniform(k, shape, tnp.float32, a, b), -edge, edge)
   x = math.sqrt(2) * _erfinv(u)
@@ -177,14 +179,14 @@ def truncated_normal(k, lower=-2.0, upper=2.0, shape=None, dtype=tnp.float32) ->
 def exponential(k, shape=(), dtype=tnp.float32) -> Array:
   """Exponential values with rate 1, as jax.random.exponential."""
   d, shape = _float(dtype, "exponential"), _shape(shape, "exponential")
-  return -tnp.log1p(-_unit(_key(k, "exponential"), shape, d))
+  return -pm.log(1.0 - _unit(_key(k, "exponential"), shape, d))
 
 
 def gumbel(k, shape=(), dtype=tnp.float32) -> Array:
   """Standard Gumbel values, as jax.random.gumbel."""
   d, shape = _float(dtype, "gumbel"), _shape(shape, "gumbel")
   tiny = float(tnp.finfo(d).tiny)
-  return -tnp.log(-tnp.log(uniform(k, shape, d, minval=tiny, maxval=1.0)))
+  return -pm.log(-pm.log(uniform(k, shape, d, minval=tiny, maxval=1.0)))
 
 
 def randint(k, shape, minval, maxval, dtype=tnp.int32) -> Array:
@@ -233,7 +235,7 @@ def choice(k, a, shape=(), replace: bool = True, p=None, axis: int = 0) -> Array
   if p is None:
     idx = randint(k, shape, 0, n) if replace else permutation(k, n)[:size].reshape(shape)
   else:
-    logp = tnp.log(tnp.asarray(p, tnp.float32))
+    logp = pm.log(tnp.asarray(p, tnp.float32))
     if replace: idx = categorical(k, logp, shape=shape)
     else: idx = tnp.argsort(-(logp + gumbel(k, (n,))))[:size].reshape(shape)
   return idx if isinstance(a, int) else tnp.take(tnp.asarray(a), idx, axis=axis)
