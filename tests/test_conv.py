@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import tracegrad as tg
+import tracegrad.numpy as tnp
 from tracegrad import lax
 from oracles import check_grads
 
@@ -52,6 +53,20 @@ def test_conv_matches_the_direct_sum(case):
   np.testing.assert_allclose(np.asarray(f(x, w)), want, rtol=1e-4, atol=1e-4)
   np.testing.assert_allclose(np.asarray(tg.jit(f)(x, w)), want, rtol=1e-4, atol=1e-4)
   check_grads(lambda x, w: f(x, w).sum() * 0.1, (x, w), modes=("rev",))
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_conv_matches_jax_in_value_and_gradient(case):
+  jax = pytest.importorskip("jax")
+  xs, ws, strides, padding, dil, groups = CASES[case]
+  x, w = rng.standard_normal(xs).astype(np.float32), rng.standard_normal(ws).astype(np.float32)
+  f = lambda lx, x, w: lx.conv_general_dilated(x, w, strides, padding, rhs_dilation=dil, feature_group_count=groups)
+  np.testing.assert_allclose(np.asarray(f(lax, x, w)), np.asarray(f(jax.lax, x, w)), rtol=1e-4, atol=1e-4)
+  ct = rng.standard_normal(np.shape(f(jax.lax, x, w))).astype(np.float32)
+  loss = lambda lx, tnp_: lambda x, w: tnp_.sum(f(lx, x, w) * ct)
+  got = tg.grad(loss(lax, tnp), argnums=(0, 1))(x, w)
+  want = jax.grad(loss(jax.lax, jax.numpy), argnums=(0, 1))(x, w)
+  for g, wg in zip(got, want): np.testing.assert_allclose(np.asarray(g), np.asarray(wg), rtol=1e-4, atol=1e-4)
 
 
 def test_layouts_and_errors():
