@@ -13,6 +13,14 @@ import numpy as np
 import tracegrad as tg
 
 
+@dataclasses.dataclass
+class RunConfig:
+  """What every run is configured with, besides its own fields (a subclass adds those)."""
+  seed: int = 0
+  checkpoint_dir: str = ""       # save each epoch here and resume from the latest
+  log_file: str = ""             # :::MLLOG lines go here too
+
+
 def parse_config(cls, argv=None, description: str = ""):
   """An instance of the dataclass `cls`: each field from --field-name on the command line, else the environment
   variable FIELD_NAME, else its default (whose type parses the text)."""

@@ -30,7 +30,7 @@ VOCAB = 256
 
 
 @dataclasses.dataclass
-class Config:
+class Config(common.RunConfig):
   context: int = 64              # bytes the model sees; it predicts each next one
   layers: int = 2
   heads: int = 4
@@ -49,9 +49,6 @@ class Config:
   prompt: str = "def "
   sample_bytes: int = 80         # generated after training, from --prompt
   temperature: float = 0.0       # 0: greedy
-  seed: int = 0
-  checkpoint_dir: str = ""
-  log_file: str = ""
 
 
 class Block(nn.Module):

@@ -26,7 +26,7 @@ from tracegrad import nn, optim, random  # noqa: E402
 
 
 @dataclasses.dataclass
-class Config:
+class Config(common.RunConfig):
   data_dir: str = ""             # CIFAR-10 python batches; synthetic CIFAR-shaped data when empty
   image_size: int = 32
   width: int = 8                 # channels of the first stage; the next two double it
@@ -40,9 +40,6 @@ class Config:
   target_accuracy: float = 0.9
   train_samples: int = 4096      # synthetic data only
   eval_samples: int = 1024
-  seed: int = 0
-  checkpoint_dir: str = ""
-  log_file: str = ""
 
 
 class BasicBlock(nn.Module):
