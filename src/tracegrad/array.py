@@ -30,31 +30,47 @@ class Array:
   >>> tnp.arange(3) * 2
   Array([0, 2, 4], dtype=int32)
   """
-  __slots__ = ("_uop", "weak_type", "__weakref__")
+  __slots__ = ("_u", "weak_type", "_shards", "__weakref__")
   __array_priority__ = 100
 
   def __init__(self, uop: UOp, weak_type: bool = False):
     if not uop.traced and uop.depth > MAX_LAZY_DEPTH:
       uop = UOp.buffer(run.realize([uop])[0])
-    self._uop = uop
+    self._u, self._shards = uop, None
     self.weak_type = weak_type
+
+  @classmethod
+  def _sharded(cls, shards, weak_type: bool = False) -> "Array":
+    """An Array whose value lives in per-device buffers (sharding.ShardedBuffers); the global value is put
+    together from them when an operation first reads it."""
+    a = cls.__new__(cls)
+    a._u, a._shards, a.weak_type = None, shards, weak_type
+    return a
+
+  @property
+  def _uop(self) -> UOp:
+    if self._u is None: self._u = UOp.buffer(self._shards.assemble())
+    return self._u
+
+  @_uop.setter
+  def _uop(self, u: UOp) -> None: self._u = u
 
   @property
   def uop(self) -> UOp: return self._uop
   @property
-  def shape(self) -> tuple[int, ...]: return self._uop.shape
+  def shape(self) -> tuple[int, ...]: return self._shards.shape if self._u is None else self._u.shape
   @property
-  def dtype(self) -> DType: return self._uop.dtype
+  def dtype(self) -> DType: return self._shards.dtype if self._u is None else self._u.dtype
   @property
-  def ndim(self) -> int: return len(self._uop.shape)
+  def ndim(self) -> int: return len(self.shape)
   @property
-  def size(self) -> int: return math.prod(self._uop.shape)
+  def size(self) -> int: return math.prod(self.shape)
   @property
-  def itemsize(self) -> int: return self._uop.dtype.itemsize
+  def itemsize(self) -> int: return self.dtype.itemsize
   @property
   def nbytes(self) -> int: return self.size * self.itemsize
   @property
-  def is_traced(self) -> bool: return self._uop.traced
+  def is_traced(self) -> bool: return self._u is not None and self._u.traced
 
   def aval_str(self) -> str: return f"{self.dtype.short}[{','.join(map(str, self.shape))}]" + ("{weak}" if self.weak_type else "")
 
@@ -76,9 +92,30 @@ class Array:
     if not self._uop.traced: self._value()
     return self
 
-  def devices(self) -> set: return {run.default_device()}
   @property
-  def device(self): return run.default_device()
+  def sharding(self):
+    """How the value is laid out over devices: the NamedSharding it was put with, else the default device's
+    SingleDeviceSharding."""
+    from .sharding import SingleDeviceSharding
+    return SingleDeviceSharding(run.default_device()) if self._shards is None else self._shards.sharding
+
+  @property
+  def addressable_shards(self) -> list:
+    """Each device's block: Shard(.device, .index, .data, .replica_id)."""
+    from .sharding import Shard
+    if self._shards is None:
+      return [Shard(run.default_device(), tuple(slice(None) for _ in self.shape), self)]
+    ids = self._shards.replica_ids()
+    return [Shard(d, index, Array(UOp.buffer(block), self.weak_type), ids[d])
+            for d, (index, block) in self._shards.buffers.items()]
+
+  def devices(self) -> set: return set(self.sharding.device_set)
+
+  @property
+  def device(self):
+    """The device holding the value, or its sharding when that spans several devices."""
+    s = self.sharding
+    return next(iter(s.device_set)) if len(s.device_set) == 1 else s
 
   def tolist(self): return self._value("Array.tolist").tolist()
 

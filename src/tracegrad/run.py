@@ -11,17 +11,27 @@ import numpy as np
 from .devices import CPUDevice, Device, InterpDevice, TracedValueError
 from .ir import Graph, UOp
 
-_DEVICES: dict[str, list[Device]] = {"interp": [InterpDevice()]}
+_DEVICES: dict[str, list[Device]] = {}
 _realized: "weakref.WeakKeyDictionary[UOp, np.ndarray]" = weakref.WeakKeyDictionary()
 _state: dict = {"probed": False, "backend": None}
 
 
+def num_cpu_devices() -> int:
+  """TRACEGRAD_NUM_CPU_DEVICES: how many devices the host backends (cpu, interp) expose, as XLA's host device count."""
+  text = os.environ.get("TRACEGRAD_NUM_CPU_DEVICES", "1") or "1"
+  if not text.isdigit() or int(text) < 1:
+    raise ValueError(f"TRACEGRAD_NUM_CPU_DEVICES must be a positive integer, got {text!r}")
+  return int(text)
+
+
 def _registry() -> dict[str, list[Device]]:
-  """The available backends; the cpu device joins on first use when a C compiler works."""
+  """The available backends; the cpu devices join on first use when a C compiler works."""
   if not _state["probed"]:
     _state["probed"] = True
-    cpu = CPUDevice()
-    if cpu.available(): _DEVICES["cpu"] = [cpu]
+    n = num_cpu_devices()
+    _DEVICES["interp"] = [InterpDevice(i) for i in range(n)]
+    cpu = CPUDevice(0)
+    if cpu.available(): _DEVICES["cpu"] = [cpu] + [CPUDevice(i) for i in range(1, n)]
   return _DEVICES
 
 
@@ -50,21 +60,30 @@ def default_backend() -> str:
   return name
 
 
-def device_put(x, device: Device | None = None):
-  """x (a pytree of arrays or numbers) as concrete Arrays on `device` (default: the default device), as
-  jax.device_put. Every device here computes in host memory, so this computes lazy values and checks the device.
+def device_put(x, device=None):
+  """x (a pytree of arrays or numbers) as concrete Arrays on `device` (default: the default device) or laid out by a
+  sharding (tracegrad.sharding.NamedSharding: each device gets its own buffer holding its block), as
+  jax.device_put.
 
   >>> tracegrad.device_put(np.arange(3.0), tracegrad.devices()[0])
   Array([0., 1., 2.], dtype=float32)
   """
   from . import tree as tree_util
   from .array import Array, to_array
-  if device is not None and not any(device is d for ds in _registry().values() for d in ds):
-    raise ValueError(f"device_put: {device!r} is not one of this process's devices: {sum(_registry().values(), [])}")
+  from .sharding import NamedSharding, Sharding, ShardedBuffers, SingleDeviceSharding
+  mine = [d for ds in _registry().values() for d in ds]
+  if isinstance(device, SingleDeviceSharding): device = device.device
+  targets = list(device.device_set) if isinstance(device, Sharding) else [] if device is None else [device]
+  for d in targets:
+    if not any(d is m for m in mine):
+      raise ValueError(f"device_put: {d!r} is not one of this process's devices: {mine}")
 
   def put(v):
     a = to_array(v, fn="device_put")
     if a.is_traced: return a
+    if isinstance(device, NamedSharding):
+      device.check(a.shape, "device_put")
+      return Array._sharded(ShardedBuffers(np.asarray(a), a.dtype, device), a.weak_type)
     return Array(UOp.buffer(np.asarray(a)), a.weak_type)
 
   return tree_util.map(put, x)

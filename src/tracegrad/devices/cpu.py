@@ -204,8 +204,9 @@ class CPUDevice(Device):
   name = "cpu"
   platform = "cpu"
 
-  def __init__(self):
-    self._interp = InterpDevice()
+  def __init__(self, id: int = 0):
+    self.id = id
+    self._interp = InterpDevice(id)
     self._libs: dict[Path, Library] = {}
     self._runners: "weakref.WeakKeyDictionary[object, _Runner]" = weakref.WeakKeyDictionary()
 

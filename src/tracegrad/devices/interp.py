@@ -175,6 +175,8 @@ class InterpDevice(Device):
   name = "interp"
   platform = "interp"
 
+  def __init__(self, id: int = 0): self.id = id
+
   def execute(self, outputs: list[UOp], known: Mapping[UOp, np.ndarray]) -> list[np.ndarray]:
     return _execute(outputs, known)
 

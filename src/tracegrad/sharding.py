@@ -1,0 +1,203 @@
+"""Shardings as jax.sharding: a Mesh names the axes of an array of devices, a PartitionSpec says which mesh axes
+split each dimension of an array, and NamedSharding pairs the two. device_put(x, sharding) gives each device its own
+buffer holding its block of x. The types are data with index arithmetic only, so the running layer (Array) reads them.
+
+>>> mesh = Mesh(np.array(tracegrad.devices()[:1]), ("data",))
+>>> NamedSharding(mesh, P("data")).shard_shape((4, 3))
+(4, 3)
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+__all__ = ["Mesh", "PartitionSpec", "P", "NamedSharding", "SingleDeviceSharding", "Shard"]
+
+
+class Mesh:
+  """Devices laid out in an n-d array whose axes have names: Mesh(np.array(devices).reshape(2, 2), ("data", "model"))."""
+
+  def __init__(self, devices, axis_names: Sequence[str] | str):
+    self.devices = np.asarray(devices, dtype=object)
+    self.axis_names = (axis_names,) if isinstance(axis_names, str) else tuple(axis_names)
+    if self.devices.ndim != len(self.axis_names):
+      raise ValueError(f"Mesh: devices has {self.devices.ndim} dimensions {self.devices.shape} but {len(self.axis_names)}"
+                       f" axis names {self.axis_names} were given; give one name per dimension")
+    if len(set(self.axis_names)) != len(self.axis_names) or not all(isinstance(a, str) for a in self.axis_names):
+      raise ValueError(f"Mesh: axis names must be distinct strings, got {self.axis_names}")
+    flat = list(self.devices.flat)
+    if len({id(d) for d in flat}) != len(flat):
+      raise ValueError(f"Mesh: a device appears twice in {flat}")
+
+  @property
+  def shape(self) -> dict[str, int]: return dict(zip(self.axis_names, self.devices.shape))
+  @property
+  def size(self) -> int: return self.devices.size
+  @property
+  def device_ids(self) -> np.ndarray: return np.vectorize(lambda d: d.id, otypes=[int])(self.devices)
+
+  def __eq__(self, other) -> bool:
+    return isinstance(other, Mesh) and self.axis_names == other.axis_names and \
+        self.devices.shape == other.devices.shape and all(a is b for a, b in zip(self.devices.flat, other.devices.flat))
+
+  def __hash__(self) -> int: return hash((self.axis_names, self.devices.shape, tuple(id(d) for d in self.devices.flat)))
+
+  def __repr__(self) -> str:
+    return f"Mesh(device_ids={self.device_ids.tolist()}, axis_names={self.axis_names})"
+
+
+class PartitionSpec(tuple):
+  """One entry per leading dimension of an array: None (not split), a mesh axis name, or a tuple of names (split
+  over their product). Dimensions past the spec's length are not split. P("data", None) splits rows over "data"."""
+
+  def __new__(cls, *parts):
+    for p in parts:
+      names = p if isinstance(p, tuple) else (p,)
+      if not all(n is None or isinstance(n, str) for n in names) or (isinstance(p, tuple) and None in p):
+        raise TypeError(f"PartitionSpec: each entry must be None, a mesh axis name or a tuple of names, got {p!r}")
+    return super().__new__(cls, parts)
+
+  def __repr__(self) -> str: return f"PartitionSpec{tuple.__repr__(self)}"
+
+
+P = PartitionSpec
+
+
+class Sharding:
+  """How an array of a given shape is laid out over devices: the block (index) each device holds."""
+
+  def devices_indices_map(self, shape: tuple[int, ...]) -> dict:
+    raise NotImplementedError
+
+  @property
+  def device_set(self) -> set: raise NotImplementedError
+
+  def shard_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+    raise NotImplementedError
+
+
+class SingleDeviceSharding(Sharding):
+  """The whole array on one device."""
+
+  def __init__(self, device): self.device = device
+
+  def devices_indices_map(self, shape) -> dict: return {self.device: tuple(slice(None) for _ in shape)}
+  @property
+  def device_set(self) -> set: return {self.device}
+  def shard_shape(self, shape) -> tuple[int, ...]: return tuple(shape)
+  @property
+  def is_fully_replicated(self) -> bool: return True
+  def __eq__(self, other) -> bool: return isinstance(other, SingleDeviceSharding) and other.device is self.device
+  def __hash__(self) -> int: return hash(id(self.device))
+  def __repr__(self) -> str: return f"SingleDeviceSharding(device={self.device!r})"
+
+
+class NamedSharding(Sharding):
+  """A PartitionSpec over a Mesh: dimension i is split into equal blocks over the mesh axes spec[i] names, and the
+  array is replicated over the mesh axes the spec does not name."""
+
+  def __init__(self, mesh: Mesh, spec: PartitionSpec):
+    if not isinstance(mesh, Mesh): raise TypeError(f"NamedSharding: mesh must be a Mesh, got {type(mesh).__name__}")
+    self.mesh, self.spec = mesh, spec if isinstance(spec, PartitionSpec) else PartitionSpec(*spec)
+    used: list[str] = []
+    for dim, names in enumerate(self._axes()):
+      for n in names:
+        if n not in mesh.shape:
+          raise ValueError(f"NamedSharding: {self.spec} names mesh axis {n!r} for dimension {dim}, but the mesh's axes "
+                           f"are {mesh.axis_names}")
+        if n in used: raise ValueError(f"NamedSharding: {self.spec} uses mesh axis {n!r} twice")
+        used.append(n)
+
+  def _axes(self) -> list[tuple[str, ...]]:
+    return [() if p is None else p if isinstance(p, tuple) else (p,) for p in self.spec]
+
+  def check(self, shape: tuple[int, ...], fn: str) -> None:
+    """ValueError, from `fn`, unless an array of `shape` splits evenly as the spec says."""
+    if len(self.spec) > len(shape):
+      raise ValueError(f"{fn}: {self.spec} has {len(self.spec)} entries but the array has {len(shape)} dimensions "
+                       f"{tuple(shape)}")
+    for dim, names in enumerate(self._axes()):
+      parts = math.prod(self.mesh.shape[n] for n in names)
+      if shape[dim] % parts:
+        sizes = " x ".join(f"{n}={self.mesh.shape[n]}" for n in names)
+        raise ValueError(f"{fn}: dimension {dim} of shape {tuple(shape)} has size {shape[dim]}, which does not divide "
+                         f"into the {parts} blocks of mesh axes {sizes}")
+
+  def shard_shape(self, shape) -> tuple[int, ...]:
+    """The shape of each device's block; ValueError when a split dimension does not divide evenly."""
+    shape = tuple(shape)
+    self.check(shape, "NamedSharding")
+    out = list(shape)
+    for dim, names in enumerate(self._axes()): out[dim] //= math.prod(self.mesh.shape[n] for n in names)
+    return tuple(out)
+
+  def devices_indices_map(self, shape) -> dict:
+    """{device: the tuple of slices of the global array it holds}."""
+    shape = tuple(shape)
+    block = self.shard_shape(shape)
+    out = {}
+    for pos in np.ndindex(*self.mesh.devices.shape):
+      coord = dict(zip(self.mesh.axis_names, pos))
+      index = []
+      for dim in range(len(shape)):
+        names = self._axes()[dim] if dim < len(self.spec) else ()
+        k = 0
+        for n in names: k = k * self.mesh.shape[n] + coord[n]
+        index.append(slice(k * block[dim], (k + 1) * block[dim]) if names else slice(None))
+      out[self.mesh.devices[pos]] = tuple(index)
+    return out
+
+  @property
+  def device_set(self) -> set: return set(self.mesh.devices.flat)
+  @property
+  def is_fully_replicated(self) -> bool: return all(not names for names in self._axes())
+  @property
+  def num_devices(self) -> int: return self.mesh.size
+
+  def __eq__(self, other) -> bool:
+    return isinstance(other, NamedSharding) and self.mesh == other.mesh and \
+        tuple(self._axes()) == tuple(other._axes())
+
+  def __hash__(self) -> int: return hash((self.mesh, tuple(self._axes())))
+  def __repr__(self) -> str: return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"
+
+
+class Shard:
+  """One device's block of an array: .device, .index (slices of the global array) and .data (an Array)."""
+
+  def __init__(self, device, index: tuple, data, replica_id: int = 0):
+    self.device, self.index, self.data, self.replica_id = device, index, data, replica_id
+
+  def __repr__(self) -> str:
+    return f"Shard(device={self.device!r}, index={self.index}, replica_id={self.replica_id}, data={self.data!r})"
+
+
+class ShardedBuffers:
+  """The value of an Array laid out by a sharding: one numpy buffer per device, each a copy of its block."""
+
+  def __init__(self, value: np.ndarray, dtype, sharding: Sharding):
+    self.shape, self.dtype, self.sharding = tuple(value.shape), dtype, sharding
+    self.buffers: dict = {}
+    for device, index in sharding.devices_indices_map(self.shape).items():
+      block = np.array(value[index], copy=True)
+      block.flags.writeable = False
+      self.buffers[device] = (index, block)
+
+  def assemble(self) -> np.ndarray:
+    """The global array, each block written from the device that holds it."""
+    out = np.empty(self.shape, self.dtype.np)
+    for index, block in self.buffers.values(): out[index] = block
+    out.flags.writeable = False
+    return out
+
+  def replica_ids(self) -> dict:
+    """{device: how many devices before it hold the same block}."""
+    seen: dict = {}
+    out = {}
+    for device, (index, _) in self.buffers.items():
+      key = tuple((sl.start, sl.stop) for sl in index)
+      out[device] = seen.get(key, 0)
+      seen[key] = out[device] + 1
+    return out
