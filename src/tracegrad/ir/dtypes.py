@@ -165,6 +165,7 @@ def promote_types(a, b) -> DType:
 def finfo_max(d: DType) -> float: return float(ml_dtypes.finfo(d.np).max)
 
 
+@lru_cache(maxsize=None)
 def min_value(d: DType):
   """The identity of max: -inf for floats, the smallest integer, False."""
   if d.is_float: return float("-inf")
@@ -172,6 +173,7 @@ def min_value(d: DType):
   return int(np.iinfo(d.np).min)
 
 
+@lru_cache(maxsize=None)
 def max_value(d: DType):
   if d.is_float: return float("inf")
   if d.is_bool: return True

@@ -50,6 +50,10 @@ class Ops(Enum):
 
   def __repr__(self) -> str: return f"Ops.{self.name}"
 
+  # members are singletons compared by identity; Enum's own hash is a Python call, and pattern matching hashes ops
+  # millions of times while lowering
+  __hash__ = object.__hash__
+
 
 LEAF = frozenset({Ops.PARAM, Ops.CONST, Ops.BUFFER, Ops.IOTA})
 UNARY = frozenset({Ops.NEG, Ops.RECIP, Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.COS, Ops.FLOOR})

@@ -35,6 +35,7 @@ def _cmod(a: int, b: int) -> int: return a - b * _cdiv(a, b)
 def _wrap(v: int, dt: DType) -> int:
   """`v` as the two's-complement integer of `dt` holds it."""
   if dt.is_bool: return bool(v)
+  if -(1 << 31) <= v < (1 << 31) and dt.itemsize >= 4 and (v >= 0 or not dt.is_unsigned): return v
   return v % (1 << dt.bits) if dt.is_unsigned else (v + (1 << (dt.bits - 1))) % (1 << dt.bits) - (1 << (dt.bits - 1))
 
 
