@@ -18,6 +18,12 @@ data        GATHER(x, idx): x[*batch] = x[idx[*batch, 0], ..., idx[*batch, k-1]]
             indices clamped into range · SCATTER(x, idx, upd; arg=mode in add/mul/min/max/set): the
             inverse, out-of-range indices dropped
 identity    DETACH (the value unchanged; no derivative flows through it: lax.stop_gradient)
+collectives across the lanes of a named axis (vmap(axis_name=), shard_map): each arg starts with (name, size)
+            ALL_REDUCE(x; arg=(name, size, kind in sum/max/min)): every lane gets the reduction over all lanes ·
+            ALL_GATHER(x; arg=(name, size, axis, tiled)): the lanes' x stacked on a new axis (tiled: concatenated) ·
+            REDUCE_SCATTER(x; arg=(name, size, axis, tiled)): the sum over lanes, lane i keeping block i of axis ·
+            PPERMUTE(x; arg=(name, size, perm)): lane dst gets lane src's x for each (src, dst), zeros elsewhere ·
+            AXIS_INDEX(arg=(name, size)): the lane's index, an int32 scalar
 multiple    Ops with sub-graphs give several results, read with PROJ(arg=i). Their sub-graphs are closed: every
 outputs     value they use is a source.
             COND(index, *operands; arg=branches): branches[clamp(index)](*operands)
@@ -46,6 +52,7 @@ class Ops(Enum):
   RESHAPE = auto(); BROADCAST = auto(); PERMUTE = auto(); PAD = auto(); SLICE = auto(); FLIP = auto(); CONCAT = auto()
   GATHER = auto(); SCATTER = auto()
   DETACH = auto()
+  ALL_REDUCE = auto(); ALL_GATHER = auto(); REDUCE_SCATTER = auto(); PPERMUTE = auto(); AXIS_INDEX = auto()
   PROJ = auto(); COND = auto(); SCAN = auto(); WHILE = auto(); CUSTOM_JVP = auto(); CUSTOM_VJP = auto(); REMAT = auto()
 
   def __repr__(self) -> str: return f"Ops.{self.name}"
@@ -64,6 +71,7 @@ TERNARY = frozenset({Ops.WHERE})
 ELEMENTWISE = UNARY | BINARY | TERNARY | {Ops.CAST, Ops.BITCAST}
 REDUCE = frozenset({Ops.REDUCE_SUM, Ops.REDUCE_PROD, Ops.REDUCE_MAX, Ops.REDUCE_MIN})
 MULTI = frozenset({Ops.COND, Ops.SCAN, Ops.WHILE, Ops.CUSTOM_JVP, Ops.CUSTOM_VJP, Ops.REMAT})
+COLLECTIVE = frozenset({Ops.ALL_REDUCE, Ops.ALL_GATHER, Ops.REDUCE_SCATTER, Ops.PPERMUTE, Ops.AXIS_INDEX})
 MOVEMENT = frozenset({Ops.RESHAPE, Ops.BROADCAST, Ops.PERMUTE, Ops.PAD, Ops.SLICE, Ops.FLIP, Ops.CONCAT})
 
 FLOAT_ONLY = frozenset({Ops.RECIP, Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.COS, Ops.FLOOR, Ops.DIV, Ops.POW, Ops.ATAN2})

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import math
 
+from . import dtypes
 from .dtypes import DType, bool_, void
-from .ops import MULTI, BINARY, COMPARE, FLOAT_ONLY, INT_ONLY, INT_OR_BOOL, LEAF, NOT_ON_BOOL, REDUCE, SCATTER_MODES, UNARY, Ops
+from .ops import COLLECTIVE, MULTI, BINARY, COMPARE, FLOAT_ONLY, INT_ONLY, INT_OR_BOOL, LEAF, NOT_ON_BOOL, REDUCE, SCATTER_MODES, UNARY, Ops
 
 Shape = tuple[int, ...]
 
@@ -206,11 +207,37 @@ def _detach(op, dtype, src, arg):
   return src[0].shape
 
 
+def _collective(op, dtype, src, arg):
+  name, size = arg[0], arg[1]
+  if not isinstance(name, str) or not isinstance(size, int) or size < 1:
+    raise _err(op, f"arg must start with an axis name and its size, got {arg!r}")
+  if op is Ops.AXIS_INDEX:
+    if src or dtype is not dtypes.int32: raise _err(op, "takes no sources and gives an int32 scalar")
+    return ()
+  (x,) = src
+  if dtype is not x.dtype: raise _err(op, f"result dtype must be {x.dtype}, got {dtype}")
+  shape = list(x.shape)
+  if op in (Ops.ALL_GATHER, Ops.REDUCE_SCATTER):
+    axis, tiled = arg[2], arg[3]
+    if not 0 <= axis <= len(shape) - (op is Ops.REDUCE_SCATTER or tiled):
+      raise _err(op, f"axis {axis} is out of range for shape {fmt(x.shape)}")
+    if op is Ops.ALL_GATHER:
+      if tiled: shape[axis] *= size
+      else: shape.insert(axis, size)
+    elif tiled:
+      if shape[axis] % size: raise _err(op, f"dimension {axis} of {fmt(x.shape)} does not divide over {size} lanes")
+      shape[axis] //= size
+    else:
+      if shape[axis] != size: raise _err(op, f"dimension {axis} of {fmt(x.shape)} must equal the {size} lanes")
+      del shape[axis]
+  return tuple(shape)
+
+
 RULES = {Ops.RESHAPE: _reshape, Ops.BROADCAST: _broadcast, Ops.PERMUTE: _permute, Ops.PAD: _pad, Ops.SLICE: _slice,
          Ops.FLIP: _flip, Ops.CONCAT: _concat, Ops.CAST: _cast, Ops.BITCAST: _cast, Ops.GATHER: _gather,
          Ops.SCATTER: _scatter, Ops.WHERE: _elementwise,
          **{o: _elementwise for o in UNARY | BINARY}, **{o: _reduce for o in REDUCE}, **{o: _leaf for o in LEAF},
-         Ops.DETACH: _detach, Ops.PROJ: _proj, **{o: _multi for o in MULTI}}
+         Ops.DETACH: _detach, Ops.PROJ: _proj, **{o: _multi for o in MULTI}, **{o: _collective for o in COLLECTIVE}}
 
 
 def infer_shape(op: Ops, dtype: DType, src: tuple, arg) -> Shape:

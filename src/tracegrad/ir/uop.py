@@ -16,7 +16,7 @@ import weakref
 import numpy as np
 
 from .dtypes import _BY_NP, DType, as_dtype, bool_, void
-from .ops import COMPARE, Ops
+from .ops import COLLECTIVE, COMPARE, Ops
 from .shapes import Shape, fmt, infer_shape, multi_avals
 
 
@@ -54,7 +54,7 @@ class UOp:
     self = object.__new__(cls)
     # derived, like shape: the longest path to a leaf, and whether a PARAM lies below
     depth = 1 + max((s.depth for s in src), default=-1)
-    traced = op is Ops.PARAM or any(s.traced for s in src)
+    traced = op is Ops.PARAM or op in COLLECTIVE or any(s.traced for s in src)   # a collective needs its axis
     for k, v in (("op", op), ("dtype", dtype), ("src", src), ("arg", arg), ("shape", shape), ("depth", depth),
                  ("traced", traced)):
       object.__setattr__(self, k, v)

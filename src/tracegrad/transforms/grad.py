@@ -274,7 +274,20 @@ def _proj(ct, u):
 def _no_derivative(ct, u): return (None,) * len(u.src)
 
 
-NON_DIFFERENTIABLE = COMPARE | INT_ONLY | INT_OR_BOOL | {Ops.BITCAST, Ops.FLOOR, Ops.DETACH}
+def _all_reduce(ct, u):
+  """psum's transpose is psum; pmax and pmin send the summed cotangent to the lanes holding the extremum."""
+  total = lambda v: UOp(Ops.ALL_REDUCE, v.dtype, (v,), (*u.arg[:2], "sum"))
+  if u.arg[2] == "sum": return (total(ct),)
+  hit = B.as_float(B.eq(u.src[0], u), u)
+  return (hit * B.div(total(ct), total(hit)),)
+
+
+def _ppermute(ct, u):
+  name, size, perm = u.arg
+  return (UOp(Ops.PPERMUTE, ct.dtype, (ct,), (name, size, tuple((d, s) for s, d in perm))),)
+
+
+NON_DIFFERENTIABLE = COMPARE | INT_ONLY | INT_OR_BOOL | {Ops.BITCAST, Ops.FLOOR, Ops.DETACH, Ops.AXIS_INDEX}
 
 VJP_RULES = PatternMatcher([
   (UPat(Ops.NEG, name="u"), lambda ct, u: (-ct,)),
@@ -311,6 +324,11 @@ VJP_RULES = PatternMatcher([
   (UPat(Ops.REMAT, name="u"), _remat),
   (UPat(Ops.CUSTOM_JVP, name="u"), _custom_jvp),
   (UPat(Ops.CUSTOM_VJP, name="u"), _custom_vjp),
+  (UPat(Ops.ALL_REDUCE, name="u"), _all_reduce),
+  # all_gather and psum_scatter are each other's transpose
+  (UPat(Ops.ALL_GATHER, name="u"), lambda ct, u: (UOp(Ops.REDUCE_SCATTER, ct.dtype, (ct,), u.arg),)),
+  (UPat(Ops.REDUCE_SCATTER, name="u"), lambda ct, u: (UOp(Ops.ALL_GATHER, ct.dtype, (ct,), u.arg),)),
+  (UPat(Ops.PPERMUTE, name="u"), _ppermute),
   (UPat(NON_DIFFERENTIABLE, name="u"), _no_derivative),
 ])
 

@@ -190,7 +190,15 @@ def _custom_vjp(t, u):
 def _no_derivative(t, u): return None
 
 
-NON_DIFFERENTIABLE = COMPARE | INT_ONLY | INT_OR_BOOL | {Ops.BITCAST, Ops.FLOOR, Ops.DETACH}
+def _all_reduce(t, u):
+  """psum is linear; pmax and pmin take the tangent of the lanes holding the extremum, averaged over ties."""
+  if u.arg[2] == "sum": return _same(t, u)
+  hit = B.as_float(B.eq(u.src[0], u), u)
+  total = lambda v: UOp(Ops.ALL_REDUCE, v.dtype, (v,), (*u.arg[:2], "sum"))
+  return B.div(total(scale(t[0], hit)), total(hit))
+
+
+NON_DIFFERENTIABLE = COMPARE | INT_ONLY | INT_OR_BOOL | {Ops.BITCAST, Ops.FLOOR, Ops.DETACH, Ops.AXIS_INDEX}
 
 JVP_RULES = PatternMatcher([
   (UPat(Ops.NEG, name="u"), lambda t, u: neg(t[0])),
@@ -221,6 +229,8 @@ JVP_RULES = PatternMatcher([
   (UPat(Ops.REMAT, name="u"), _remat),
   (UPat(Ops.CUSTOM_JVP, name="u"), _custom_jvp),
   (UPat(Ops.CUSTOM_VJP, name="u"), _custom_vjp),
+  (UPat(Ops.ALL_REDUCE, name="u"), _all_reduce),
+  (UPat((Ops.ALL_GATHER, Ops.REDUCE_SCATTER, Ops.PPERMUTE), name="u"), _same),
   (UPat(NON_DIFFERENTIABLE, name="u"), _no_derivative),
 ])
 

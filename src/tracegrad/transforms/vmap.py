@@ -9,6 +9,7 @@ batch size. It returns u's twin (for an op with several results, the list of its
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Callable
 
 import optree
@@ -16,16 +17,18 @@ import optree
 from .. import tree as tree_util
 from ..array import Array, to_array
 from ..ir import Graph, Ops, PatternMatcher, UOp, UPat, dtypes, substitute, toposort
-from ..ir.ops import BINARY, UNARY
+from ..ir.ops import BINARY, COLLECTIVE, UNARY
 from ..run import concrete
 from ..trace import ShapeDtypeStruct, trace
 from . import build as B
+from ..lax_parallel import named_axis
 
 
 class _Ctx:
-  __slots__ = ("u", "b", "size")
+  __slots__ = ("u", "b", "size", "name")
 
-  def __init__(self, u: UOp, b: tuple, size: int): self.u, self.b, self.size = u, b, size
+  def __init__(self, u: UOp, b: tuple, size: int, name: str | None = None):
+    self.u, self.b, self.size, self.name = u, b, size, name
 
   def full(self, i: int) -> UOp:
     s = self.u.src[i]
@@ -161,6 +164,40 @@ def _custom_vjp(c, u):
   return UOp.multi(Ops.CUSTOM_VJP, srcs, (g, vmap(fwd), vmap(bwd), in_tree, out_tree, n_free, res_tree))
 
 
+# ---- collectives: over this vmap's axis name they act across the batch; over another name they pass through ----
+
+_REDUCE_OF = {"sum": Ops.REDUCE_SUM, "max": Ops.REDUCE_MAX, "min": Ops.REDUCE_MIN}
+
+
+def _everywhere(c, v: UOp) -> UOp: return v.broadcast((c.size, *v.shape))
+
+
+def _over_batch(c, u):
+  x = c.full(0) if u.src else None
+  if u.op is Ops.AXIS_INDEX: return UOp.iota((c.size,), 0, dtypes.int32)
+  if u.op is Ops.ALL_REDUCE: return x.reduce(_REDUCE_OF[u.arg[2]], (0,)).broadcast(x.shape)
+  if u.op is Ops.PPERMUTE:
+    src_of = {d: s for s, d in u.arg[2]}
+    zero = B.zeros(x.slice(((0, 1, 1), *((0, n, 1) for n in x.shape[1:]))))
+    rows = [x.slice(((src_of[d], src_of[d] + 1, 1), *((0, n, 1) for n in x.shape[1:]))) if d in src_of else zero
+            for d in range(c.size)]
+    return UOp.concat(rows, 0)
+  axis, tiled = u.arg[2], u.arg[3]
+  if u.op is Ops.ALL_GATHER:
+    g = B.moveaxis(x, 0, axis)
+    if tiled: g = g.reshape(g.shape[:axis] + (g.shape[axis] * g.shape[axis + 1],) + g.shape[axis + 2:])
+    return _everywhere(c, g)
+  total = x.reduce(Ops.REDUCE_SUM, (0,)).reshape(x.shape[1:])          # REDUCE_SCATTER
+  if tiled: total = total.reshape(total.shape[:axis] + (c.size, total.shape[axis] // c.size) + total.shape[axis + 1:])
+  return B.moveaxis(total, axis, 0)
+
+
+def _collective(c, u):
+  if u.arg[0] == c.name: return _over_batch(c, u)
+  arg = u.arg if u.op in (Ops.ALL_REDUCE, Ops.PPERMUTE) else (*u.arg[:2], u.arg[2] + 1, u.arg[3])
+  return UOp(u.op, u.dtype, (c.full(0),), arg)
+
+
 BATCH_RULES = PatternMatcher([
   (UPat(UNARY | BINARY | {Ops.WHERE, Ops.CAST, Ops.BITCAST, Ops.DETACH}, name="u"), _same),
   (UPat((Ops.REDUCE_SUM, Ops.REDUCE_PROD, Ops.REDUCE_MAX, Ops.REDUCE_MIN), name="u"), _axes),
@@ -180,16 +217,22 @@ BATCH_RULES = PatternMatcher([
   (UPat(Ops.REMAT, name="u"), _remat),
   (UPat(Ops.CUSTOM_JVP, name="u"), _custom_jvp),
   (UPat(Ops.CUSTOM_VJP, name="u"), _custom_vjp),
+  (UPat(COLLECTIVE, name="u"), _collective),
 ])
+
+
+_BATCHING: list[str | None] = []   # the axis name of each vmap whose graph is being batched, innermost last
 
 
 def batch_nodes(outputs: list[UOp], batched: dict[UOp, UOp], size: int) -> list[UOp | None]:
   """The batched twin of each output (None where it does not depend on a batched node), given twins of some nodes
   below them (usually PARAMs)."""
   twin: dict = dict(batched)
+  name = _BATCHING[-1] if _BATCHING else None
   for u in toposort(outputs):
-    if u in twin or not any(s in twin for s in u.src): continue
-    twin[u] = BATCH_RULES.rewrite(u, _Ctx(u, tuple(twin.get(s) for s in u.src), size))
+    ours = u.op in COLLECTIVE and u.arg[0] == name    # acts across the batch even when its operand is the same in all
+    if u in twin or not (ours or any(s in twin for s in u.src)): continue
+    twin[u] = BATCH_RULES.rewrite(u, _Ctx(u, tuple(twin.get(s) for s in u.src), size, name))
     if twin[u] is None: raise NotImplementedError(f"vmap: no batching rule for {u.op.name.lower()}")
   return [twin.get(o) for o in outputs]
 
@@ -221,9 +264,10 @@ def _broadcast_prefix(prefix, full, msg: str) -> list:
   return [None if a is _UNMAPPED else a for a in got]
 
 
-def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None) -> Callable:
+def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name: str | None = None, axis_size: int | None = None) -> Callable:
   """fun mapped over an axis of its arguments, as jax.vmap: in_axes says which axis of each argument is mapped
   (None: not mapped; keyword arguments are mapped on axis 0), out_axes where the mapped axis goes in each output.
+  With axis_name, collectives over that name (lax.psum, all_gather, axis_index, ...) act across the mapped axis.
 
   >>> tracegrad.vmap(lambda a, b: a * b, in_axes=(0, None))(tnp.ones((3, 2)), tnp.arange(2.0)).shape
   (3, 2)
@@ -258,9 +302,14 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_size: int | None = None) -> 
     avals = [ShapeDtypeStruct(l.shape[:a] + l.shape[a + 1:], l.dtype, l.weak_type) if a is not None else l
              for l, a in zip(leaves, norm)]
     a_avals, k_avals = tree_util.unflatten(tree_util.structure((args, kwargs)), avals)
-    g, _ = trace(fun, a_avals, k_avals, fn=fn)
-    twins = batch_nodes(list(g.outputs), {p: B.moveaxis(l.uop, a, 0) for p, l, a in zip(g.inputs, leaves, norm)
-                                          if a is not None}, size)
+    with named_axis(axis_name, size) if axis_name is not None else contextlib.nullcontext():
+      g, _ = trace(fun, a_avals, k_avals, fn=fn)
+    _BATCHING.append(axis_name)
+    try:
+      twins = batch_nodes(list(g.outputs), {p: B.moveaxis(l.uop, a, 0) for p, l, a in zip(g.inputs, leaves, norm)
+                                            if a is not None}, size)
+    finally:
+      _BATCHING.pop()
     args_map = {p: l.uop for p, l, a in zip(g.inputs, leaves, norm) if a is None}
     outs = concrete(substitute([t if t is not None else o for t, o in zip(twins, g.outputs)], args_map))
     oaxes = _out_axes(out_axes, g, fn)

@@ -1,0 +1,123 @@
+"""Collectives over named axes, as jax.lax.psum and friends: inside vmap(f, axis_name="i") each lane of the mapped
+axis is one participant, and lax.psum(x, "i") gives every lane the sum over all lanes. The same primitives are what
+shard_map's per-device programs exchange.
+
+>>> tracegrad.vmap(lambda x: x / lax.psum(x, "i"), axis_name="i")(tnp.arange(1.0, 4.0))
+Array([0.16666667, 0.33333334, 0.5       ], dtype=float32)
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+
+from . import numpy as tnp
+from . import tree as tree_util
+from .array import Array
+from .ir import Ops, UOp, dtypes
+
+__all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "axis_index"]
+
+_AXES: list[tuple[str, int]] = []   # the named axes in scope while a function is traced, innermost last
+
+
+@contextlib.contextmanager
+def named_axis(name: str, size: int):
+  """While tracing under vmap(axis_name=name) or shard_map: collectives over `name` span `size` lanes."""
+  _AXES.append((name, size))
+  try: yield
+  finally: _AXES.pop()
+
+
+def _size(name, fn: str) -> int:
+  if not isinstance(name, str): raise TypeError(f"{fn}: an axis name must be a string, got {name!r}")
+  for n, size in reversed(_AXES):
+    if n == name: return size
+  bound = [n for n, _ in _AXES]
+  raise NameError(f"{fn}: unbound axis name {name!r}; a collective needs an enclosing vmap(f, axis_name={name!r}) or "
+                  f"shard_map over a mesh axis of that name (names in scope: {bound})")
+
+
+def _names(axis_name) -> tuple[str, ...]: return tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+
+
+def _all_reduce(x, axis_name, kind: str, fn: str):
+  def one(leaf):
+    a = tnp.asarray(leaf)
+    if a.dtype is dtypes.bool_: a = a.astype(tnp.int32)
+    for name in _names(axis_name):
+      a = Array(UOp(Ops.ALL_REDUCE, a.dtype, (a.uop,), (name, _size(name, fn), kind)), a.weak_type)
+    return a
+  return tree_util.map(one, x)
+
+
+def psum(x, axis_name):
+  """The sum of x over the lanes of axis_name (a name or a tuple of names), on every lane; x may be a pytree."""
+  return _all_reduce(x, axis_name, "sum", "psum")
+
+
+def pmax(x, axis_name):
+  """The maximum of x over the lanes of axis_name, on every lane."""
+  return _all_reduce(x, axis_name, "max", "pmax")
+
+
+def pmin(x, axis_name):
+  """The minimum of x over the lanes of axis_name, on every lane."""
+  return _all_reduce(x, axis_name, "min", "pmin")
+
+
+def pmean(x, axis_name):
+  """The mean of x over the lanes of axis_name, on every lane."""
+  n = math.prod(_size(name, "pmean") for name in _names(axis_name))
+  return tree_util.map(lambda s: s / n, psum(x, axis_name))
+
+
+def all_gather(x, axis_name: str, *, axis: int = 0, tiled: bool = False):
+  """Every lane's x, stacked on a new axis `axis` (tiled: concatenated along it), on every lane."""
+  size = _size(axis_name, "all_gather")
+
+  def one(leaf):
+    a = tnp.asarray(leaf)
+    ax = _axis(axis, a.ndim + (not tiled), "all_gather", a.shape)
+    return Array(UOp(Ops.ALL_GATHER, a.dtype, (a.uop,), (axis_name, size, ax, bool(tiled))), a.weak_type)
+  return tree_util.map(one, x)
+
+
+def psum_scatter(x, axis_name: str, *, scatter_dimension: int = 0, tiled: bool = False):
+  """The sum over lanes of x, lane i keeping block i of dimension scatter_dimension (untiled: that dimension must
+  have one entry per lane, and is removed)."""
+  size = _size(axis_name, "psum_scatter")
+
+  def one(leaf):
+    a = tnp.asarray(leaf)
+    ax = _axis(scatter_dimension, a.ndim, "psum_scatter", a.shape)
+    n = a.shape[ax]
+    if (tiled and n % size) or (not tiled and n != size):
+      raise ValueError(f"psum_scatter: dimension {ax} of shape {a.shape} has size {n}; over the {size} lanes of "
+                       f"{axis_name!r} it must {'divide by' if tiled else 'equal'} {size}")
+    return Array(UOp(Ops.REDUCE_SCATTER, a.dtype, (a.uop,), (axis_name, size, ax, bool(tiled))), a.weak_type)
+  return tree_util.map(one, x)
+
+
+def ppermute(x, axis_name: str, perm):
+  """Lane dst receives lane src's x for each (src, dst) in perm; lanes that receive nothing get zeros."""
+  size = _size(axis_name, "ppermute")
+  pairs = tuple((int(s), int(d)) for s, d in perm)
+  srcs, dsts = [s for s, _ in pairs], [d for _, d in pairs]
+  if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts) or not all(0 <= i < size for i in srcs + dsts):
+    raise ValueError(f"ppermute: perm must pair distinct sources with distinct destinations in [0, {size}) for axis "
+                     f"{axis_name!r}, got {list(pairs)}")
+
+  def one(leaf):
+    a = tnp.asarray(leaf)
+    return Array(UOp(Ops.PPERMUTE, a.dtype, (a.uop,), (axis_name, size, pairs)), a.weak_type)
+  return tree_util.map(one, x)
+
+
+def axis_index(axis_name: str) -> Array:
+  """This lane's index along axis_name, an int32 scalar."""
+  return Array(UOp(Ops.AXIS_INDEX, dtypes.int32, (), (axis_name, _size(axis_name, "axis_index"))))
+
+
+def _axis(axis: int, ndim: int, fn: str, shape) -> int:
+  if not -ndim <= axis < max(ndim, 1): raise ValueError(f"{fn}: axis {axis} is out of range for an operand of shape {shape}")
+  return axis % max(ndim, 1)
