@@ -1,8 +1,11 @@
 import os
 
+import pytest
+
 from hypothesis import HealthCheck, settings
 
 import tracegrad
+from tracegrad import run
 
 _QUIET = [HealthCheck.too_slow, HealthCheck.data_too_large]
 settings.register_profile("ci", derandomize=True, max_examples=25, deadline=None, suppress_health_check=_QUIET)
@@ -10,3 +13,17 @@ settings.register_profile("ci", derandomize=True, max_examples=25, deadline=None
 settings.register_profile("ci-cpu", derandomize=True, max_examples=6, deadline=None, suppress_health_check=_QUIET)
 settings.register_profile("dev", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci-cpu" if tracegrad.default_backend() == "cpu" else "ci"))
+
+
+@pytest.fixture
+def four_devices(monkeypatch):
+  """This process's devices as if started with TRACEGRAD_NUM_CPU_DEVICES=4; the registry is restored after."""
+  saved_devices, saved_state = dict(run._DEVICES), dict(run._state)
+  monkeypatch.setenv("TRACEGRAD_NUM_CPU_DEVICES", "4")
+  run._DEVICES.clear()
+  run._state.update(probed=False, backend=None)
+  yield tracegrad.devices()
+  run._DEVICES.clear()
+  run._DEVICES.update(saved_devices)
+  run._state.clear()
+  run._state.update(saved_state)

@@ -9,20 +9,6 @@ from tracegrad import run
 from tracegrad.sharding import Mesh, NamedSharding, P, PartitionSpec, SingleDeviceSharding
 
 
-@pytest.fixture
-def four_devices(monkeypatch):
-  """This process's devices as if started with TRACEGRAD_NUM_CPU_DEVICES=4; the registry is restored after."""
-  saved_devices, saved_state = dict(run._DEVICES), dict(run._state)
-  monkeypatch.setenv("TRACEGRAD_NUM_CPU_DEVICES", "4")
-  run._DEVICES.clear()
-  run._state.update(probed=False, backend=None)
-  yield tg.devices()
-  run._DEVICES.clear()
-  run._DEVICES.update(saved_devices)
-  run._state.clear()
-  run._state.update(saved_state)
-
-
 def test_devices_count_and_ids(four_devices):
   assert [d.id for d in four_devices] == [0, 1, 2, 3]
   assert [d.id for d in tg.devices("interp")] == [0, 1, 2, 3]

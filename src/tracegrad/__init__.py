@@ -14,10 +14,10 @@ from . import lax
 from . import random
 from . import checkpoints, nn, optim, scipy, sharding  # noqa: E401
 from .transforms import (checkpoint, custom_jvp, custom_vjp, grad, hessian, jacfwd, jacrev, jit, jvp, linearize, remat,
-                         value_and_grad, vjp, vmap)
+                         shard_map, value_and_grad, vjp, vmap)
 
 __version__ = "0.1.0"
 __all__ = ["Array", "ShapeDtypeStruct", "TracedValueError", "checkpoint", "checkpoints", "config", "custom_jvp", "custom_vjp",
            "default_backend", "device_put", "devices", "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit",
-           "jvp", "lax", "linearize", "make_graph", "numpy", "nn", "optim", "random", "remat", "scipy", "sharding", "tree", "value_and_grad", "vjp",
-           "vmap"]
+           "jvp", "lax", "linearize", "make_graph", "numpy", "nn", "optim", "random", "remat", "scipy", "shard_map",
+           "sharding", "tree", "value_and_grad", "vjp", "vmap"]

@@ -185,6 +185,26 @@ class ShardedBuffers:
       block.flags.writeable = False
       self.buffers[device] = (index, block)
 
+  @classmethod
+  def from_blocks(cls, blocks: dict, shape, dtype, sharding: Sharding, check_rep: str | None = None) -> "ShardedBuffers":
+    """Buffers already computed on each device ({device: block}). With check_rep (the caller's name), devices that
+    the sharding says hold the same block must hold equal values."""
+    self = cls.__new__(cls)
+    self.shape, self.dtype, self.sharding, self.buffers = tuple(shape), dtype, sharding, {}
+    first: dict = {}
+    for device, index in sharding.devices_indices_map(self.shape).items():
+      block = np.ascontiguousarray(blocks[device])
+      block.flags.writeable = False
+      key = tuple((sl.start, sl.stop) for sl in index)
+      if check_rep and key in first and not _same(first[key][1], block):
+        raise ValueError(f"{check_rep}: out_specs {sharding.spec} leaves a mesh axis out, so the output should be the "
+                         f"same on every device along it, but {device!r} and {first[key][0]!r} hold different values; "
+                         f"name the axis in out_specs to keep each device's block, or make the values equal (lax.psum, "
+                         f"lax.pmean)")
+      first.setdefault(key, (device, block))
+      self.buffers[device] = (index, block)
+    return self
+
   def assemble(self) -> np.ndarray:
     """The global array, each block written from the device that holds it."""
     out = np.empty(self.shape, self.dtype.np)
@@ -201,3 +221,7 @@ class ShardedBuffers:
       out[device] = seen.get(key, 0)
       seen[key] = out[device] + 1
     return out
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+  return np.array_equal(a, b) or (a.dtype.kind == "f" and np.array_equal(a, b, equal_nan=True))
