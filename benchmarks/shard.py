@@ -1,0 +1,46 @@
+"""Data-parallel scaling: the MLP step of benchmarks/run.py (batch 128) split over 1, 2 and 4 host devices with
+shard_map (each device a quarter, half or all of the batch, gradients averaged with lax.pmean), against the plain
+jitted step. Each device count runs in a process of its own (TRACEGRAD_NUM_CPU_DEVICES is read at start). Not a
+test: nothing here asserts.
+
+  python3 benchmarks/shard.py
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+CHILD = r"""
+import sys, time
+import numpy as np
+sys.path.insert(0, {here!r})
+import tracegrad as tg
+from tracegrad import lax
+from tracegrad.sharding import Mesh, P
+from run import mlp_problem, _timeit
+
+params, x, y, loss = mlp_problem()
+n = len(tg.devices())
+mesh = Mesh(np.array(tg.devices()), ("batch",))
+grads = tg.shard_map(lambda p, x, y: lax.pmean(tg.grad(loss)(p, x, y), "batch"), mesh,
+                     in_specs=(P(), P("batch"), P("batch")), out_specs=P())
+plain = tg.jit(tg.grad(loss))
+want, got = plain(params, x, y), grads(params, x, y)
+err = max(float(np.abs(np.asarray(a) - np.asarray(b)).max()) for a, b in zip(tg.tree.leaves(want), tg.tree.leaves(got)))
+t_plain = _timeit(lambda: [np.asarray(l) for l in tg.tree.leaves(plain(params, x, y))], 1.0)
+t_shard = _timeit(lambda: [np.asarray(l) for l in tg.tree.leaves(grads(params, x, y))], 1.0)
+print(f"{{n}} device(s): shard_map step {{t_shard * 1e3:.2f}} ms, one jitted step {{t_plain * 1e3:.2f}} ms "
+      f"(ratio {{t_plain / t_shard:.2f}}), max |difference| {{err:.1e}}", flush=True)
+"""
+
+
+def main() -> None:
+  here = os.path.dirname(os.path.abspath(__file__))
+  for n in (1, 2, 4):
+    env = {**os.environ, "TRACEGRAD_NUM_CPU_DEVICES": str(n)}
+    subprocess.run([sys.executable, "-c", CHILD.format(here=here)], env=env, check=True)
+
+
+if __name__ == "__main__":
+  main()
