@@ -6,6 +6,8 @@ The plan (the stages, each a Graph compiled once) is made once per traced progra
 """
 from __future__ import annotations
 
+import functools
+import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -64,18 +66,34 @@ def execute(plan: Plan, mesh, inputs: dict) -> dict:
   devices = list(mesh.devices.flat)
   coords = {mesh.devices[pos]: dict(zip(mesh.axis_names, pos)) for pos in np.ndindex(*mesh.devices.shape)}
   values = {d: dict(zip(plan.graph.inputs, inputs[d])) for d in devices}
-  with ThreadPoolExecutor(max_workers=len(devices)) as pool:
-    def stage(s: Stage) -> dict:
-      ex = run.executable(s.graph)
-      futures = {d: pool.submit(ex.run, [values[d][u] for u in s.needs]) for d in devices}
-      return {d: dict(zip(s.targets, f.result())) for d, f in futures.items()}
+  pool = _pool(len(devices))
 
-    for s, collectives in plan.steps:
-      operands = stage(s) if s.targets else {d: {} for d in devices}
-      for c in collectives:
-        for d in devices: values[d][c] = _collective(c, d, operands, coords, mesh)
-    outs = stage(plan.final)
+  def stage(s: Stage) -> dict:
+    ex = run.executable(s.graph)
+    futures = {d: pool.submit(ex.run, [values[d][u] for u in s.needs]) for d in devices}
+    return {d: dict(zip(s.targets, f.result())) for d, f in futures.items()}
+
+  for s, collectives in plan.steps:
+    operands = stage(s) if s.targets else {d: {} for d in devices}
+    for c in collectives:
+      for d in devices: values[d][c] = _collective(c, d, operands, coords, mesh)
+  outs = stage(plan.final)
   return {d: [outs[d][u] for u in plan.graph.outputs] for d in devices}
+
+
+@functools.lru_cache(maxsize=None)
+def _pool(n: int) -> ThreadPoolExecutor:
+  """n threads kept for the life of the process (a kernel's OpenMP team belongs to the thread that starts it, and
+  starting one per call costs more than a small step), each given its share of the cores."""
+  share = max(1, (os.cpu_count() or 1) // n)
+  return ThreadPoolExecutor(max_workers=n, thread_name_prefix="tracegrad-device", initializer=_limit_threads,
+                            initargs=(share,))
+
+
+def _limit_threads(n: int) -> None:
+  if run.default_backend() == "cpu":
+    from .devices.cpu import limit_threads
+    limit_threads(n)
 
 
 def _group(c: UOp, d, coords: dict, mesh) -> list:

@@ -42,6 +42,22 @@ COMPILERS = ("cc", "gcc", "clang")
 os.environ.setdefault("GOMP_SPINCOUNT", "10000")
 
 _ffi = cffi.FFI()
+_omp_ffi = cffi.FFI()
+_omp_ffi.cdef("void omp_set_num_threads(int n);")
+
+
+@lru_cache(maxsize=None)
+def _openmp():
+  """The OpenMP runtime compiled programs use (libgomp, or clang's libomp), or None."""
+  for name in ("libgomp.so.1", "libomp.so", "libomp.so.5"):
+    try: return _omp_ffi.dlopen(name)
+    except OSError: continue
+  return None
+
+
+def limit_threads(n: int) -> None:
+  """Let the calling thread's parallel kernels use n threads (devices sharing the cores each take a share)."""
+  if (omp := _openmp()) is not None: omp.omp_set_num_threads(max(1, n))
 _ffi.cdef("void tg_run(void **bufs); void tg_times(double *ns);")
 
 
