@@ -7,35 +7,15 @@ Array([0.16666667, 0.33333334, 0.5       ], dtype=float32)
 """
 from __future__ import annotations
 
-import contextlib
 import math
 
 from . import numpy as tnp
 from . import tree as tree_util
 from .array import Array
 from .ir import Ops, UOp, dtypes
+from .trace import axis_size as _size
 
 __all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "axis_index"]
-
-_AXES: list[tuple[str, int]] = []   # the named axes in scope while a function is traced, innermost last
-
-
-@contextlib.contextmanager
-def named_axis(name: str, size: int):
-  """While tracing under vmap(axis_name=name) or shard_map: collectives over `name` span `size` lanes."""
-  _AXES.append((name, size))
-  try: yield
-  finally: _AXES.pop()
-
-
-def _size(name, fn: str) -> int:
-  if not isinstance(name, str): raise TypeError(f"{fn}: an axis name must be a string, got {name!r}")
-  for n, size in reversed(_AXES):
-    if n == name: return size
-  bound = [n for n, _ in _AXES]
-  raise NameError(f"{fn}: unbound axis name {name!r}; a collective needs an enclosing vmap(f, axis_name={name!r}) or "
-                  f"shard_map over a mesh axis of that name (names in scope: {bound})")
-
 
 def _names(axis_name) -> tuple[str, ...]: return tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
 

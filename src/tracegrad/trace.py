@@ -1,6 +1,7 @@
 """Tracing: run a Python function on abstract placeholders and record the Graph it builds."""
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -95,3 +96,26 @@ def eval_shape(f: Callable, *args, **kwargs):
   g, out = trace(f, args, kwargs, "eval_shape")
   structs = [ShapeDtypeStruct(o.shape, o.dtype, w) for o, w in zip(g.outputs, g.out_weak)]
   return tree_util.unflatten(g.out_tree, structs)
+
+
+# ---- named axes (vmap(axis_name=), shard_map): what collectives traced inside them span ----
+
+_AXES: list[tuple[str, int]] = []   # the named axes in scope while a function is traced, innermost last
+
+
+@contextlib.contextmanager
+def named_axis(name: str, size: int):
+  """While tracing under vmap(axis_name=name) or shard_map: collectives over `name` span `size` lanes."""
+  _AXES.append((name, size))
+  try: yield
+  finally: _AXES.pop()
+
+
+def axis_size(name, fn: str) -> int:
+  """The size of the named axis in scope; NameError, from `fn`, when no enclosing transform binds it."""
+  if not isinstance(name, str): raise TypeError(f"{fn}: an axis name must be a string, got {name!r}")
+  for n, size in reversed(_AXES):
+    if n == name: return size
+  bound = [n for n, _ in _AXES]
+  raise NameError(f"{fn}: unbound axis name {name!r}; a collective needs an enclosing vmap(f, axis_name={name!r}) or "
+                  f"shard_map over a mesh axis of that name (names in scope: {bound})")

@@ -22,9 +22,8 @@ import numpy as np
 from .. import spmd
 from .. import tree as tree_util
 from ..array import Array, to_array
-from ..lax_parallel import named_axis
 from ..sharding import Mesh, NamedSharding, PartitionSpec, ShardedBuffers
-from ..trace import ShapeDtypeStruct, trace
+from ..trace import ShapeDtypeStruct, named_axis, trace
 from .vmap import _broadcast_prefix, vmap
 
 __all__ = ["shard_map"]

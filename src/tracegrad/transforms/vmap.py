@@ -19,9 +19,8 @@ from ..array import Array, to_array
 from ..ir import Graph, Ops, PatternMatcher, UOp, UPat, dtypes, substitute, toposort
 from ..ir.ops import BINARY, COLLECTIVE, UNARY
 from ..run import concrete
-from ..trace import ShapeDtypeStruct, trace
+from ..trace import ShapeDtypeStruct, named_axis, trace
 from . import build as B
-from ..lax_parallel import named_axis
 
 
 class _Ctx:
