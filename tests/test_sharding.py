@@ -102,3 +102,8 @@ def test_bad_specs_raise_at_device_put(four_devices):
   other = Mesh(np.array([type(four_devices[0])(7)]), ("x",))        # a device object no backend here holds
   with pytest.raises(ValueError, match="is not one of this process's devices"):
     tg.device_put(np.ones(2), NamedSharding(other, P()))
+
+
+def test_single_process_distributed_defaults(four_devices):
+  assert tg.process_index() == 0 and tg.process_count() == 1 and tg.distributed.allgather(3) == [3]
+  assert tg.local_devices() == four_devices and all(d.process_index == 0 for d in four_devices)

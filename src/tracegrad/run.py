@@ -25,14 +25,31 @@ def num_cpu_devices() -> int:
 
 
 def _registry() -> dict[str, list[Device]]:
-  """The available backends; the cpu devices join on first use when a C compiler works."""
+  """The available backends, each with the global device list (every process's devices, ids in process order); the
+  cpu devices join on first use when a C compiler works."""
   if not _state["probed"]:
     _state["probed"] = True
-    n = num_cpu_devices()
-    _DEVICES["interp"] = [InterpDevice(i) for i in range(n)]
-    cpu = CPUDevice(0)
-    if cpu.available(): _DEVICES["cpu"] = [cpu] + [CPUDevice(i) for i in range(1, n)]
+    from . import distributed
+    n, me, count = num_cpu_devices(), distributed.process_index(), distributed.process_count()
+    _DEVICES["interp"] = _global(InterpDevice, n, count)
+    if CPUDevice(me * n).available(): _DEVICES["cpu"] = _global(CPUDevice, n, count)
   return _DEVICES
+
+
+def _global(cls, n: int, count: int) -> list[Device]:
+  out = []
+  for k in range(n * count):
+    d = cls(k)
+    d.process_index = k // n
+    out.append(d)
+  return out
+
+
+def local_devices(backend: str | None = None) -> list[Device]:
+  """The devices of `backend` this process holds, as jax.local_devices."""
+  from . import distributed
+  me = distributed.process_index()
+  return [d for d in devices(backend) if d.process_index == me]
 
 
 def devices(backend: str | None = None) -> list[Device]:
@@ -83,13 +100,13 @@ def device_put(x, device=None):
     if a.is_traced: return a
     if isinstance(device, NamedSharding):
       device.check(a.shape, "device_put")
-      return Array._sharded(ShardedBuffers(np.asarray(a), a.dtype, device), a.weak_type)
+      return Array._sharded(ShardedBuffers(np.asarray(a), a.dtype, device, set(local_devices())), a.weak_type)
     return Array(UOp.buffer(np.asarray(a)), a.weak_type)
 
   return tree_util.map(put, x)
 
 
-def default_device() -> Device: return _registry()[default_backend()][0]
+def default_device() -> Device: return local_devices()[0]
 
 
 def realize(uops: list[UOp], what: str = "value") -> list[np.ndarray]:
@@ -122,7 +139,7 @@ class Executable:
     from .lower.schedule import Unsupported, schedule
     from .lower.search import optimise, search_width
     self.graph, self.backend, self.program, self.source, self._runner = graph, backend, None, None, None
-    self._device = _registry()[backend][0]
+    self._device = local_devices(backend)[0]
     if backend != "cpu": return
     t0 = time.perf_counter()
     try:

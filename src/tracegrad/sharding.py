@@ -177,10 +177,12 @@ class Shard:
 class ShardedBuffers:
   """The value of an Array laid out by a sharding: one numpy buffer per device, each a copy of its block."""
 
-  def __init__(self, value: np.ndarray, dtype, sharding: Sharding):
+  def __init__(self, value: np.ndarray, dtype, sharding: Sharding, local=None):
+    """Blocks of `value` for the devices in `local` (default: every device of the sharding)."""
     self.shape, self.dtype, self.sharding = tuple(value.shape), dtype, sharding
     self.buffers: dict = {}
     for device, index in sharding.devices_indices_map(self.shape).items():
+      if local is not None and device not in local: continue
       block = np.array(value[index], copy=True)
       block.flags.writeable = False
       self.buffers[device] = (index, block)
@@ -193,7 +195,8 @@ class ShardedBuffers:
     self.shape, self.dtype, self.sharding, self.buffers = tuple(shape), dtype, sharding, {}
     first: dict = {}
     for device, index in sharding.devices_indices_map(self.shape).items():
-      block = np.ascontiguousarray(blocks[device])
+      if device not in blocks: continue   # another process's device
+      block = np.array(blocks[device], order="C")
       block.flags.writeable = False
       key = tuple((sl.start, sl.stop) for sl in index)
       if check_rep and key in first and not _same(first[key][1], block):
@@ -206,7 +209,13 @@ class ShardedBuffers:
     return self
 
   def assemble(self) -> np.ndarray:
-    """The global array, each block written from the device that holds it."""
+    """The global array, each block written from the device that holds it; ValueError when some block lives only
+    on another process's devices."""
+    key = lambda index: tuple((sl.start, sl.stop) for sl in index)
+    have = {key(index) for index, _ in self.buffers.values()}
+    if any(key(index) not in have for index in self.sharding.devices_indices_map(self.shape).values()):
+      raise ValueError(f"this array ({self.sharding}) has blocks on other processes' devices only; read it where it is "
+                       f"replicated (out_specs without the process-spanning axis) or read .addressable_shards")
     out = np.empty(self.shape, self.dtype.np)
     for index, block in self.buffers.values(): out[index] = block
     out.flags.writeable = False

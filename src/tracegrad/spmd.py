@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from . import run
+from . import distributed, run
 from .ir import Graph, Ops, UOp, substitute, toposort
 from .ir.ops import COLLECTIVE
 
@@ -62,8 +62,9 @@ def _below(targets: list[UOp], known: list[UOp]) -> list[UOp]:
 
 
 def execute(plan: Plan, mesh, inputs: dict) -> dict:
-  """{device: output values} for {device: input values (numpy, in the order of the graph's inputs)}."""
-  devices = list(mesh.devices.flat)
+  """{device: output values} for {device: input values (numpy, in the order of the graph's inputs)}, over the
+  devices of this process; across processes, each runs its own and the collectives' operands go through MPI."""
+  devices = [d for d in mesh.devices.flat if d in inputs]            # this process's; other processes run theirs
   coords = {mesh.devices[pos]: dict(zip(mesh.axis_names, pos)) for pos in np.ndindex(*mesh.devices.shape)}
   values = {d: dict(zip(plan.graph.inputs, inputs[d])) for d in devices}
   pool = _pool(len(devices))
@@ -75,6 +76,10 @@ def execute(plan: Plan, mesh, inputs: dict) -> dict:
 
   for s, collectives in plan.steps:
     operands = stage(s) if s.targets else {d: {} for d in devices}
+    if distributed.process_count() > 1:   # every device's operands, from every process
+      by_id = {d.id: d for d in mesh.devices.flat}
+      gathered = distributed.allgather({d.id: [ops[t] for t in s.targets] for d, ops in operands.items()})
+      operands = {by_id[i]: dict(zip(s.targets, vals)) for part in gathered for i, vals in part.items()}
     for c in collectives:
       for d in devices: values[d][c] = _collective(c, d, operands, coords, mesh)
   outs = stage(plan.final)
@@ -122,4 +127,4 @@ def _collective(c: UOp, d, operands: dict, coords: dict, mesh) -> np.ndarray:
   else:   # PPERMUTE
     src = {dst: s for s, dst in c.arg[2]}.get(me)
     out = np.zeros_like(group[0]) if src is None else group[src]
-  return np.ascontiguousarray(out, dtype=c.dtype.np)
+  return np.asarray(out, dtype=c.dtype.np, order="C")   # (ascontiguousarray would make a scalar 1-d)

@@ -15,6 +15,7 @@ class Device:
   name: str = "?"
   platform: str = "?"
   id: int = 0
+  process_index: int = 0   # the process holding it (tracegrad.distributed); others' devices are not addressable here
 
   def execute(self, outputs: list[UOp], known: Mapping[UOp, np.ndarray]) -> list[np.ndarray]:
     """The values of `outputs`; nodes in `known` already have values. Leaves are BUFFER, CONST or IOTA nodes."""

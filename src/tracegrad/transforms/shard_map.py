@@ -19,7 +19,7 @@ from typing import Callable
 
 import numpy as np
 
-from .. import spmd
+from .. import distributed, spmd
 from .. import tree as tree_util
 from ..array import Array, to_array
 from ..sharding import Mesh, NamedSharding, PartitionSpec, ShardedBuffers
@@ -58,7 +58,7 @@ def shard_map(f: Callable, mesh: Mesh, in_specs, out_specs, check_rep: bool = Tr
       plans[key] = spmd.Plan(g)
     plan = plans[key]
     g = plan.graph
-    devices = list(mesh.devices.flat)
+    devices = [d for d in mesh.devices.flat if d.process_index == distributed.process_index()]
     inputs = {d: [] for d in devices}
     for x, s in zip(leaves, shardings):
       blocks = _blocks(x, s)
@@ -94,7 +94,7 @@ def _blocks(x: Array, sharding: NamedSharding) -> dict:
   if x._shards is not None and x._shards.sharding == sharding:
     return {d: block for d, (_, block) in x._shards.buffers.items()}
   value = np.asarray(x)
-  return {d: np.ascontiguousarray(value[index]) for d, index in sharding.devices_indices_map(x.shape).items()}
+  return {d: np.asarray(value[index], order="C") for d, index in sharding.devices_indices_map(x.shape).items()}
 
 
 # ---- under a transform: one vmap per mesh axis ----
