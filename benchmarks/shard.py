@@ -1,15 +1,18 @@
 """Data-parallel scaling: the MLP step of benchmarks/run.py (batch 128) split over 1, 2 and 4 host devices with
 shard_map (each device a quarter, half or all of the batch, gradients averaged with lax.pmean), against the plain
-jitted step. Each device count runs in a process of its own (TRACEGRAD_NUM_CPU_DEVICES is read at start). Not a
-test: nothing here asserts.
+jitted step. Each device count runs in a process of its own (TRACEGRAD_NUM_CPU_DEVICES is read at start); then two
+processes of one device each under mpirun, when mpi4py and its mpirun are installed. Not a test: nothing here
+asserts.
 
   python3 benchmarks/shard.py
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
+import sysconfig
 
 CHILD = r"""
 import sys, time
@@ -30,7 +33,7 @@ want, got = plain(params, x, y), grads(params, x, y)
 err = max(float(np.abs(np.asarray(a) - np.asarray(b)).max()) for a, b in zip(tg.tree.leaves(want), tg.tree.leaves(got)))
 t_plain = _timeit(lambda: [np.asarray(l) for l in tg.tree.leaves(plain(params, x, y))], 1.0)
 t_shard = _timeit(lambda: [np.asarray(l) for l in tg.tree.leaves(grads(params, x, y))], 1.0)
-print(f"{{n}} device(s): shard_map step {{t_shard * 1e3:.2f}} ms, one jitted step {{t_plain * 1e3:.2f}} ms "
+if tg.process_index() == 0: print(f"{{n}} device(s) in {{tg.process_count()}} process(es): shard_map step {{t_shard * 1e3:.2f}} ms, one jitted step {{t_plain * 1e3:.2f}} ms "
       f"(ratio {{t_plain / t_shard:.2f}}), max |difference| {{err:.1e}}", flush=True)
 """
 
@@ -40,6 +43,12 @@ def main() -> None:
   for n in (1, 2, 4):
     env = {**os.environ, "TRACEGRAD_NUM_CPU_DEVICES": str(n)}
     subprocess.run([sys.executable, "-c", CHILD.format(here=here)], env=env, check=True)
+  mpirun = os.path.join(sysconfig.get_path("scripts"), "mpirun")
+  if importlib.util.find_spec("mpi4py") and os.path.exists(mpirun):
+    env = {**os.environ, "TRACEGRAD_NUM_CPU_DEVICES": "1", "OMPI_ALLOW_RUN_AS_ROOT": "1",
+           "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    subprocess.run([mpirun, "--oversubscribe", "-n", "2", sys.executable, "-c", CHILD.format(here=here)], env=env,
+                   check=True)
 
 
 if __name__ == "__main__":
