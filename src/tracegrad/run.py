@@ -100,7 +100,7 @@ def device_put(x, device=None):
     if a.is_traced: return a
     if isinstance(device, NamedSharding):
       device.check(a.shape, "device_put")
-      return Array._sharded(ShardedBuffers(np.asarray(a), a.dtype, device, set(local_devices())), a.weak_type)
+      return Array._sharded(ShardedBuffers.cut(np.asarray(a), a.dtype, device, set(local_devices())), a.weak_type)
     return Array(UOp.buffer(np.asarray(a)), a.weak_type)
 
   return tree_util.map(put, x)

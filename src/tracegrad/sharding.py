@@ -65,6 +65,17 @@ class PartitionSpec(tuple):
 P = PartitionSpec
 
 
+def spec_axes(spec: PartitionSpec, ndim: int = 0) -> list[tuple[str, ...]]:
+  """The mesh axes splitting each dimension (at least `ndim` entries; those past the spec split nothing)."""
+  axes = [() if p is None else p if isinstance(p, tuple) else (p,) for p in spec]
+  return axes + [()] * (ndim - len(axes))
+
+
+def _key(index: tuple) -> tuple:
+  """A block's index as a hashable key: blocks with equal keys are replicas."""
+  return tuple((sl.start, sl.stop) for sl in index)
+
+
 class Sharding:
   """How an array of a given shape is laid out over devices: the block (index) each device holds."""
 
@@ -101,8 +112,9 @@ class NamedSharding(Sharding):
   def __init__(self, mesh: Mesh, spec: PartitionSpec):
     if not isinstance(mesh, Mesh): raise TypeError(f"NamedSharding: mesh must be a Mesh, got {type(mesh).__name__}")
     self.mesh, self.spec = mesh, spec if isinstance(spec, PartitionSpec) else PartitionSpec(*spec)
+    self.axes = spec_axes(self.spec)
     used: list[str] = []
-    for dim, names in enumerate(self._axes()):
+    for dim, names in enumerate(self.axes):
       for n in names:
         if n not in mesh.shape:
           raise ValueError(f"NamedSharding: {self.spec} names mesh axis {n!r} for dimension {dim}, but the mesh's axes "
@@ -110,15 +122,12 @@ class NamedSharding(Sharding):
         if n in used: raise ValueError(f"NamedSharding: {self.spec} uses mesh axis {n!r} twice")
         used.append(n)
 
-  def _axes(self) -> list[tuple[str, ...]]:
-    return [() if p is None else p if isinstance(p, tuple) else (p,) for p in self.spec]
-
   def check(self, shape: tuple[int, ...], fn: str) -> None:
     """ValueError, from `fn`, unless an array of `shape` splits evenly as the spec says."""
     if len(self.spec) > len(shape):
       raise ValueError(f"{fn}: {self.spec} has {len(self.spec)} entries but the array has {len(shape)} dimensions "
                        f"{tuple(shape)}")
-    for dim, names in enumerate(self._axes()):
+    for dim, names in enumerate(self.axes):
       parts = math.prod(self.mesh.shape[n] for n in names)
       if shape[dim] % parts:
         sizes = " x ".join(f"{n}={self.mesh.shape[n]}" for n in names)
@@ -129,20 +138,23 @@ class NamedSharding(Sharding):
     """The shape of each device's block; ValueError when a split dimension does not divide evenly."""
     shape = tuple(shape)
     self.check(shape, "NamedSharding")
-    out = list(shape)
-    for dim, names in enumerate(self._axes()): out[dim] //= math.prod(self.mesh.shape[n] for n in names)
-    return tuple(out)
+    return tuple(n // self._parts(names) for n, names in zip(shape, spec_axes(self.spec, len(shape))))
+
+  def global_shape(self, block_shape) -> tuple[int, ...]:
+    """The shape of the array whose blocks have `block_shape` (shard_shape's inverse)."""
+    return tuple(n * self._parts(names) for n, names in zip(block_shape, spec_axes(self.spec, len(block_shape))))
+
+  def _parts(self, names: tuple[str, ...]) -> int: return math.prod(self.mesh.shape[n] for n in names)
 
   def devices_indices_map(self, shape) -> dict:
     """{device: the tuple of slices of the global array it holds}."""
     shape = tuple(shape)
-    block = self.shard_shape(shape)
+    block, axes = self.shard_shape(shape), spec_axes(self.spec, len(shape))
     out = {}
     for pos in np.ndindex(*self.mesh.devices.shape):
       coord = dict(zip(self.mesh.axis_names, pos))
       index = []
-      for dim in range(len(shape)):
-        names = self._axes()[dim] if dim < len(self.spec) else ()
+      for dim, names in enumerate(axes):
         k = 0
         for n in names: k = k * self.mesh.shape[n] + coord[n]
         index.append(slice(k * block[dim], (k + 1) * block[dim]) if names else slice(None))
@@ -152,15 +164,15 @@ class NamedSharding(Sharding):
   @property
   def device_set(self) -> set: return set(self.mesh.devices.flat)
   @property
-  def is_fully_replicated(self) -> bool: return all(not names for names in self._axes())
+  def is_fully_replicated(self) -> bool: return all(not names for names in self.axes)
   @property
   def num_devices(self) -> int: return self.mesh.size
 
   def __eq__(self, other) -> bool:
     return isinstance(other, NamedSharding) and self.mesh == other.mesh and \
-        tuple(self._axes()) == tuple(other._axes())
+        self.axes == other.axes
 
-  def __hash__(self) -> int: return hash((self.mesh, tuple(self._axes())))
+  def __hash__(self) -> int: return hash((self.mesh, tuple(self.axes)))
   def __repr__(self) -> str: return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"
 
 
@@ -175,30 +187,18 @@ class Shard:
 
 
 class ShardedBuffers:
-  """The value of an Array laid out by a sharding: one numpy buffer per device, each a copy of its block."""
+  """The value of an Array laid out by a sharding: one numpy buffer per device (of this process), each its block."""
 
-  def __init__(self, value: np.ndarray, dtype, sharding: Sharding, local=None):
-    """Blocks of `value` for the devices in `local` (default: every device of the sharding)."""
-    self.shape, self.dtype, self.sharding = tuple(value.shape), dtype, sharding
-    self.buffers: dict = {}
-    for device, index in sharding.devices_indices_map(self.shape).items():
-      if local is not None and device not in local: continue
-      block = np.array(value[index], copy=True)
-      block.flags.writeable = False
-      self.buffers[device] = (index, block)
-
-  @classmethod
-  def from_blocks(cls, blocks: dict, shape, dtype, sharding: Sharding, check_rep: str | None = None) -> "ShardedBuffers":
-    """Buffers already computed on each device ({device: block}). With check_rep (the caller's name), devices that
-    the sharding says hold the same block must hold equal values."""
-    self = cls.__new__(cls)
+  def __init__(self, blocks: dict, shape, dtype, sharding: Sharding, check_rep: str | None = None):
+    """Each device's block ({device: array}, copied; devices absent are another process's). With check_rep (the
+    caller's name), devices that the sharding says hold the same block must hold equal values."""
     self.shape, self.dtype, self.sharding, self.buffers = tuple(shape), dtype, sharding, {}
     first: dict = {}
     for device, index in sharding.devices_indices_map(self.shape).items():
-      if device not in blocks: continue   # another process's device
+      if device not in blocks: continue
       block = np.array(blocks[device], order="C")
       block.flags.writeable = False
-      key = tuple((sl.start, sl.stop) for sl in index)
+      key = _key(index)
       if check_rep and key in first and not _same(first[key][1], block):
         raise ValueError(f"{check_rep}: out_specs {sharding.spec} leaves a mesh axis out, so the output should be the "
                          f"same on every device along it, but {device!r} and {first[key][0]!r} hold different values; "
@@ -206,14 +206,19 @@ class ShardedBuffers:
                          f"lax.pmean)")
       first.setdefault(key, (device, block))
       self.buffers[device] = (index, block)
-    return self
+
+  @classmethod
+  def cut(cls, value: np.ndarray, dtype, sharding: Sharding, local=None) -> "ShardedBuffers":
+    """`value` cut into the blocks of the devices in `local` (default: every device of the sharding)."""
+    blocks = {d: value[index] for d, index in sharding.devices_indices_map(value.shape).items()
+              if local is None or d in local}
+    return cls(blocks, value.shape, dtype, sharding)
 
   def assemble(self) -> np.ndarray:
     """The global array, each block written from the device that holds it; ValueError when some block lives only
     on another process's devices."""
-    key = lambda index: tuple((sl.start, sl.stop) for sl in index)
-    have = {key(index) for index, _ in self.buffers.values()}
-    if any(key(index) not in have for index in self.sharding.devices_indices_map(self.shape).values()):
+    have = {_key(index) for index, _ in self.buffers.values()}
+    if any(_key(index) not in have for index in self.sharding.devices_indices_map(self.shape).values()):
       raise ValueError(f"this array ({self.sharding}) has blocks on other processes' devices only; read it where it is "
                        f"replicated (out_specs without the process-spanning axis) or read .addressable_shards")
     out = np.empty(self.shape, self.dtype.np)
@@ -226,9 +231,8 @@ class ShardedBuffers:
     seen: dict = {}
     out = {}
     for device, (index, _) in self.buffers.items():
-      key = tuple((sl.start, sl.stop) for sl in index)
-      out[device] = seen.get(key, 0)
-      seen[key] = out[device] + 1
+      out[device] = seen.get(_key(index), 0)
+      seen[_key(index)] = out[device] + 1
     return out
 
 

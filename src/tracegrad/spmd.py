@@ -33,18 +33,18 @@ class Plan:
   def __init__(self, graph: Graph):
     self.graph = graph
     nodes = toposort(list(graph.outputs))
-    pending = [u for u in nodes if u.op in COLLECTIVE]
+    pending = {u: None for u in nodes if u.op in COLLECTIVE}   # ordered, with fast membership
     known = list(graph.inputs)
     self.steps: list[tuple[Stage, list[UOp]]] = []
     while pending:
       blocked = set()
       for u in nodes:   # a collective is ready when nothing below it is a pending collective
-        if any(s in blocked or (s in pending) for s in u.src): blocked.add(u)
+        if any(s in blocked or s in pending for s in u.src): blocked.add(u)
       ready = [u for u in pending if u not in blocked]
       operands = list(dict.fromkeys(u.src[0] for u in ready if u.src))
       self.steps.append((Stage(_below(operands, known), operands), ready))
       known += ready
-      pending = [u for u in pending if u not in ready]
+      pending = {u: None for u in pending if u not in ready}
     self.final = Stage(_below(list(graph.outputs), known), list(graph.outputs))
 
 
@@ -81,7 +81,7 @@ def execute(plan: Plan, mesh, inputs: dict) -> dict:
       gathered = distributed.allgather({d.id: [ops[t] for t in s.targets] for d, ops in operands.items()})
       operands = {by_id[i]: dict(zip(s.targets, vals)) for part in gathered for i, vals in part.items()}
     for c in collectives:
-      for d in devices: values[d][c] = _collective(c, d, operands, coords, mesh)
+      for d in devices: values[d][c] = _collective(c, d, operands, coords)
   outs = stage(plan.final)
   return {d: [outs[d][u] for u in plan.graph.outputs] for d in devices}
 
@@ -101,7 +101,7 @@ def _limit_threads(n: int) -> None:
     limit_threads(n)
 
 
-def _group(c: UOp, d, coords: dict, mesh) -> list:
+def _group(c: UOp, d, coords: dict) -> list:
   """The devices taking part with d in a collective over axis c.arg[0]: those differing from d only along it, in
   the order of their index on it."""
   name = c.arg[0]
@@ -110,11 +110,11 @@ def _group(c: UOp, d, coords: dict, mesh) -> list:
   return sorted(members, key=lambda e: coords[e][name])
 
 
-def _collective(c: UOp, d, operands: dict, coords: dict, mesh) -> np.ndarray:
+def _collective(c: UOp, d, operands: dict, coords: dict) -> np.ndarray:
   name = c.arg[0]
   me = coords[d][name]
   if c.op is Ops.AXIS_INDEX: return np.asarray(me, np.int32)
-  group = [operands[e][c.src[0]] for e in _group(c, d, coords, mesh)]
+  group = [operands[e][c.src[0]] for e in _group(c, d, coords)]
   if c.op is Ops.ALL_REDUCE:
     out = {"sum": np.add, "max": np.maximum, "min": np.minimum}[c.arg[2]].reduce(np.stack(group), axis=0)
   elif c.op is Ops.ALL_GATHER:
@@ -122,8 +122,8 @@ def _collective(c: UOp, d, operands: dict, coords: dict, mesh) -> np.ndarray:
     out = np.concatenate(group, axis) if tiled else np.stack(group, axis)
   elif c.op is Ops.REDUCE_SCATTER:
     axis, tiled = c.arg[2], c.arg[3]
-    total = np.add.reduce(np.stack(group), axis=0)
-    out = np.take(np.split(total, len(group), axis)[me], 0, axis) if not tiled else np.split(total, len(group), axis)[me]
+    mine = np.split(np.add.reduce(np.stack(group), axis=0), len(group), axis)[me]
+    out = mine if tiled else np.take(mine, 0, axis)
   else:   # PPERMUTE
     src = {dst: s for s, dst in c.arg[2]}.get(me)
     out = np.zeros_like(group[0]) if src is None else group[src]

@@ -19,18 +19,14 @@ from typing import Callable
 
 import numpy as np
 
-from .. import distributed, spmd
+from .. import run, spmd
 from .. import tree as tree_util
 from ..array import Array, to_array
-from ..sharding import Mesh, NamedSharding, PartitionSpec, ShardedBuffers
+from ..sharding import Mesh, NamedSharding, PartitionSpec, ShardedBuffers, spec_axes
 from ..trace import ShapeDtypeStruct, named_axis, trace
 from .vmap import _broadcast_prefix, vmap
 
 __all__ = ["shard_map"]
-
-
-def _spec_axes(spec: PartitionSpec) -> list[tuple[str, ...]]:
-  return [() if p is None else p if isinstance(p, tuple) else (p,) for p in spec]
 
 
 def shard_map(f: Callable, mesh: Mesh, in_specs, out_specs, check_rep: bool = True) -> Callable:
@@ -58,22 +54,21 @@ def shard_map(f: Callable, mesh: Mesh, in_specs, out_specs, check_rep: bool = Tr
       plans[key] = spmd.Plan(g)
     plan = plans[key]
     g = plan.graph
-    devices = [d for d in mesh.devices.flat if d.process_index == distributed.process_index()]
+    local = set(run.local_devices())
+    devices = [d for d in mesh.devices.flat if d in local]
     inputs = {d: [] for d in devices}
     for x, s in zip(leaves, shardings):
-      blocks = _blocks(x, s)
+      blocks = _blocks(x, s, local)
       for d in devices: inputs[d].append(blocks[d])
     outs = spmd.execute(plan, mesh, inputs)
     shell = tree_util.unflatten(g.out_tree, [0] * len(g.outputs))
     ospecs = _specs(out_specs, shell, fn, "out_specs")
     res = []
     for i, (spec, weak) in enumerate(zip(ospecs, g.out_weak)):
-      sharding = NamedSharding(mesh, spec)
-      block = g.outputs[i]
-      shape = tuple(n * math.prod(mesh.shape[a] for a in (names if k < len(spec) else ()))
-                    for k, (n, names) in enumerate(zip(block.shape, _spec_axes(spec) + [()] * block.ndim)))
+      sharding, block = NamedSharding(mesh, spec), g.outputs[i]
       blocks = {d: outs[d][i] for d in devices}
-      res.append(Array._sharded(ShardedBuffers.from_blocks(blocks, shape, block.dtype, sharding, check_rep and fn), weak))
+      res.append(Array._sharded(ShardedBuffers(blocks, sharding.global_shape(block.shape), block.dtype, sharding,
+                                               check_rep and fn), weak))
     return tree_util.unflatten(g.out_tree, res)
 
   mapped.__name__ = fn
@@ -89,19 +84,18 @@ def _specs(specs, tree, fn: str, what: str) -> list[PartitionSpec]:
   return got
 
 
-def _blocks(x: Array, sharding: NamedSharding) -> dict:
-  """Each device's block of x: its own buffer when x was put with this sharding, else cut from x's value."""
-  if x._shards is not None and x._shards.sharding == sharding:
-    return {d: block for d, (_, block) in x._shards.buffers.items()}
-  value = np.asarray(x)
-  return {d: np.asarray(value[index], order="C") for d, index in sharding.devices_indices_map(x.shape).items()}
+def _blocks(x: Array, sharding: NamedSharding, local: set) -> dict:
+  """Each local device's block of x: its own buffer when x was put with this sharding, else cut from x's value."""
+  shards = x._shards if x._shards is not None and x._shards.sharding == sharding else \
+      ShardedBuffers.cut(np.asarray(x), x.dtype, sharding, local)
+  return {d: block for d, (_, block) in shards.buffers.items()}
 
 
 # ---- under a transform: one vmap per mesh axis ----
 
 def _to_lanes(x: Array, spec: PartitionSpec, mesh: Mesh):
   """x with each mesh axis its spec names split out as a leading axis, in the mesh's axis order, and which axes."""
-  axes = _spec_axes(spec) + [()] * (x.ndim - len(spec))
+  axes = spec_axes(spec, x.ndim)
   shape, where = [], {}
   for n, names in zip(x.shape, axes):
     for a in names:
@@ -115,7 +109,7 @@ def _to_lanes(x: Array, spec: PartitionSpec, mesh: Mesh):
 
 def _from_lanes(y: Array, spec: PartitionSpec, mesh: Mesh) -> Array:
   """The global array from y, which carries one leading lane axis per mesh axis (mesh order) before the block."""
-  axes = _spec_axes(spec)
+  axes = spec_axes(spec)
   named = {a for names in axes for a in names}
   y = y[tuple(slice(None) if a in named else 0 for a in mesh.axis_names)]       # replicated: any lane's copy
   lane = {a: i for i, a in enumerate(a for a in mesh.axis_names if a in named)}
