@@ -33,6 +33,7 @@ def _registry() -> dict[str, list[Device]]:
     n, me, count = num_cpu_devices(), distributed.process_index(), distributed.process_count()
     _DEVICES["interp"] = _global(InterpDevice, n, count)
     if CPUDevice(me * n).available(): _DEVICES["cpu"] = _global(CPUDevice, n, count)
+    _state["local"] = {name: [d for d in ds if d.process_index == me] for name, ds in _DEVICES.items()}
   return _DEVICES
 
 
@@ -47,9 +48,8 @@ def _global(cls, n: int, count: int) -> list[Device]:
 
 def local_devices(backend: str | None = None) -> list[Device]:
   """The devices of `backend` this process holds, as jax.local_devices."""
-  from . import distributed
-  me = distributed.process_index()
-  return [d for d in devices(backend) if d.process_index == me]
+  devices(backend)   # checks the name
+  return list(_state["local"][backend or default_backend()])
 
 
 def devices(backend: str | None = None) -> list[Device]:
@@ -106,7 +106,9 @@ def device_put(x, device=None):
   return tree_util.map(put, x)
 
 
-def default_device() -> Device: return local_devices()[0]
+def default_device() -> Device:
+  _registry()
+  return _state["local"][default_backend()][0]
 
 
 def realize(uops: list[UOp], what: str = "value") -> list[np.ndarray]:
