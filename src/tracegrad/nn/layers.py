@@ -33,6 +33,13 @@ def _pair(v, name: str, fn: str) -> tuple[int, int]:
   return t
 
 
+def _padding2d(padding):
+  """'SAME' / 'VALID' as they are, an int as that many on every side, else ((top, bottom), (left, right))."""
+  if isinstance(padding, str): return padding
+  if isinstance(padding, int): return ((padding, padding), (padding, padding))
+  return tuple(tuple(p) for p in padding)
+
+
 def _check_last(x: Array, size: int, what: str, fn: str) -> None:
   if x.ndim == 0 or x.shape[-1] != size:
     raise ValueError(f"{fn}: the input's last dimension must be {what}={size}, got an input of shape {x.shape}")
@@ -68,8 +75,7 @@ class Conv2d(Module):
     self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
     self.kernel_size, self.stride = _pair(kernel_size, "kernel_size", fn), _pair(stride, "stride", fn)
     self.dilation = _pair(dilation, "dilation", fn)
-    self.padding = ((padding, padding), (padding, padding)) if isinstance(padding, int) else \
-        padding if isinstance(padding, str) else tuple(tuple(p) for p in padding)
+    self.padding = _padding2d(padding)
     fan_in = in_channels // groups * math.prod(self.kernel_size)
     wkey, bkey = random.split(key)
     self.weight = _uniform(wkey, (out_channels, in_channels // groups, *self.kernel_size), fan_in, dtype)
@@ -218,8 +224,7 @@ class _Pool(Module):
     fn = type(self).__name__
     self.kernel_size = _pair(kernel_size, "kernel_size", fn)
     self.stride = self.kernel_size if stride is None else _pair(stride, "stride", fn)
-    self.padding = ((padding, padding), (padding, padding)) if isinstance(padding, int) else \
-        padding if isinstance(padding, str) else tuple(tuple(p) for p in padding)
+    self.padding = _padding2d(padding)
 
   def _window(self, x: Array, init, op) -> Array:
     if x.ndim < 2:

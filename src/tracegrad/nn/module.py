@@ -17,6 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import tree
+from ..lax import stop_gradient
 
 __all__ = ["Module", "State", "Lambda", "partition", "combine", "apply", "count_params", "summary"]
 
@@ -108,12 +109,7 @@ _collectors: list[dict[int, State]] = []
 
 def record_state(old: State, new_value) -> None:
   """Called by a module computing new state inside `apply`; outside `apply` the new value is dropped."""
-  if _collectors: _collectors[-1][id(old)] = State(tree.map(_stop_gradient, new_value))
-
-
-def _stop_gradient(x):
-  from ..lax import stop_gradient
-  return stop_gradient(x)
+  if _collectors: _collectors[-1][id(old)] = State(tree.map(stop_gradient, new_value))
 
 
 def apply(model, *args, **kwargs) -> tuple[Any, Any]:
