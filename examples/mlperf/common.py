@@ -7,8 +7,10 @@ import dataclasses
 import itertools
 import json
 import os
+import time
 
 import numpy as np
+from tqdm import tqdm
 
 import tracegrad as tg
 
@@ -75,8 +77,6 @@ def train(*, logger, state, epochs: int, batches, step, evaluate, target: float,
   """The MLPerf run: restore the latest checkpoint, then epochs of `step(state, batch) -> (state, loss)` over
   `batches(epoch)`, evaluating every `eval_every` epochs until `evaluate(state)` reaches `target` (goal "max" or
   "min"), checkpointing each epoch. With BENCHMARK=N it runs N steps, reports their throughput and returns."""
-  import time
-  from tqdm import tqdm
   state, first_epoch, info = checkpointer.restore(state)
   if first_epoch: logger.event("resume", first_epoch)
   bench = benchmark_steps()
@@ -92,11 +92,10 @@ def train(*, logger, state, epochs: int, batches, step, evaluate, target: float,
       state, loss = step(state, batch)
       report["steps"] += 1
       if bench and report["steps"] >= bench:
-        float(loss)
-        timed = report["steps"] - 1
-        report.update(status="benchmark", loss=float(loss),
-                      steps_per_second=timed / (time.perf_counter() - warm) if timed else None,
-                      samples_per_second=timed * samples_per_step / (time.perf_counter() - warm) if timed else None)
+        loss, timed = float(loss), report["steps"] - 1      # float() waits for the last step
+        rate = timed / (time.perf_counter() - warm) if timed else None
+        report.update(status="benchmark", loss=loss, steps_per_second=rate,
+                      samples_per_second=rate and rate * samples_per_step)
         logger.event("benchmark", report["steps_per_second"], steps=report["steps"])
         return report
     logger.end("epoch_stop", epoch_num=epoch + 1, train_loss=None if loss is None else float(loss))
