@@ -13,6 +13,7 @@ from . import numpy as tnp
 from . import tree as tree_util
 from .array import Array
 from .ir import Ops, UOp, dtypes
+from .numpy.core import normalize_axis
 from .trace import axis_size as _size
 
 __all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "axis_index"]
@@ -57,7 +58,7 @@ def all_gather(x, axis_name: str, *, axis: int = 0, tiled: bool = False):
 
   def one(leaf):
     a = tnp.asarray(leaf)
-    ax = _axis(axis, a.ndim + (not tiled), "all_gather", a.shape)
+    ax = normalize_axis(axis, a.ndim + (not tiled), "all_gather")
     return Array(UOp(Ops.ALL_GATHER, a.dtype, (a.uop,), (axis_name, size, ax, bool(tiled))), a.weak_type)
   return tree_util.map(one, x)
 
@@ -69,7 +70,7 @@ def psum_scatter(x, axis_name: str, *, scatter_dimension: int = 0, tiled: bool =
 
   def one(leaf):
     a = tnp.asarray(leaf)
-    ax = _axis(scatter_dimension, a.ndim, "psum_scatter", a.shape)
+    ax = normalize_axis(scatter_dimension, a.ndim, "psum_scatter", "scatter_dimension")
     n = a.shape[ax]
     if (tiled and n % size) or (not tiled and n != size):
       raise ValueError(f"psum_scatter: dimension {ax} of shape {a.shape} has size {n}; over the {size} lanes of "
@@ -96,8 +97,3 @@ def ppermute(x, axis_name: str, perm):
 def axis_index(axis_name: str) -> Array:
   """This lane's index along axis_name, an int32 scalar."""
   return Array(UOp(Ops.AXIS_INDEX, dtypes.int32, (), (axis_name, _size(axis_name, "axis_index"))))
-
-
-def _axis(axis: int, ndim: int, fn: str, shape) -> int:
-  if not -ndim <= axis < max(ndim, 1): raise ValueError(f"{fn}: axis {axis} is out of range for an operand of shape {shape}")
-  return axis % max(ndim, 1)

@@ -114,5 +114,7 @@ def test_errors():
     tg.vmap(lambda v: lax.ppermute(v, "i", [(0, 1), (1, 1)]), axis_name="i")(X)
   with pytest.raises(ValueError, match=r"psum_scatter: dimension 0 of shape \(6,\) has size 6; over the 4 lanes"):
     tg.vmap(lambda v: lax.psum_scatter(v, "i"), axis_name="i")(X)
+  with pytest.raises(ValueError, match="all_gather: axis 3 is out of bounds for an array of dimension 2"):
+    tg.vmap(lambda v: lax.all_gather(v, "i", axis=3), axis_name="i")(X)
   with pytest.raises(TypeError, match="an axis name must be a string"):
     tg.vmap(lambda v: lax.psum(v, 3), axis_name="i")(X)
