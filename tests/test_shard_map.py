@@ -51,6 +51,8 @@ COLLECTIVES = {
   "psum_scatter": (lambda b: lax.psum_scatter(b, "data", tiled=True), P(None), P("data"), lambda x: 2 * x),
   "ppermute": (lambda b: lax.ppermute(b, "data", [(0, 1), (1, 0)]), P("data"), P("data"),
                lambda x: np.concatenate([x[4:], x[:4]])),
+  "all_to_all": (lambda b: lax.all_to_all(b, "data", 1, 0, tiled=True), P("data", None), P(None, "data"),
+                 lambda x: x),   # rows over "data" become columns over "data"
   "axis_index": (lambda b: b * (lax.axis_index("data") * 2 + lax.axis_index("model")).astype(b.dtype),
                  P("data", "model"), P("data", "model"),
                  lambda x: x * np.array([[0, 0, 1, 1]] * 4 + [[2, 2, 3, 3]] * 4, np.float32)),

@@ -16,7 +16,7 @@ from .ir import Ops, UOp, dtypes
 from .numpy.core import normalize_axis
 from .trace import axis_size as _size
 
-__all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "axis_index"]
+__all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "all_to_all", "axis_index"]
 
 def _names(axis_name) -> tuple[str, ...]: return tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
 
@@ -91,6 +91,32 @@ def ppermute(x, axis_name: str, perm):
   def one(leaf):
     a = tnp.asarray(leaf)
     return Array(UOp(Ops.PPERMUTE, a.dtype, (a.uop,), (axis_name, size, pairs)), a.weak_type)
+  return tree_util.map(one, x)
+
+
+def all_to_all(x, axis_name: str, split_axis: int, concat_axis: int, *, tiled: bool = False):
+  """Lane j gets block j of every lane's x along split_axis, the blocks put together in lane order along
+  concat_axis. Untiled, x.shape[split_axis] must equal the number of lanes: that axis is removed and the lanes'
+  axis is inserted at concat_axis; tiled, split_axis is divided by the number of lanes and concat_axis multiplied
+  by it."""
+  size = _size(axis_name, "all_to_all")
+
+  def one(leaf):
+    a = tnp.asarray(leaf)
+    split = normalize_axis(split_axis, a.ndim, "all_to_all", "split_axis")
+    concat = normalize_axis(concat_axis, a.ndim, "all_to_all", "concat_axis")
+    n = a.shape[split]
+    if (tiled and n % size) or (not tiled and n != size):
+      raise ValueError(f"all_to_all: dimension {split} of shape {a.shape} has size {n}; over the {size} lanes of "
+                       f"{axis_name!r} it must {'divide by' if tiled else 'equal'} {size}")
+    u = a.uop
+    if not tiled:   # a new axis of 1 that becomes the lanes' axis at concat once the split axis is dropped
+      at = concat if concat <= split else concat + 1
+      u = u.reshape(u.shape[:at] + (1,) + u.shape[at:])
+      split, concat = split + (at <= split), at
+    u = UOp(Ops.ALL_TO_ALL, a.dtype, (u,), (axis_name, size, split, concat))
+    if not tiled: u = u.reshape(u.shape[:split] + u.shape[split + 1:])
+    return Array(u, a.weak_type)
   return tree_util.map(one, x)
 
 

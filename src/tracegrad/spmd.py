@@ -124,6 +124,9 @@ def _collective(c: UOp, d, operands: dict, coords: dict) -> np.ndarray:
     axis, tiled = c.arg[2], c.arg[3]
     mine = np.split(np.add.reduce(np.stack(group), axis=0), len(group), axis)[me]
     out = mine if tiled else np.take(mine, 0, axis)
+  elif c.op is Ops.ALL_TO_ALL:
+    split, concat = c.arg[2], c.arg[3]
+    out = np.concatenate([np.split(x, len(group), split)[me] for x in group], concat)
   else:   # PPERMUTE
     src = {dst: s for s, dst in c.arg[2]}.get(me)
     out = np.zeros_like(group[0]) if src is None else group[src]

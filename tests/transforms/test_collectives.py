@@ -1,4 +1,4 @@
-"""Collectives over named axes (lax.psum, pmean, pmax, pmin, all_gather, psum_scatter, ppermute, axis_index) under
+"""Collectives over named axes (lax.psum, pmean, pmax, pmin, all_gather, psum_scatter, ppermute, all_to_all, axis_index) under
 vmap(axis_name=): values against numpy and jax, through jit, grad (finite differences and jax.grad), jvp and nested
 vmaps, and the errors for unbound names and bad arguments."""
 import numpy as np
@@ -42,6 +42,37 @@ def test_values_match_numpy_jit_and_jax(name):
   jax = pytest.importorskip("jax")
   want = jax.vmap(per_lane(jax.lax), axis_name="i")(X)
   np.testing.assert_allclose(got, np.asarray(want), rtol=1e-6, atol=1e-6)
+
+
+X3 = RNG.standard_normal((4, 4, 6)).astype(np.float32)
+# lane j gets block j of every lane's x: untiled, the split axis goes and the lanes' axis comes in at concat
+ALL_TO_ALL = {
+  "untiled_0_0": ((lambda L: lambda v: L.all_to_all(v, "i", 0, 0)), lambda x: x.swapaxes(0, 1)),
+  "untiled_0_1": ((lambda L: lambda v: L.all_to_all(v, "i", 0, 1)), lambda x: x.transpose(1, 2, 0)),
+  "untiled_1_0": ((lambda L: lambda v: L.all_to_all(v[:, :4], "i", 1, 0)), lambda x: x[:, :, :4].transpose(2, 0, 1)),
+}
+
+
+@pytest.mark.parametrize("name", ALL_TO_ALL)
+def test_all_to_all_untiled(name):
+  per_lane, ref = ALL_TO_ALL[name]
+  got = np.asarray(tg.vmap(per_lane(lax), axis_name="i")(X3))
+  np.testing.assert_array_equal(got, ref(X3))
+  jax = pytest.importorskip("jax")
+  np.testing.assert_array_equal(got, np.asarray(jax.vmap(per_lane(jax.lax), axis_name="i")(X3)))
+
+
+def test_all_to_all_tiled_against_jax_and_its_gradient():
+  x = RNG.standard_normal((4, 8, 3)).astype(np.float32)
+  per_lane = lambda L: lambda v: L.all_to_all(v, "i", 0, 1, tiled=True)
+  got = np.asarray(tg.vmap(per_lane(lax), axis_name="i")(x))
+  want = np.stack([np.concatenate([x[i, 2 * j:2 * j + 2] for i in range(4)], 1) for j in range(4)])
+  np.testing.assert_array_equal(got, want)
+  np.testing.assert_array_equal(np.asarray(tg.jit(tg.vmap(per_lane(lax), axis_name="i"))(x)), want)
+  jax = pytest.importorskip("jax")
+  np.testing.assert_array_equal(got, np.asarray(jax.vmap(per_lane(jax.lax), axis_name="i")(x)))
+  check_grads(lambda a: tg.vmap(lambda v: tnp.sin(per_lane(lax)(v)), axis_name="i")(a), (x,), modes=("fwd", "rev"),
+              atol=1e-3, rtol=1e-3)
 
 
 def test_psum_scatter_untiled_and_unbatched_operands():
@@ -116,5 +147,7 @@ def test_errors():
     tg.vmap(lambda v: lax.psum_scatter(v, "i"), axis_name="i")(X)
   with pytest.raises(ValueError, match="all_gather: axis 3 is out of bounds for an array of dimension 2"):
     tg.vmap(lambda v: lax.all_gather(v, "i", axis=3), axis_name="i")(X)
+  with pytest.raises(ValueError, match=r"all_to_all: dimension 0 of shape \(6,\) has size 6; over the 4 lanes of 'i' it must equal 4"):
+    tg.vmap(lambda v: lax.all_to_all(v, "i", 0, 0), axis_name="i")(X)
   with pytest.raises(TypeError, match="an axis name must be a string"):
     tg.vmap(lambda v: lax.psum(v, 3), axis_name="i")(X)

@@ -23,6 +23,8 @@ collectives across the lanes of a named axis (vmap(axis_name=), shard_map): each
             ALL_GATHER(x; arg=(name, size, axis, tiled)): the lanes' x stacked on a new axis (tiled: concatenated) ·
             REDUCE_SCATTER(x; arg=(name, size, axis, tiled)): the sum over lanes, lane i keeping block i of axis ·
             PPERMUTE(x; arg=(name, size, perm)): lane dst gets lane src's x for each (src, dst), zeros elsewhere ·
+            ALL_TO_ALL(x; arg=(name, size, split, concat)): lane j gets block j (of `size`) of every lane's x along
+              axis split, the lanes' blocks concatenated in lane order along axis concat ·
             AXIS_INDEX(arg=(name, size)): the lane's index, an int32 scalar
 multiple    Ops with sub-graphs give several results, read with PROJ(arg=i). Their sub-graphs are closed: every
 outputs     value they use is a source.
@@ -52,7 +54,8 @@ class Ops(Enum):
   RESHAPE = auto(); BROADCAST = auto(); PERMUTE = auto(); PAD = auto(); SLICE = auto(); FLIP = auto(); CONCAT = auto()
   GATHER = auto(); SCATTER = auto()
   DETACH = auto()
-  ALL_REDUCE = auto(); ALL_GATHER = auto(); REDUCE_SCATTER = auto(); PPERMUTE = auto(); AXIS_INDEX = auto()
+  ALL_REDUCE = auto(); ALL_GATHER = auto(); REDUCE_SCATTER = auto(); PPERMUTE = auto(); ALL_TO_ALL = auto()
+  AXIS_INDEX = auto()
   PROJ = auto(); COND = auto(); SCAN = auto(); WHILE = auto(); CUSTOM_JVP = auto(); CUSTOM_VJP = auto(); REMAT = auto()
 
   def __repr__(self) -> str: return f"Ops.{self.name}"
@@ -71,7 +74,8 @@ TERNARY = frozenset({Ops.WHERE})
 ELEMENTWISE = UNARY | BINARY | TERNARY | {Ops.CAST, Ops.BITCAST}
 REDUCE = frozenset({Ops.REDUCE_SUM, Ops.REDUCE_PROD, Ops.REDUCE_MAX, Ops.REDUCE_MIN})
 MULTI = frozenset({Ops.COND, Ops.SCAN, Ops.WHILE, Ops.CUSTOM_JVP, Ops.CUSTOM_VJP, Ops.REMAT})
-COLLECTIVE = frozenset({Ops.ALL_REDUCE, Ops.ALL_GATHER, Ops.REDUCE_SCATTER, Ops.PPERMUTE, Ops.AXIS_INDEX})
+COLLECTIVE = frozenset({Ops.ALL_REDUCE, Ops.ALL_GATHER, Ops.REDUCE_SCATTER, Ops.PPERMUTE, Ops.ALL_TO_ALL,
+                        Ops.AXIS_INDEX})
 MOVEMENT = frozenset({Ops.RESHAPE, Ops.BROADCAST, Ops.PERMUTE, Ops.PAD, Ops.SLICE, Ops.FLIP, Ops.CONCAT})
 
 FLOAT_ONLY = frozenset({Ops.RECIP, Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.COS, Ops.FLOOR, Ops.DIV, Ops.POW, Ops.ATAN2})

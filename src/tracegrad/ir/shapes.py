@@ -230,6 +230,13 @@ def _collective(op, dtype, src, arg):
     else:
       if shape[axis] != size: raise _err(op, f"dimension {axis} of {fmt(x.shape)} must equal the {size} lanes")
       del shape[axis]
+  elif op is Ops.ALL_TO_ALL:
+    split, concat = arg[2], arg[3]
+    if not (0 <= split < len(shape) and 0 <= concat < len(shape)):
+      raise _err(op, f"split axis {split} or concat axis {concat} is out of range for shape {fmt(x.shape)}")
+    if shape[split] % size: raise _err(op, f"dimension {split} of {fmt(x.shape)} does not divide over {size} lanes")
+    shape[split] //= size
+    shape[concat] *= size
   return tuple(shape)
 
 

@@ -329,6 +329,7 @@ VJP_RULES = PatternMatcher([
   (UPat(Ops.ALL_GATHER, name="u"), lambda ct, u: (UOp(Ops.REDUCE_SCATTER, ct.dtype, (ct,), u.arg),)),
   (UPat(Ops.REDUCE_SCATTER, name="u"), lambda ct, u: (UOp(Ops.ALL_GATHER, ct.dtype, (ct,), u.arg),)),
   (UPat(Ops.PPERMUTE, name="u"), _ppermute),
+  (UPat(Ops.ALL_TO_ALL, name="u"), lambda ct, u: (UOp(Ops.ALL_TO_ALL, ct.dtype, (ct,), (*u.arg[:2], u.arg[3], u.arg[2])),)),
   (UPat(NON_DIFFERENTIABLE, name="u"), _no_derivative),
 ])
 

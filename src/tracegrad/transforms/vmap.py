@@ -181,6 +181,12 @@ def _over_batch(c, u):
     rows = [x.slice(((src_of[d], src_of[d] + 1, 1), *((0, n, 1) for n in x.shape[1:]))) if d in src_of else zero
             for d in range(c.size)]
     return UOp.concat(rows, 0)
+  if u.op is Ops.ALL_TO_ALL:   # lane j's result: block j of each lane i's x along split, concatenated over i
+    split, concat = u.arg[2], u.arg[3]
+    n = x.shape[split + 1]
+    y = x.reshape(x.shape[:split + 1] + (c.size, n // c.size) + x.shape[split + 2:])
+    y = B.moveaxis(B.moveaxis(y, split + 1, 0), 1, concat + 1)
+    return y.reshape(y.shape[:concat + 1] + (c.size * y.shape[concat + 2],) + y.shape[concat + 3:])
   axis, tiled = u.arg[2], u.arg[3]
   if u.op is Ops.ALL_GATHER:
     g = B.moveaxis(x, 0, axis)
@@ -193,7 +199,8 @@ def _over_batch(c, u):
 
 def _collective(c, u):
   if u.arg[0] == c.name: return _over_batch(c, u)
-  arg = u.arg if u.op in (Ops.ALL_REDUCE, Ops.PPERMUTE) else (*u.arg[:2], u.arg[2] + 1, u.arg[3])
+  arg = u.arg if u.op in (Ops.ALL_REDUCE, Ops.PPERMUTE) else \
+      (*u.arg[:2], u.arg[2] + 1, u.arg[3] + 1) if u.op is Ops.ALL_TO_ALL else (*u.arg[:2], u.arg[2] + 1, u.arg[3])
   return UOp(u.op, u.dtype, (c.full(0),), arg)
 
 
