@@ -169,11 +169,17 @@ class NamedSharding(Sharding):
   def num_devices(self) -> int: return self.mesh.size
 
   def __eq__(self, other) -> bool:
-    return isinstance(other, NamedSharding) and self.mesh == other.mesh and \
-        self.axes == other.axes
+    return isinstance(other, NamedSharding) and self.mesh == other.mesh and _trim(self.axes) == _trim(other.axes)
 
-  def __hash__(self) -> int: return hash((self.mesh, tuple(self.axes)))
+  def __hash__(self) -> int: return hash((self.mesh, _trim(self.axes)))
   def __repr__(self) -> str: return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r})"
+
+
+def _trim(axes: list) -> tuple:
+  """Axes without the unsplit dimensions at the end: P("x") and P("x", None) lay arrays out alike."""
+  n = len(axes)
+  while n and not axes[n - 1]: n -= 1
+  return tuple(axes[:n])
 
 
 class Shard:

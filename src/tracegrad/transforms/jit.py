@@ -18,11 +18,14 @@ import time
 from typing import Callable, Sequence
 
 
-from .. import run
+from .. import run, spmd
 from .. import tree as tree_util
 from ..array import Array, to_array
 from ..ir import Graph, Ops, UOp
+from ..sharding import NamedSharding, P
 from ..trace import trace
+from . import shard
+from .vmap import _broadcast_prefix
 
 
 def _nums(x) -> tuple[int, ...]: return (x,) if isinstance(x, int) else tuple(x)
@@ -43,11 +46,11 @@ class Compiled:
   def as_text(self) -> str: return self.executable.source or str(self.graph)
 
   def __call__(self, *args, **kwargs):
-    key, arrs, _ = self._jitted._signature(args, kwargs)
+    key, arrs, where = self._jitted._signature(args, kwargs)
     if key != self._key:
       raise TypeError(f"{self._jitted.name}: this compiled function takes arguments of the signature it was compiled "
                       f"for; {_reason(self._key, key)}")
-    return self._jitted._run(self.graph, arrs)
+    return self._jitted._dispatch(self.graph, key, arrs, len(args), where)
 
 
 class Lowered:
@@ -63,7 +66,8 @@ class Lowered:
 class Jitted:
   """The result of jit(fun): a callable that traces fun once per signature and runs the compiled graph."""
 
-  def __init__(self, fun: Callable, static_argnums, static_argnames, donate_argnums, search: int | None = None):
+  def __init__(self, fun: Callable, static_argnums, static_argnames, donate_argnums, search: int | None = None,
+               in_shardings=None, out_shardings=None):
     functools.update_wrapper(self, fun)
     if search is not None and (not isinstance(search, int) or search < 0):
       raise ValueError(f"jit: search is a beam width, an int >= 0 (0: none), got {search!r}")
@@ -73,6 +77,13 @@ class Jitted:
     self.name = f"jit({getattr(fun, '__name__', 'function')})"
     self.cache: dict = {}
     self._fast: dict = {}   # (tree, leaf avals, backend) of plain calls -> (graph, executable)
+    self.in_shardings, self.out_shardings = in_shardings, out_shardings
+    for what, tree in (("in_shardings", in_shardings), ("out_shardings", out_shardings)):
+      for s in tree_util.leaves(tree):
+        if s is not None and not isinstance(s, NamedSharding):
+          raise TypeError(f"{self.name}: {what} must hold NamedShardings (or None), got {s!r}; lay an array out with "
+                          f"NamedSharding(mesh, P(...))")
+    self._sharded: dict = {}   # (signature, input shardings) -> (mesh, per-device plan, output shardings)
 
   def _signature(self, args: tuple, kwargs: dict):
     n = len(args)
@@ -109,7 +120,55 @@ class Jitted:
       why = "first call" if not self.cache else _reason(next(reversed(self.cache)), key)
       run.debug(1, f"trace {self.name}: {1e3 * (time.perf_counter() - t0):.1f} ms ({why})")
       if not g.closed()[1]: self.cache[key] = g  # a graph that closes over another trace's values is not reusable
-    return g, key, arrs
+    return g, key, arrs, (idx, dyn, dkw)
+
+  def _dispatch(self, g: Graph, key, arrs: list[Array], nargs: int, where):
+    """Run g: laid out over a mesh when an input or output sharding says so, else on the default device."""
+    if not any(a.is_traced for a in arrs):
+      ins = self._in_layouts(arrs, nargs, where)
+      if ins is not None: return self._run_sharded(g, key, arrs, *ins)
+    return self._run(g, arrs)
+
+  def _in_layouts(self, arrs: list[Array], nargs: int, where):
+    """The mesh and each input's NamedSharding (in_shardings, else the sharding the array has, else replicated), or
+    None when no input or output is laid out over a mesh."""
+    idx, dyn, dkw = where
+    spec = self.in_shardings
+    if spec is None or isinstance(spec, NamedSharding):
+      given = [spec] * len(arrs)
+    else:
+      if not isinstance(spec, (tuple, list)) or len(spec) != nargs:
+        raise ValueError(f"{self.name}: in_shardings must be one NamedSharding or a tuple with one entry per "
+                         f"positional argument ({nargs} here), got {spec!r}")
+      mine = tuple(spec[i] for i in range(nargs) if i not in idx)
+      given = _broadcast_prefix(mine, dyn, f"{self.name}: in_shardings {spec!r} is not a tree prefix of the arguments")
+      given += [None] * (len(arrs) - len(given))
+    chosen = [s if s is not None else a._shards.sharding if a._shards is not None and
+              isinstance(a._shards.sharding, NamedSharding) else None for s, a in zip(given, arrs)]
+    meshes = {s.mesh: None for s in chosen + tree_util.leaves(self.out_shardings) if s is not None}
+    if not meshes: return None
+    if len(meshes) > 1:
+      raise ValueError(f"{self.name}: the inputs and outputs are laid out over different meshes {list(meshes)}; put "
+                       f"them on one mesh (device_put(x, NamedSharding(mesh, ...)))")
+    mesh = next(iter(meshes))
+    for i, (s, a) in enumerate(zip(given, arrs)):
+      if s is not None: s.check(a.shape, f"{self.name}: in_shardings for argument leaf {i}")
+    return mesh, [s or NamedSharding(mesh, P()) for s in chosen]
+
+  def _run_sharded(self, g: Graph, key, arrs: list[Array], mesh, ins: list[NamedSharding]):
+    hit = self._sharded.get((key, tuple(ins)))
+    if hit is None:
+      shell = tree_util.unflatten(g.out_tree, [0] * len(g.outputs))
+      spec = self.out_shardings
+      outs = [spec] * len(g.outputs) if spec is None or isinstance(spec, NamedSharding) else \
+          _broadcast_prefix(spec, shell, f"{self.name}: out_shardings {spec!r} is not a tree prefix of the outputs")
+      for i, (s, o) in enumerate(zip(outs, g.outputs)):
+        if s is not None: s.check(o.shape, f"{self.name}: out_shardings for output leaf {i}")
+      local, outs = shard.partition(g, mesh, ins, outs)
+      run.debug(1, f"shard {self.name} over {mesh}:\n{local}")
+      hit = self._sharded[(key, tuple(ins))] = (spmd.Plan(local), outs)
+    plan, outs = hit
+    return tree_util.unflatten(g.out_tree, shard.run_on_mesh(plan, mesh, arrs, ins, outs))
 
   def _run(self, g: Graph, arrs: list[Array]):
     if any(a.uop.traced for a in arrs):  # inside another transform: inline
@@ -120,9 +179,10 @@ class Jitted:
     return tree_util.unflatten(g.out_tree, outs)
 
   def __call__(self, *args, **kwargs):
-    if not kwargs and not self.static:   # the common call: positional concrete Arrays of a signature seen before
+    plain = not kwargs and not self.static and self.in_shardings is None and self.out_shardings is None
+    if plain:   # the common call: positional concrete Arrays on one device, of a signature seen before
       leaves, tree = tree_util.flatten(args)
-      if all(type(a) is Array for a in leaves):
+      if all(type(a) is Array and a._shards is None for a in leaves):
         hit = self._fast.get((tree, tuple([(a._uop.shape, a._uop.dtype, a.weak_type, a._uop.traced) for a in leaves]),
                               run.default_backend()))
         if hit is not None:
@@ -130,23 +190,24 @@ class Jitted:
           vals = ex.run([a._uop.arg.data if a._uop.op is Ops.BUFFER else a._value() for a in leaves])
           outs = [Array(UOp.buffer(v), w) for v, w in zip(vals, g.out_weak)]
           return tree_util.unflatten(g.out_tree, outs)
-    g, key, arrs = self._graph(args, kwargs)
-    out = self._run(g, arrs)
-    if not kwargs and not self.static and self.cache.get(key) is g:
+    g, key, arrs, where = self._graph(args, kwargs)
+    out = self._dispatch(g, key, arrs, len(args), where)
+    if plain and self.cache.get(key) is g:
       leaves, tree = tree_util.flatten(args)
-      if all(type(a) is Array and not a.is_traced for a in leaves):
+      if all(type(a) is Array and not a.is_traced and a._shards is None for a in leaves):
         avals = tuple([(a._uop.shape, a._uop.dtype, a.weak_type, False) for a in leaves])
         self._fast[(tree, avals, key[3])] = (g, run.executable(g, search=self.search))
     return out
 
   def lower(self, *args, **kwargs) -> Lowered:
     """The traced graph for these arguments' signature."""
-    g, key, _ = self._graph(args, kwargs)
+    g, key, _, _ = self._graph(args, kwargs)
     return Lowered(self, g, key)
 
   def clear_cache(self) -> None:
     self.cache.clear()
     self._fast.clear()
+    self._sharded.clear()
 
 
 def _reason(old, new) -> str:
@@ -161,9 +222,21 @@ def _reason(old, new) -> str:
 
 
 def jit(fun: Callable | None = None, static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
-        donate_argnums: int | Sequence[int] = (), search: int | None = None, **_options):
+        donate_argnums: int | Sequence[int] = (), search: int | None = None, in_shardings=None, out_shardings=None,
+        **_options):
   """fun, traced once for each signature (tree structure, shapes, dtypes, static arguments, device) and run as one
   compiled program, as jax.jit. Usable as a decorator, with or without arguments. `search=N` runs a kernel search of
-  beam width N on its kernels (default: TRACEGRAD_SEARCH; results are cached on disk)."""
-  if fun is None: return lambda f: Jitted(f, static_argnums, static_argnames, donate_argnums, search)
-  return Jitted(fun, static_argnums, static_argnames, donate_argnums, search)
+  beam width N on its kernels (default: TRACEGRAD_SEARCH; results are cached on disk).
+
+  When an argument is laid out over a mesh (device_put with a NamedSharding) or in_shardings / out_shardings say
+  so (a NamedSharding, or a tuple / pytree prefix of them, None for "as it comes"), the program is partitioned:
+  every device runs it on its own blocks, with the collectives the layouts need, and each result stays in
+  per-device blocks laid out by out_shardings (or as the program leaves it).
+
+  >>> mesh = tracegrad.sharding.Mesh(tracegrad.devices()[:1], ("i",))
+  >>> f = tracegrad.jit(lambda x: x.sum(0), in_shardings=NamedSharding(mesh, P("i")))
+  >>> f(tnp.ones((4, 2))).sharding.spec
+  PartitionSpec(None,)
+  """
+  make = lambda f: Jitted(f, static_argnums, static_argnames, donate_argnums, search, in_shardings, out_shardings)
+  return make if fun is None else make(fun)

@@ -17,13 +17,12 @@ import contextlib
 import math
 from typing import Callable
 
-import numpy as np
-
-from .. import run, spmd
+from .. import spmd
 from .. import tree as tree_util
 from ..array import Array, to_array
-from ..sharding import Mesh, NamedSharding, PartitionSpec, ShardedBuffers, spec_axes
+from ..sharding import Mesh, NamedSharding, PartitionSpec, spec_axes
 from ..trace import ShapeDtypeStruct, named_axis, trace
+from .shard import run_on_mesh
 from .vmap import _broadcast_prefix, vmap
 
 __all__ = ["shard_map"]
@@ -54,21 +53,9 @@ def shard_map(f: Callable, mesh: Mesh, in_specs, out_specs, check_rep: bool = Tr
       plans[key] = spmd.Plan(g)
     plan = plans[key]
     g = plan.graph
-    local = set(run.local_devices())
-    devices = [d for d in mesh.devices.flat if d in local]
-    inputs = {d: [] for d in devices}
-    for x, s in zip(leaves, shardings):
-      blocks = _blocks(x, s, local)
-      for d in devices: inputs[d].append(blocks[d])
-    outs = spmd.execute(plan, mesh, inputs)
     shell = tree_util.unflatten(g.out_tree, [0] * len(g.outputs))
-    ospecs = _specs(out_specs, shell, fn, "out_specs")
-    res = []
-    for i, (spec, weak) in enumerate(zip(ospecs, g.out_weak)):
-      sharding, block = NamedSharding(mesh, spec), g.outputs[i]
-      blocks = {d: outs[d][i] for d in devices}
-      res.append(Array._sharded(ShardedBuffers(blocks, sharding.global_shape(block.shape), block.dtype, sharding,
-                                               check_rep and fn), weak))
+    outs = [NamedSharding(mesh, spec) for spec in _specs(out_specs, shell, fn, "out_specs")]
+    res = run_on_mesh(plan, mesh, leaves, shardings, outs, check_rep and fn)
     return tree_util.unflatten(g.out_tree, res)
 
   mapped.__name__ = fn
@@ -82,13 +69,6 @@ def _specs(specs, tree, fn: str, what: str) -> list[PartitionSpec]:
     if not isinstance(s, PartitionSpec):
       raise TypeError(f"{fn}: {what} must hold PartitionSpecs (P(...)), got {s!r}")
   return got
-
-
-def _blocks(x: Array, sharding: NamedSharding, local: set) -> dict:
-  """Each local device's block of x: its own buffer when x was put with this sharding, else cut from x's value."""
-  shards = x._shards if x._shards is not None and x._shards.sharding == sharding else \
-      ShardedBuffers.cut(np.asarray(x), x.dtype, sharding, local)
-  return {d: block for d, (_, block) in shards.buffers.items()}
 
 
 # ---- under a transform: one vmap per mesh axis ----
