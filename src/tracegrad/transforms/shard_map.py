@@ -7,7 +7,7 @@ per-device buffers. Under a transform (jit, grad, vmap) the same function is the
 axes, one per axis name, which every transform already goes through.
 
 >>> from tracegrad.sharding import Mesh, P
->>> mesh = Mesh(np.array(tracegrad.devices()[:1]), ("i",))
+>>> mesh = Mesh(tracegrad.devices()[:1], ("i",))
 >>> shard_map(lambda x: lax.psum(x, "i"), mesh, in_specs=P("i"), out_specs=P())(tnp.ones(4))
 Array([1., 1., 1., 1.], dtype=float32)
 """
