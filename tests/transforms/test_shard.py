@@ -97,6 +97,9 @@ PROGRAMS = {
   "take_from_split_rows": (lambda x, i: tnp.take(x, i, axis=0, mode="clip"), (X, IDX), (P("data"), P()), None),
   "scatter_add": (lambda x, i, u: x.at[i].add(u), (X, IDX, X * 3), (P(None, "model"), P("data"), P("data")), None),
   "scatter_set": (lambda x, i, u: x.at[i].set(u), (X, IDX, X * 3), (P("data"), P(), P()), None),
+  "scatter_into_split_rows": (lambda x, i, u: (x.at[i].add(u), x.at[i].max(u)), (X, IDX, X * 3),
+                              (P(("data", "model")), P("data"), P("model")), P(("data", "model"))),
+  "take_pairs_from_split_x": (lambda x, i: x[i % 8, (i + 3) % 4], (X, IDX), (P("data", "model"), P("data")), None),
   "cond_scan": (lambda x: lax.cond(x.sum() > 0, lambda v: v * 2, lambda v: -v, x) +
                 lax.scan(lambda c, r: (c + r, c), tnp.zeros(4), x)[1], (X,), (P("data", "model"),), None),
   "custom_jvp_remat": (lambda x: tg.checkpoint(lambda v: tg.nn.relu(v) * tg.nn.softplus(v))(x), (X,),
@@ -149,6 +152,19 @@ def test_training_step_equals_one_device(mesh, layout):
   for k in want:
     np.testing.assert_allclose(np.asarray(got[k]), np.asarray(want[k]), rtol=1e-5, atol=1e-6)
     assert got[k].sharding == NamedSharding(mesh, specs[k])
+
+
+def test_lookups_in_a_split_table_stay_in_place(mesh):
+  """An embedding table split by rows is not gathered for a lookup: each device looks up its own rows and the
+  lookups are combined by a sum. Nor is it for the gradient's scatter-add, which each device does for its own
+  indices, combining the partial sums at the end."""
+  table = RNG.standard_normal((16, 4)).astype(np.float32)
+  f = lambda t, i: tnp.sum(tnp.sin(t[i]))
+  ins = (P("model"), P("data"))
+  _check(mesh, f, (table, IDX), ins)
+  _check(mesh, tg.grad(f), (table, IDX), ins, outs=P("model"))
+  assert _collectives(mesh, f, (table, IDX), ins) == ["all_reduce", "all_reduce"]     # lookups, then the sum
+  assert "all_gather" not in _collectives(mesh, tg.grad(f), (table, IDX), ins, P("model"))
 
 
 def test_grad_and_vmap_of_a_sharded_jit_inline_it(mesh):

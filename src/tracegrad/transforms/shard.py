@@ -270,6 +270,7 @@ def _concat(c, u):
 def _gather(c, u):
   x, idx = c.lay
   k = u.src[1].shape[-1]
+  if any(x.dims[:k]): return _gather_in_place(c, u, k)
   batch = list(idx.dims[:-1])
   used = {a for names in batch for a in names}
   trail = [() if used & set(names) else names for names in x.dims[k:]]
@@ -280,31 +281,68 @@ def _gather(c, u):
   return xs.gather(ids), _lay(batch + trail, *keep)
 
 
+def _gather_in_place(c, u, k: int):
+  """x split along the dimensions it is indexed by stays where it is: every device looks each index up in its own
+  block and gives zero where the index is another device's, so the result is a partial sum over those axes."""
+  x, idx = c.lay
+  split = {a for names in x.dims[:k] for a in names}
+  batch = [() if split & set(names) else names for names in idx.dims[:-1]]
+  used = split | {a for names in batch for a in names}
+  trail = [() if used & set(names) else names for names in x.dims[k:]]
+  xs = c.get(0, _lay(list(x.dims[:k]) + trail))
+  ids, valid = _local_indices(c, c.get(1, _lay(batch + [()])), u.src[0].shape, x.dims[:k], clamp=True)
+  out = xs.gather(ids)
+  valid = valid.reshape(valid.shape[:-1] + (1,) * (out.ndim - valid.ndim + 1)).broadcast(out.shape)
+  return valid.where(out, B.zeros(out)), _lay(batch + trail, c.p.ordered(split))
+
+
+def _local_indices(c, ids: UOp, shape, dims, clamp: bool) -> tuple[UOp, UOp | None]:
+  """Indices into the first dimensions of an array of `shape` split as `dims`, made relative to this device's
+  block (clamped into the whole array first when `clamp`), and whether each lands in the block (..., 1)."""
+  cols, valid = [], None
+  for d, names in enumerate(dims):
+    col = ids.slice(tuple((0, n, 1) for n in ids.shape[:-1]) + ((d, d + 1, 1),))
+    if clamp:
+      col = col.alu(Ops.MAX, B.zeros(col)).alu(Ops.MIN, B.const(col, shape[d] - 1))
+    if names:
+      block = shape[d] // c.p.parts(names)
+      col = col - (c.p.position(names) * UOp.const(dtypes.int32, block)).cast(col.dtype).broadcast(col.shape)
+      ok = B.lt(B.const(col, -1), col).alu(Ops.AND, B.lt(col, B.const(col, block)))
+      valid = ok if valid is None else valid.alu(Ops.AND, ok)
+    cols.append(col)
+  return UOp.concat(cols, ids.ndim - 1), valid
+
+
 def _scatter(c, u):
-  """Updates split over devices by their batch dimensions scatter-add into each device's copy (the original value
-  counted on the first device only): a partial sum over those axes. Other modes run on whole updates."""
+  """x split along the dimensions it is indexed by is updated where it is (each device drops the indices outside
+  its block, as the whole array drops those outside it). Otherwise updates split over devices by their batch
+  dimensions scatter-add into each device's copy (x counted on the first device only): a partial sum over those
+  axes. Other modes run on whole updates."""
   x, idx, upd = c.lay
   k, nb = u.src[1].shape[-1], u.src[1].ndim - 1
-  trail, used = [], set()
+  head = list(x.dims[:k])
+  trail, used = [], {a for names in head for a in names}
   for a, b in zip(x.dims[k:], upd.dims[nb:]):
     names = a or b
     trail.append(() if used & set(names) else names)
     used |= set(trail[-1])
   batch = [()] * nb
-  if u.arg == "add":
+  if u.arg == "add" and not any(head):
     for d in range(nb):
       names = idx.dims[d] or upd.dims[d]
       if names and not used & set(names):
         batch[d] = names
         used |= set(names)
   split = c.p.ordered(a for names in batch for a in names)
-  base = c.get(0, _lay([()] * k + trail))
+  base = c.get(0, _lay(head + trail))
   if split:
     first = UOp.const(dtypes.bool_, True)
     for a in split: first = first.alu(Ops.AND, B.eq(_axis_index(a, c.p.sizes[a]), UOp.const(dtypes.int32, 0)))
     base = first.broadcast(base.shape).where(base, B.zeros(base))
-  out = base.scatter(c.get(1, _lay(batch + [()])), c.get(2, _lay(batch + trail)), u.arg)
-  return out, _lay([()] * k + trail, split)
+  ids = c.get(1, _lay(batch + [()]))
+  if any(head): ids, _ = _local_indices(c, ids, u.src[0].shape, head, clamp=False)
+  out = base.scatter(ids, c.get(2, _lay(batch + trail)), u.arg)
+  return out, _lay(head + trail, split)
 
 
 def _replicated(c, u):
