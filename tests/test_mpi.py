@@ -1,5 +1,6 @@
 """Several processes: examples/data_parallel.py under `mpirun -n 2` (one device per process, collectives through
-MPI) draws the loss curve of the same run on two devices of one process, and of one device (to rounding)."""
+MPI) draws the loss curve of the same run on two devices of one process, and of one device (to rounding), with the
+step written per device (shard_map) or for the whole batch (sharded jit)."""
 import os
 import re
 import subprocess
@@ -20,10 +21,11 @@ def _losses(cmd: list[str], **env) -> list[float]:
   return [float(v) for v in re.findall(r"^step \d+ loss (\S+)$", r.stdout, re.M)]
 
 
-def test_two_processes_train_as_one():
+@pytest.mark.parametrize("mode", ["shard_map", "jit"])
+def test_two_processes_train_as_one(mode):
   pytest.importorskip("mpi4py")
   if not os.path.exists(MPIRUN): pytest.skip("no mpirun beside this Python (pip install 'tracegrad[mpi]')")
-  args = [EXAMPLE, "--steps", "6"]
+  args = [EXAMPLE, "--steps", "6", "--mode", mode]
   one = _losses([sys.executable, *args], TRACEGRAD_NUM_CPU_DEVICES="1")
   two = _losses([sys.executable, *args], TRACEGRAD_NUM_CPU_DEVICES="2")
   # root may launch Open MPI only when it says so; --oversubscribe lets two ranks share fewer cores
