@@ -20,7 +20,7 @@ from .trace import ShapeDtypeStruct, trace
 
 __all__ = ["stop_gradient", "cond", "switch", "select", "scan", "fori_loop", "while_loop", "bitcast_convert_type", "conv",
            "conv_general_dilated", "reduce_window", "add", "max", "min", "mul", "psum", "pmean", "pmax", "pmin",
-           "all_gather", "psum_scatter", "ppermute", "all_to_all", "axis_index"]
+           "all_gather", "psum_scatter", "ppermute", "all_to_all", "axis_index", "with_sharding_constraint"]
 
 
 def _name(f) -> str: return getattr(f, "__name__", type(f).__name__)
@@ -241,4 +241,5 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, unroll: int | None = N
 
 from .lax_conv import conv, conv_general_dilated  # noqa: E402  (after the names lax_conv's imports need)
 from .lax_window import add, max, min, mul, reduce_window  # noqa: E402,A004  (max and min shadow the builtins here)
-from .lax_parallel import all_gather, all_to_all, axis_index, pmax, pmean, pmin, ppermute, psum, psum_scatter  # noqa: E402
+from .lax_parallel import (all_gather, all_to_all, axis_index, pmax, pmean, pmin, ppermute, psum, psum_scatter,
+                           with_sharding_constraint)  # noqa: E402

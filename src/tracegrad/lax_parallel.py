@@ -16,7 +16,8 @@ from .ir import Ops, UOp, dtypes
 from .numpy.core import normalize_axis
 from .trace import axis_size as _size
 
-__all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "all_to_all", "axis_index"]
+__all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "all_to_all", "axis_index",
+           "with_sharding_constraint"]
 
 def _names(axis_name) -> tuple[str, ...]: return tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
 
@@ -123,3 +124,29 @@ def all_to_all(x, axis_name: str, split_axis: int, concat_axis: int, *, tiled: b
 def axis_index(axis_name: str) -> Array:
   """This lane's index along axis_name, an int32 scalar."""
   return Array(UOp(Ops.AXIS_INDEX, dtypes.int32, (), (axis_name, _size(axis_name, "axis_index"))))
+
+
+def with_sharding_constraint(x, shardings):
+  """x (a pytree), to be laid out by `shardings` (a NamedSharding, or a pytree prefix of x holding them) wherever a
+  sharded jit partitions the program; on a concrete value, device_put(x, shardings). The value is unchanged.
+
+  >>> mesh = tracegrad.sharding.Mesh(tracegrad.devices()[:1], ("i",))
+  >>> s = tracegrad.sharding.NamedSharding(mesh, tracegrad.sharding.P("i"))
+  >>> tracegrad.jit(lambda v: lax.with_sharding_constraint(v * 2, s))(tnp.ones(2)).sharding == s
+  True
+  """
+  from .run import device_put
+  from .sharding import NamedSharding
+  from .transforms.vmap import _broadcast_prefix
+  leaves, tree = tree_util.flatten(x)
+  given = [shardings] * len(leaves) if isinstance(shardings, NamedSharding) else \
+      _broadcast_prefix(shardings, x, f"with_sharding_constraint: shardings {shardings!r} is not a tree prefix of x")
+  out = []
+  for leaf, s in zip(leaves, given):
+    if not isinstance(s, NamedSharding):
+      raise TypeError(f"with_sharding_constraint: shardings must be NamedShardings, got {s!r}")
+    a = tnp.asarray(leaf)
+    s.check(a.shape, "with_sharding_constraint")
+    out.append(Array(UOp(Ops.SHARDING_CONSTRAINT, a.dtype, (a.uop,), s), a.weak_type) if a.is_traced else
+               device_put(a, s))
+  return tree_util.unflatten(tree, out)

@@ -144,6 +144,10 @@ class NamedSharding(Sharding):
     """The shape of the array whose blocks have `block_shape` (shard_shape's inverse)."""
     return tuple(n * self._parts(names) for n, names in zip(block_shape, spec_axes(self.spec, len(block_shape))))
 
+  def unsplit_front(self) -> "NamedSharding":
+    """This sharding for the array with a new unsplit dimension in front (a batch of such arrays)."""
+    return NamedSharding(self.mesh, PartitionSpec(None, *self.spec))
+
   def _parts(self, names: tuple[str, ...]) -> int: return math.prod(self.mesh.shape[n] for n in names)
 
   def devices_indices_map(self, shape) -> dict:

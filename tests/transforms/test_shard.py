@@ -195,3 +195,21 @@ def test_errors(mesh, four_devices):
   with pytest.raises(ValueError, match="laid out over different meshes"):
     tg.jit(lambda x, y: x + y)(tg.device_put(X, NamedSharding(mesh, P("data"))),
                                tg.device_put(X, NamedSharding(other, P("data"))))
+
+
+def test_sharding_constraints_lay_out_intermediates(mesh):
+  """with_sharding_constraint inside a jitted function decides an intermediate's layout (here: the hidden layer
+  split over "model" though the inputs are replicated), survives grad and vmap, and on a concrete value puts it."""
+  split = NamedSharding(mesh, P(None, "model"))
+  f = lambda x, w: tnp.sum(tnp.tanh(lax.with_sharding_constraint(x @ w, split)) ** 2)
+  np.testing.assert_allclose(np.asarray(tg.jit(f)(X, W)), np.sum(np.tanh(X @ W) ** 2), rtol=1e-5)
+  h = tg.jit(lambda x, w: lax.with_sharding_constraint(x @ w, split))(X, W)
+  assert h.sharding == split
+  g = tg.jit(tg.grad(f, argnums=1))(X, W)
+  np.testing.assert_allclose(np.asarray(g), np.asarray(tg.grad(f, argnums=1)(X, W)), rtol=1e-4, atol=1e-5)
+  v = tg.jit(tg.vmap(lambda x: lax.with_sharding_constraint(x @ W, split)))(np.stack([X, -X]))
+  np.testing.assert_allclose(np.asarray(v), np.stack([X @ W, -X @ W]), rtol=1e-5, atol=1e-5)
+  assert v.sharding == NamedSharding(mesh, P(None, None, "model"))
+  assert lax.with_sharding_constraint(X, split).sharding == split
+  with pytest.raises(ValueError, match=r"with_sharding_constraint: dimension 1 of shape \(8, 3\) has size 3"):
+    tg.jit(lambda x: lax.with_sharding_constraint(x[:, :3], split))(X)

@@ -26,7 +26,7 @@ from ..ir import Ops, UOp, dtypes
 from ..ir.dtypes import DType
 
 
-NOT_FLOPS = {Ops.CONST, Ops.PARAM, Ops.GATHER, Ops.CAST, Ops.BITCAST, Ops.RESHAPE, Ops.DETACH}
+NOT_FLOPS = {Ops.CONST, Ops.PARAM, Ops.GATHER, Ops.CAST, Ops.BITCAST, Ops.RESHAPE, Ops.DETACH, Ops.SHARDING_CONSTRAINT}
 
 
 @dataclass(frozen=True, eq=False)

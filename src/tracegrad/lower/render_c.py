@@ -301,7 +301,7 @@ class _Body:
       own = (u.src[0],) if u.op is Ops.GATHER else ()
       self.reads[u] = frozenset().union(own, *(self.reads.get(s, ()) for s in _deps(u)))
       if u.op is Ops.CONST: self.names[u] = render_const(u.arg, u.dtype)
-      elif u.op is Ops.DETACH or _widening(u): self.names[u] = self.names[u.src[0]]
+      elif u.op in (Ops.DETACH, Ops.SHARDING_CONSTRAINT) or _widening(u): self.names[u] = self.names[u.src[0]]
       else:
         name, self.count = f"v{self.count}", self.count + 1
         self.line(f"{CTYPE[u.dtype]} {name} = {self.expr(u)};")

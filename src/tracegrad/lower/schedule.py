@@ -40,7 +40,7 @@ def _inline(m: UOp, p: UOp) -> UOp:
 
 
 INLINE = PatternMatcher([
-  (UPat(Ops.DETACH, src=(UPat.var("x"),)), lambda x: x),
+  (UPat((Ops.DETACH, Ops.SHARDING_CONSTRAINT), src=(UPat.var("x"),)), lambda x: x),
   (UPat(Ops.PROJ, src=(UPat((Ops.CUSTOM_JVP, Ops.CUSTOM_VJP, Ops.REMAT), name="m"),), name="p"), _inline),
 ])
 

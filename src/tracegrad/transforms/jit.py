@@ -84,6 +84,7 @@ class Jitted:
           raise TypeError(f"{self.name}: {what} must hold NamedShardings (or None), got {s!r}; lay an array out with "
                           f"NamedSharding(mesh, P(...))")
     self._sharded: dict = {}   # (signature, input shardings) -> (mesh, per-device plan, output shardings)
+    self._constraints: dict = {}   # graph -> the shardings its with_sharding_constraint nodes name
 
   def _signature(self, args: tuple, kwargs: dict):
     n = len(args)
@@ -125,13 +126,13 @@ class Jitted:
   def _dispatch(self, g: Graph, key, arrs: list[Array], nargs: int, where):
     """Run g: laid out over a mesh when an input or output sharding says so, else on the default device."""
     if not any(a.is_traced for a in arrs):
-      ins = self._in_layouts(arrs, nargs, where)
+      ins = self._in_layouts(g, arrs, nargs, where)
       if ins is not None: return self._run_sharded(g, key, arrs, *ins)
     return self._run(g, arrs)
 
-  def _in_layouts(self, arrs: list[Array], nargs: int, where):
+  def _in_layouts(self, g: Graph, arrs: list[Array], nargs: int, where):
     """The mesh and each input's NamedSharding (in_shardings, else the sharding the array has, else replicated), or
-    None when no input or output is laid out over a mesh."""
+    None when no input, output or sharding constraint in g lays anything out over a mesh."""
     idx, dyn, dkw = where
     spec = self.in_shardings
     if spec is None or isinstance(spec, NamedSharding):
@@ -145,7 +146,10 @@ class Jitted:
       given += [None] * (len(arrs) - len(given))
     chosen = [s if s is not None else a._shards.sharding if a._shards is not None and
               isinstance(a._shards.sharding, NamedSharding) else None for s, a in zip(given, arrs)]
-    meshes = {s.mesh: None for s in chosen + tree_util.leaves(self.out_shardings) if s is not None}
+    if g not in self._constraints:
+      self._constraints[g] = [u.arg for u in g.nodes() if u.op is Ops.SHARDING_CONSTRAINT]
+    meshes = {s.mesh: None for s in chosen + tree_util.leaves(self.out_shardings) + self._constraints[g]
+              if s is not None}
     if not meshes: return None
     if len(meshes) > 1:
       raise ValueError(f"{self.name}: the inputs and outputs are laid out over different meshes {list(meshes)}; put "
@@ -192,7 +196,7 @@ class Jitted:
           return tree_util.unflatten(g.out_tree, outs)
     g, key, arrs, where = self._graph(args, kwargs)
     out = self._dispatch(g, key, arrs, len(args), where)
-    if plain and self.cache.get(key) is g:
+    if plain and self.cache.get(key) is g and not self._constraints.get(g):
       leaves, tree = tree_util.flatten(args)
       if all(type(a) is Array and not a.is_traced and a._shards is None for a in leaves):
         avals = tuple([(a._uop.shape, a._uop.dtype, a.weak_type, False) for a in leaves])
@@ -208,6 +212,7 @@ class Jitted:
     self.cache.clear()
     self._fast.clear()
     self._sharded.clear()
+    self._constraints.clear()
 
 
 def _reason(old, new) -> str:

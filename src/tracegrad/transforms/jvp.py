@@ -229,6 +229,7 @@ JVP_RULES = PatternMatcher([
   (UPat(Ops.REMAT, name="u"), _remat),
   (UPat(Ops.CUSTOM_JVP, name="u"), _custom_jvp),
   (UPat(Ops.CUSTOM_VJP, name="u"), _custom_vjp),
+  (UPat(Ops.SHARDING_CONSTRAINT, name="u"), _same),
   (UPat(Ops.ALL_REDUCE, name="u"), _all_reduce),
   (UPat((Ops.ALL_GATHER, Ops.REDUCE_SCATTER, Ops.PPERMUTE, Ops.ALL_TO_ALL), name="u"), _same),
   (UPat(NON_DIFFERENTIABLE, name="u"), _no_derivative),

@@ -54,13 +54,10 @@ def replicated(ndim: int) -> Layout: return Layout(((),) * ndim)
 class _Partitioner:
   def __init__(self, mesh: Mesh):
     self.mesh = mesh
-    self.sizes = {a: n for a, n in mesh.shape.items() if n > 1}   # an axis of one device splits nothing
+    self.sizes = mesh.shape
     self.local: dict = {}      # global node -> its local value (a list for ops with several results)
     self.layout: dict = {}     # global node -> its Layout
     self.converted: dict = {}  # (node, Layout) -> local value in that layout
-
-  def norm(self, dims) -> tuple:
-    return tuple(tuple(a for a in names if a in self.sizes) for names in dims)
 
   def parts(self, names) -> int: return math.prod(self.sizes[a] for a in names)
   def block(self, shape, lay: Layout) -> tuple: return tuple(n // self.parts(d) for n, d in zip(shape, lay.dims))
@@ -104,7 +101,8 @@ class _Partitioner:
   def position(self, names) -> UOp:
     """This device's block index along a dimension split over `names` (an int32 scalar)."""
     k = UOp.const(dtypes.int32, 0)
-    for a in names: k = k * UOp.const(dtypes.int32, self.sizes[a]) + _axis_index(a, self.sizes[a])
+    for a in names:
+      if self.sizes[a] > 1: k = k * UOp.const(dtypes.int32, self.sizes[a]) + _axis_index(a, self.sizes[a])
     return k
 
   def _reshard(self, x: UOp, have: Layout, want: Layout) -> UOp:
@@ -115,9 +113,9 @@ class _Partitioner:
         d = next((d for d in range(len(cur)) if have.kind == "sum" and goal[d][:len(cur[d]) + 1] == cur[d] + [a]
                   and not any(a in c for c in cur)), None)
         if d is None:
-          x = UOp(Ops.ALL_REDUCE, x.dtype, (x,), (a, self.sizes[a], have.kind))
+          x = self._collective(x, Ops.ALL_REDUCE, a, have.kind)
         else:
-          x = UOp(Ops.REDUCE_SCATTER, x.dtype, (x,), (a, self.sizes[a], d, True))
+          x = self._collective(x, Ops.REDUCE_SCATTER, a, d, True)
           cur[d].append(a)
     moved = True
     while moved:   # an axis leaving one dimension for another: all-to-all
@@ -127,18 +125,22 @@ class _Partitioner:
         a = names[-1]
         e = next((e for e in range(len(cur)) if e != d and goal[e][:len(cur[e]) + 1] == cur[e] + [a]), None)
         if e is None: continue
-        x = UOp(Ops.ALL_TO_ALL, x.dtype, (x,), (a, self.sizes[a], e, d))
+        x = self._collective(x, Ops.ALL_TO_ALL, a, e, d)
         names.pop()
         cur[e].append(a)
         moved = True
     for d, names in enumerate(cur):   # axes no longer wanted on a dimension: all-gather, minor first
       while goal[d][:len(names)] != names:
         a = names.pop()
-        x = UOp(Ops.ALL_GATHER, x.dtype, (x,), (a, self.sizes[a], d, True))
+        x = self._collective(x, Ops.ALL_GATHER, a, d, True)
     for d, names in enumerate(cur):   # axes newly wanted: each device keeps its block, major first
       for a in goal[d][len(names):]:
-        x = _take_block(x, d, a, self.sizes[a])
+        if self.sizes[a] > 1: x = _take_block(x, d, a, self.sizes[a])
     return x
+
+  def _collective(self, x: UOp, op: Ops, a: str, *arg) -> UOp:
+    """op over mesh axis a (nothing to do over an axis of one device)."""
+    return UOp(op, x.dtype, (x,), (a, self.sizes[a], *arg)) if self.sizes[a] > 1 else x
 
 
 def _axis_index(a: str, n: int) -> UOp: return UOp(Ops.AXIS_INDEX, dtypes.int32, (), (a, n))
@@ -337,12 +339,20 @@ def _scatter(c, u):
   base = c.get(0, _lay(head + trail))
   if split:
     first = UOp.const(dtypes.bool_, True)
-    for a in split: first = first.alu(Ops.AND, B.eq(_axis_index(a, c.p.sizes[a]), UOp.const(dtypes.int32, 0)))
+    for a in split:
+      if c.p.sizes[a] > 1: first = first.alu(Ops.AND, B.eq(_axis_index(a, c.p.sizes[a]), UOp.const(dtypes.int32, 0)))
     base = first.broadcast(base.shape).where(base, B.zeros(base))
   ids = c.get(1, _lay(batch + [()]))
   if any(head): ids, _ = _local_indices(c, ids, u.src[0].shape, head, clamp=False)
   out = base.scatter(ids, c.get(2, _lay(batch + trail)), u.arg)
   return out, _lay(head + trail, split)
+
+
+def _constraint(c, u):
+  if u.arg.mesh != c.p.mesh:
+    raise ValueError(f"with_sharding_constraint: {u.arg} is over another mesh than the program's {c.p.mesh}")
+  want = _lay(spec_axes(u.arg.spec, u.ndim))
+  return c.get(0, want), want
 
 
 def _replicated(c, u):
@@ -381,6 +391,7 @@ SHARD_RULES = PatternMatcher([
   (UPat(Ops.CONCAT, name="u"), _concat),
   (UPat(Ops.GATHER, name="u"), _gather),
   (UPat(Ops.SCATTER, name="u"), _scatter),
+  (UPat(Ops.SHARDING_CONSTRAINT, name="u"), _constraint),
   (UPat(Ops.PROJ, name="u"), lambda c, u: c.natural(0)[u.arg]),
   (UPat((Ops.COND, Ops.SCAN, Ops.WHILE), name="u"), _replicated),
   (UPat((Ops.REMAT, Ops.CUSTOM_JVP, Ops.CUSTOM_VJP), name="u"), _inline),
@@ -398,13 +409,13 @@ def partition(graph: Graph, mesh: Mesh, in_shardings: list[NamedSharding],
   p = _Partitioner(mesh)
   params = []
   for x, s in zip(graph.inputs, in_shardings):
-    lay = _lay(p.norm(spec_axes(s.spec, x.ndim)))
+    lay = _lay(spec_axes(s.spec, x.ndim))
     params.append(UOp.param(p.block(x.shape, lay), x.dtype))
     p.local[x], p.layout[x] = params[-1], lay
   p.run(list(graph.outputs))
   outs, shardings = [], []
   for o, s in zip(graph.outputs, out_shardings or [None] * len(graph.outputs)):
-    want = p.layout[o].full() if s is None else _lay(p.norm(spec_axes(s.spec, o.ndim)))
+    want = p.layout[o].full() if s is None else _lay(spec_axes(s.spec, o.ndim))
     outs.append(p.convert(o, want))
     shardings.append(s or NamedSharding(mesh, P(*(names[0] if len(names) == 1 else names or None
                                                   for names in want.dims))))

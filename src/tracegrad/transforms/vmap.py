@@ -216,6 +216,7 @@ BATCH_RULES = PatternMatcher([
   (UPat(Ops.CONCAT, name="u"), lambda c, u: UOp.concat([c.full(i) for i in range(len(u.src))], u.arg + 1)),
   (UPat(Ops.GATHER, name="u"), _gather),
   (UPat(Ops.SCATTER, name="u"), _scatter),
+  (UPat(Ops.SHARDING_CONSTRAINT, name="u"), lambda c, u: UOp(u.op, u.dtype, (c.full(0),), u.arg.unsplit_front())),
   (UPat(Ops.PROJ, name="u"), lambda c, u: c.b[0][u.arg]),
   (UPat(Ops.COND, name="u"), _cond),
   (UPat(Ops.SCAN, name="u"), _scan),
