@@ -14,7 +14,10 @@ from . import tree as tree_util
 from .array import Array
 from .ir import Ops, UOp, dtypes
 from .numpy.core import normalize_axis
+from .run import device_put
+from .sharding import NamedSharding
 from .trace import axis_size as _size
+from .transforms.vmap import _per_leaf
 
 __all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "all_to_all", "axis_index",
            "with_sharding_constraint"]
@@ -135,12 +138,9 @@ def with_sharding_constraint(x, shardings):
   >>> tracegrad.jit(lambda v: lax.with_sharding_constraint(v * 2, s))(tnp.ones(2)).sharding == s
   True
   """
-  from .run import device_put
-  from .sharding import NamedSharding
-  from .transforms.vmap import _broadcast_prefix
   leaves, tree = tree_util.flatten(x)
-  given = [shardings] * len(leaves) if isinstance(shardings, NamedSharding) else \
-      _broadcast_prefix(shardings, x, f"with_sharding_constraint: shardings {shardings!r} is not a tree prefix of x")
+  given = _per_leaf(shardings, x, NamedSharding,
+                    f"with_sharding_constraint: shardings {shardings!r} is not a tree prefix of x")
   out = []
   for leaf, s in zip(leaves, given):
     if not isinstance(s, NamedSharding):

@@ -25,7 +25,7 @@ from ..ir import Graph, Ops, UOp
 from ..sharding import NamedSharding, P
 from ..trace import trace
 from . import shard
-from .vmap import _broadcast_prefix
+from .vmap import _broadcast_prefix, _per_leaf
 
 
 def _nums(x) -> tuple[int, ...]: return (x,) if isinstance(x, int) else tuple(x)
@@ -163,9 +163,8 @@ class Jitted:
     hit = self._sharded.get((key, tuple(ins)))
     if hit is None:
       shell = tree_util.unflatten(g.out_tree, [0] * len(g.outputs))
-      spec = self.out_shardings
-      outs = [spec] * len(g.outputs) if spec is None or isinstance(spec, NamedSharding) else \
-          _broadcast_prefix(spec, shell, f"{self.name}: out_shardings {spec!r} is not a tree prefix of the outputs")
+      outs = _per_leaf(self.out_shardings, shell, NamedSharding,
+                       f"{self.name}: out_shardings {self.out_shardings!r} is not a tree prefix of the outputs")
       for i, (s, o) in enumerate(zip(outs, g.outputs)):
         if s is not None: s.check(o.shape, f"{self.name}: out_shardings for output leaf {i}")
       local, outs = shard.partition(g, mesh, ins, outs)

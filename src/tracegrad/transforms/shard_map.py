@@ -23,7 +23,7 @@ from ..array import Array, to_array
 from ..sharding import Mesh, NamedSharding, PartitionSpec, spec_axes
 from ..trace import ShapeDtypeStruct, named_axis, trace
 from .shard import run_on_mesh
-from .vmap import _broadcast_prefix, vmap
+from .vmap import _per_leaf, vmap
 
 __all__ = ["shard_map"]
 
@@ -63,8 +63,7 @@ def shard_map(f: Callable, mesh: Mesh, in_specs, out_specs, check_rep: bool = Tr
 
 
 def _specs(specs, tree, fn: str, what: str) -> list[PartitionSpec]:
-  if isinstance(specs, PartitionSpec): return [specs] * len(tree_util.leaves(tree))
-  got = _broadcast_prefix(specs, tree, f"{fn}: {what} {specs!r} is not a tree prefix of the {what[:-6]}s")
+  got = _per_leaf(specs, tree, PartitionSpec, f"{fn}: {what} {specs!r} is not a tree prefix of the {what[:-6]}s")
   for s in got:
     if not isinstance(s, PartitionSpec):
       raise TypeError(f"{fn}: {what} must hold PartitionSpecs (P(...)), got {s!r}")

@@ -261,6 +261,13 @@ def _leaf_axes(in_axes, args: tuple, fn: str) -> list:
 _UNMAPPED = object()
 
 
+def _per_leaf(prefix, full, whole, msg: str) -> list:
+  """One entry per leaf of `full`: `prefix` itself for every leaf when it is None or a `whole` (a type), else the
+  entries of `prefix` as a tree prefix of `full`."""
+  if prefix is None or isinstance(prefix, whole): return [prefix] * len(tree_util.leaves(full))
+  return _broadcast_prefix(prefix, full, msg)
+
+
 def _broadcast_prefix(prefix, full, msg: str) -> list:
   """One entry of `prefix` per leaf of `full` (None in the prefix means "not mapped" for its whole subtree)."""
   marked = optree.tree_map(lambda a: _UNMAPPED if a is None else a, prefix, none_is_leaf=True, namespace=tree_util.NAMESPACE)
@@ -344,6 +351,5 @@ def _path(path) -> str:
 
 
 def _out_axes(out_axes, g: Graph, fn: str) -> list:
-  if isinstance(out_axes, int) or out_axes is None: return [out_axes] * len(g.outputs)
   shell = tree_util.unflatten(g.out_tree, [0] * len(g.outputs))
-  return _broadcast_prefix(out_axes, shell, f"{fn}: out_axes {out_axes!r} is not a tree prefix of the outputs")
+  return _per_leaf(out_axes, shell, int, f"{fn}: out_axes {out_axes!r} is not a tree prefix of the outputs")
