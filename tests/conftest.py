@@ -1,23 +1,31 @@
+import importlib.util
 import os
 
 import pytest
 
 from hypothesis import HealthCheck, settings
 
-import tracegrad
-from tracegrad import run
+# every program the suite compiles for the cpu is also rendered for CUDA and compiled to PTX, when NVRTC is installed
+if importlib.util.find_spec("cuda") and importlib.util.find_spec("cuda.bindings"):
+  os.environ.setdefault("TRACEGRAD_CHECK_PTX", "1")
+
+import tracegrad  # noqa: E402
+from tracegrad import run  # noqa: E402
 
 _QUIET = [HealthCheck.too_slow, HealthCheck.data_too_large]
 settings.register_profile("ci", derandomize=True, max_examples=25, deadline=None, suppress_health_check=_QUIET)
 # on the compiled backend every new shape is a new C program to compile, so its run draws fewer examples
 settings.register_profile("ci-cpu", derandomize=True, max_examples=6, deadline=None, suppress_health_check=_QUIET)
 settings.register_profile("dev", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci-cpu" if tracegrad.default_backend() == "cpu" else "ci"))
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if tracegrad.default_backend() == "interp" else "ci-cpu"))
 
 
 @pytest.fixture
 def four_devices(monkeypatch):
   """This process's devices as if started with TRACEGRAD_NUM_CPU_DEVICES=4; the registry is restored after."""
+  if tracegrad.default_backend() not in ("cpu", "interp"):
+    pytest.skip(f"needs four host devices (TRACEGRAD_NUM_CPU_DEVICES, cpu or interp); {tracegrad.default_backend()} "
+                f"has {len(tracegrad.devices())}")
   saved_devices, saved_state = dict(run._DEVICES), dict(run._state)
   monkeypatch.setenv("TRACEGRAD_NUM_CPU_DEVICES", "4")
   run._DEVICES.clear()

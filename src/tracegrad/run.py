@@ -8,7 +8,7 @@ import weakref
 
 import numpy as np
 
-from .devices import CPUDevice, Device, InterpDevice, TracedValueError
+from .devices import CPUDevice, CUDADevice, Device, InterpDevice, OpenCLDevice, TracedValueError
 from .ir import Graph, UOp
 
 _DEVICES: dict[str, list[Device]] = {}
@@ -24,9 +24,13 @@ def num_cpu_devices() -> int:
   return int(text)
 
 
+# backends probed only when asked for by name (their libraries load slowly), with why each is absent
+GPU_BACKENDS = {"opencl": OpenCLDevice, "cuda": CUDADevice}
+
+
 def _registry() -> dict[str, list[Device]]:
   """The available backends, each with the global device list (every process's devices, ids in process order); the
-  cpu devices join on first use when a C compiler works."""
+  cpu devices join on first use when a C compiler works, a GPU backend when it is first asked for (_probe)."""
   if not _state["probed"]:
     _state["probed"] = True
     from . import distributed
@@ -46,6 +50,20 @@ def _global(cls, n: int, count: int) -> list[Device]:
   return out
 
 
+def _probe(name: str) -> None:
+  """Add the GPU backend `name` to the registry when its device is present."""
+  cls = GPU_BACKENDS.get(name)
+  if cls is None or name in _registry() or not cls().available(): return
+  _DEVICES[name] = [cls(0)]
+  _state["local"][name] = list(_DEVICES[name])
+
+
+def _absent(name: str) -> str:
+  """Why the backend `name` is not available, for an error message."""
+  why = f" ({name}: {GPU_BACKENDS[name]().missing()})" if name in GPU_BACKENDS else ""
+  return f"{name!r} names no available device{why}; available: {', '.join(_DEVICES)}"
+
+
 def local_devices(backend: str | None = None) -> list[Device]:
   """The devices of `backend` this process holds, as jax.local_devices."""
   devices(backend)   # checks the name
@@ -59,8 +77,8 @@ def devices(backend: str | None = None) -> list[Device]:
   [InterpDevice(id=0)]
   """
   name = backend or default_backend()
-  if name not in _registry():
-    raise ValueError(f"devices: unknown backend {name!r}; available: {', '.join(_DEVICES)}")
+  _probe(name)
+  if name not in _registry(): raise ValueError(f"devices: {_absent(name)}")
   return list(_DEVICES[name])
 
 
@@ -71,8 +89,8 @@ def default_backend() -> str:
   reg = _registry()
   name = env or ("cpu" if "cpu" in reg else "interp")
   if name == "cpu" and "cpu" not in reg: name = "interp"  # the cpu device warned that it found no C compiler
-  if name not in _DEVICES:
-    raise ValueError(f"TRACEGRAD_DEVICE={name!r} names no available device; available: {', '.join(_DEVICES)}")
+  _probe(name)
+  if name not in _DEVICES: raise ValueError(f"TRACEGRAD_DEVICE={_absent(name)}")
   _state["backend"] = name
   return name
 
@@ -142,7 +160,7 @@ class Executable:
     from .lower.search import optimise, search_width
     self.graph, self.backend, self.program, self.source, self._runner = graph, backend, None, None, None
     self._device = local_devices(backend)[0]
-    if backend != "cpu": return
+    if backend == "interp": return
     t0 = time.perf_counter()
     try:
       self.program = schedule(graph)
@@ -150,10 +168,23 @@ class Executable:
       debug(1, f"compile: {e}; this graph runs on interp")
       return
     width = search_width() if search is None else search
+    if backend in GPU_BACKENDS:
+      from .lower.render_gpu import render_program
+      src = render_program(self.program, backend)
+      self.source = src.source
+      debug(4, self.source)
+      self._runner = self._device.runner(self.program, self._device.compile(src.source), src.launches)
+      self._runner.timed = _DEBUG >= 2
+      debug(1, f"compile: {len(self.program.kernels)} kernels for {backend} in {1e3 * (time.perf_counter() - t0):.1f} ms")
+      return
     if width:
       t1 = time.perf_counter()
       self.program = optimise(self.program, width, self._device)
       debug(1, f"search: beam {width} over {len(self.program.kernels)} items in {time.perf_counter() - t1:.1f} s")
+    if _CHECK_PTX:
+      from .devices.cuda import check_ptx
+      from .lower import render_gpu
+      check_ptx(render_gpu.render_program(self.program, "cuda").source)
     from .lower.render_c import render_program
     self.source = render_program(self.program, timed=_DEBUG >= 2)
     debug(4, self.source)
@@ -213,6 +244,9 @@ def _debug_level() -> int:
 
 
 _DEBUG = _debug_level()
+# TRACEGRAD_CHECK_PTX=1: every program compiled for the cpu is also rendered for CUDA and compiled to PTX by NVRTC
+# (no GPU needed), so a CUDA rendering bug fails where it is found
+_CHECK_PTX = os.environ.get("TRACEGRAD_CHECK_PTX", "") not in ("", "0")
 
 
 def debug(level: int, msg: str) -> None:

@@ -34,7 +34,8 @@ def _words() -> str:
 
 
 SOURCE = r"""
-#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+#if defined(TG_FMAF)
+#elif defined(__FMA__) || defined(__ARM_FEATURE_FMA)
 #define TG_FMAF(a, b, c) __builtin_fmaf(a, b, c)
 #define TG_FMA(a, b, c) __builtin_fma(a, b, c)
 #else
@@ -44,18 +45,16 @@ SOURCE = r"""
 
 /* c ? a : b as bit operations: gcc turns a ?: into a branch and may copy the rest of the function into each side
    (to thread later tests through), and a vectorised loop then computes every copy in every lane */
-static inline uint32_t tg_sel(int c, uint32_t a, uint32_t b) { uint32_t m = -(uint32_t)c; return (a & m) | (b & ~m); }
-static inline float tg_self(int c, float a, float b) { return tg_ffrom(tg_sel(c, tg_fbits(a), tg_fbits(b))); }
-static inline uint64_t tg_dbits(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
-static inline double tg_dfrom(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
-static inline double tg_seld(int c, double a, double b) {
+TG_INLINE uint32_t tg_sel(int c, uint32_t a, uint32_t b) { uint32_t m = -(uint32_t)c; return (a & m) | (b & ~m); }
+TG_INLINE float tg_self(int c, float a, float b) { return tg_ffrom(tg_sel(c, tg_fbits(a), tg_fbits(b))); }
+TG_INLINE double tg_seld(int c, double a, double b) {
   uint64_t m = -(uint64_t)c;
   return tg_dfrom((tg_dbits(a) & m) | (tg_dbits(b) & ~m));
 }
 
 /* 2^x = 2^n 2^r with n = round(x), |r| <= 1/2, after |x| is clamped to 151; 2^n applied as two powers of two so
    that results below 2^-126 are rounded once, to the right subnormal */
-static inline float tg_exp2f(float x) {
+TG_INLINE float tg_exp2f(float x) {
   uint32_t ix = tg_fbits(x), ax = ix & 0x7fffffffu;
   float c = tg_ffrom(tg_sel(ax > 0x43170000u, (ix & 0x80000000u) | 0x43170000u, ix));
   float t = c + 0x1.8p23f, r = c - (t - 0x1.8p23f);
@@ -73,7 +72,7 @@ static inline float tg_exp2f(float x) {
 
 /* log2(2^e (1 + f)) with 1 + f in [sqrt(1/2), sqrt(2)): e + f log2(e) + f^2 q(f), where f_hi log2(e)_hi (12 bits
    each) is exact and e + that sum is added exactly (Fast2Sum), so only the small terms round */
-static inline float tg_log2f(float x) {
+TG_INLINE float tg_log2f(float x) {
   uint32_t ix = tg_fbits(x), sub = ix < 0x00800000u, iy = tg_fbits(tg_self(sub, x * 0x1p23f, x));
   int32_t e = (int32_t)(iy - 0x3f3504f3u) >> 23;
   float f = tg_ffrom(iy - ((uint32_t)e << 23)) - 1.0f;
@@ -95,7 +94,7 @@ static inline float tg_log2f(float x) {
 }
 
 /* w ^ the differences d1..du (a chain of selects would become a table) */
-static inline uint32_t tg_2opi_word(uint32_t u, uint32_t w, uint32_t d1, uint32_t d2, uint32_t d3, uint32_t d4) {
+TG_INLINE uint32_t tg_2opi_word(uint32_t u, uint32_t w, uint32_t d1, uint32_t d2, uint32_t d3, uint32_t d4) {
   return w ^ (d1 & -(uint32_t)(u >= 1u)) ^ (d2 & -(uint32_t)(u >= 2u)) ^ (d3 & -(uint32_t)(u >= 3u))
            ^ (d4 & -(uint32_t)(u >= 4u));
 }
@@ -103,7 +102,7 @@ static inline uint32_t tg_2opi_word(uint32_t u, uint32_t w, uint32_t d1, uint32_
 /* sin(x + q pi/2): |x| = n pi/2 + r with |r| <= pi/4, from y = |x| 2/pi mod 4 in 2.62 fixed point. |x| is
    m 2^(e - 150) with a 24-bit m, so only the bits of 2/pi from position e - 151 on reach y (the bit of weight 2^-i at
    position i): 128 of them, from the multiple of 32 below, times m shifted left by the rest */
-static inline float tg_sincosf(float x, uint32_t q) {
+TG_INLINE float tg_sincosf(float x, uint32_t q) {
   uint32_t ix = tg_fbits(x), ax = ix & 0x7fffffffu, e = tg_sel(ax < 0x3f000000u, 126u, ax >> 23);
   uint32_t u = (e - 119u) >> 5;
   uint64_t xm = (uint64_t)((ax & 0x7fffffu) | 0x800000u) << ((e - 119u) & 31u), h = xm >> 32, l = (uint32_t)xm;
@@ -126,6 +125,6 @@ TG_2OPI_WORDS
   v = tg_dfrom(tg_dbits(v) ^ (n & 2u) << 62);
   return tg_self(ax >= 0x7f800000u, x - x, (float)v);
 }
-static inline float tg_sinf(float x) { return tg_sincosf(x, 0); }
-static inline float tg_cosf(float x) { return tg_sincosf(x, 1); }
+TG_INLINE float tg_sinf(float x) { return tg_sincosf(x, 0); }
+TG_INLINE float tg_cosf(float x) { return tg_sincosf(x, 1); }
 """.replace("TG_2OPI_WORDS\n", _words())

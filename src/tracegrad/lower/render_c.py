@@ -33,24 +33,34 @@ from ..devices.base import Program
 from .kernel import Control, Kernel
 from .symbolic import _linear
 
-PRELUDE = r"""#include <math.h>
+# What a target defines before HELPERS: the fixed-width integer types, TG_INLINE (a helper function's qualifiers),
+# TG_BITCAST(T, S, x), TG_CLZLL (leading zeros of a 64-bit value), and tg_fbits, tg_ffrom, tg_dbits, tg_dfrom (the
+# bits of a float or double, and back)
+C_HEAD = r"""#include <math.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
 
 #define TG_BITCAST(T, S, x) (((union { S s; T t; }){.s = (x)}).t)
+#define TG_INLINE static inline
+#define TG_CLZLL(x) __builtin_clzll(x)
 
 static inline uint32_t tg_fbits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static inline float tg_ffrom(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint64_t tg_dbits(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
+static inline double tg_dfrom(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
+"""
 
+# Helpers every target shares, in C that CUDA and OpenCL C read too
+HELPERS = r"""
 /* float16 <-> float, rounding to nearest even; NaNs keep their sign and top payload bits (as numpy) */
-static inline float tg_h2f(uint16_t h) {
+TG_INLINE float tg_h2f(uint16_t h) {
   uint32_t e = h & 0x7c00u, m = h & 0x3ffu;
   uint32_t normal = ((uint32_t)(h & 0x7fffu) << 13) + 0x38000000u, special = 0x7f800000u | m << 13;
   uint32_t subnormal = tg_fbits((float)m * 0x1p-24f);
   return tg_ffrom((uint32_t)(h & 0x8000u) << 16 | (e == 0x7c00u ? special : e ? normal : subnormal));
 }
-static inline uint16_t tg_f2h(float f) {
+TG_INLINE uint16_t tg_f2h(float f) {
   uint32_t x = tg_fbits(f), a = x & 0x7fffffffu;
   uint32_t nan = 0x7c00u | ((a & 0x7fffffu) >> 13), normal = (a - 0x38000000u + 0xfffu + ((a >> 13) & 1u)) >> 13;
   uint32_t subnormal = tg_fbits(tg_ffrom(a) * 0x1p24f + 0x1p23f) - 0x4b000000u;
@@ -60,33 +70,34 @@ static inline uint16_t tg_f2h(float f) {
 }
 
 /* bfloat16 <-> float, rounding to nearest even; a NaN becomes the quiet NaN of its sign (as ml_dtypes) */
-static inline float tg_bf2f(uint16_t b) { return tg_ffrom((uint32_t)b << 16); }
-static inline uint16_t tg_f2bf(float f) {
+TG_INLINE float tg_bf2f(uint16_t b) { return tg_ffrom((uint32_t)b << 16); }
+TG_INLINE uint16_t tg_f2bf(float f) {
   uint32_t x = tg_fbits(f);
   uint32_t r = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16, nan = (x >> 16 & 0x8000u) | 0x7fc0u;
   return (uint16_t)((x & 0x7fffffffu) > 0x7f800000u ? nan : r);
 }
-static inline uint16_t tg_bf_bits(float f) { return (uint16_t)(tg_fbits(f) >> 16); }
+TG_INLINE uint16_t tg_bf_bits(float f) { return (uint16_t)(tg_fbits(f) >> 16); }
 
-static inline float tg_rh(float f) { return tg_h2f(tg_f2h(f)); }
-static inline float tg_rb(float f) { return tg_bf2f(tg_f2bf(f)); }
+TG_INLINE float tg_rh(float f) { return tg_h2f(tg_f2h(f)); }
+TG_INLINE float tg_rb(float f) { return tg_bf2f(tg_f2bf(f)); }
 
 /* to float rounding to odd, so that a second rounding to a half type is the correctly rounded result */
-static inline float tg_d2f_odd(double d) {
+TG_INLINE float tg_d2f_odd(double d) {
   float f = (float)d;
   if ((double)f == d || f != f) return f;
   uint32_t b = tg_fbits(f);
   if (fabs((double)f) > fabs(d)) b -= 1;
   return tg_ffrom(b | 1u);
 }
-static inline float tg_u64_odd(uint64_t u) {
+TG_INLINE float tg_u64_odd(uint64_t u) {
   if (u < (1ull << 24)) return (float)u;
-  int s = 40 - __builtin_clzll(u);
+  int s = 40 - TG_CLZLL(u);
   uint64_t m = (u >> s) | ((u & ((1ull << s) - 1)) != 0);
   return (float)m * tg_ffrom((uint32_t)(127 + s) << 23);
 }
-static inline float tg_i64_odd(int64_t x) { return x < 0 ? -tg_u64_odd(-(uint64_t)x) : tg_u64_odd((uint64_t)x); }
+TG_INLINE float tg_i64_odd(int64_t x) { return x < 0 ? -tg_u64_odd(-(uint64_t)x) : tg_u64_odd((uint64_t)x); }
 """ + MATH
+PRELUDE = C_HEAD + HELPERS
 
 HALF = (dtypes.float16, dtypes.bfloat16)
 CTYPE = {dtypes.bool_: "_Bool", dtypes.int8: "int8_t", dtypes.int16: "int16_t", dtypes.int32: "int32_t",

@@ -1,0 +1,175 @@
+"""The CUDA device, through NVIDIA's Python bindings (cuda-bindings): NVRTC compiles the CUDA C of
+lower/render_gpu.py to PTX, which needs no GPU (so `ptx(source)` checks a rendering anywhere), and the driver API
+loads it and runs it: device memory, one stream, launches. Eager operations run on the interp device.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+
+from ..ir import UOp
+from .base import Device, Program
+from .gpu import Queue, Runner
+from .interp import InterpDevice
+
+# exact division and square root, no contraction into fused multiply-adds the source does not ask for (as on cpu)
+NVRTC_OPTIONS = ["--fmad=false", "--prec-div=true", "--prec-sqrt=true", "-default-device"]
+DEFAULT_ARCH = "compute_90"
+
+
+def _numbered(source: str) -> str:
+  return "\n".join(f"{i:4d}  {line}" for i, line in enumerate(source.splitlines(), 1))
+
+
+def _check(result, what: str):
+  """The values a cuda-bindings call returned after its status; RuntimeError naming the call when it failed."""
+  err, *rest = result if isinstance(result, tuple) else (result,)
+  if int(err) != 0:
+    name = getattr(err, "name", str(err))
+    raise RuntimeError(f"cuda: {what} failed: {name}")
+  return rest[0] if len(rest) == 1 else tuple(rest)
+
+
+def ptx(source: str, arch: str = DEFAULT_ARCH) -> bytes:
+  """The PTX of a CUDA C source, compiled by NVRTC for `arch`; a compile error raises RuntimeError with NVRTC's log
+  and the numbered source."""
+  from cuda.bindings import nvrtc
+  prog = _check(nvrtc.nvrtcCreateProgram(source.encode(), b"tracegrad.cu", 0, [], []), "nvrtcCreateProgram")
+  try:
+    opts = [o.encode() for o in (*NVRTC_OPTIONS, f"--gpu-architecture={arch}")]
+    (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+    if int(err) != 0:
+      size = _check(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
+      log = b" " * size
+      _check(nvrtc.nvrtcGetProgramLog(prog, log), "nvrtcGetProgramLog")
+      raise RuntimeError(f"cuda: NVRTC failed to compile:\n{log.decode(errors='replace').strip()}\n\n"
+                         f"source:\n{_numbered(source)}")
+    size = _check(nvrtc.nvrtcGetPTXSize(prog), "nvrtcGetPTXSize")
+    out = b" " * size
+    _check(nvrtc.nvrtcGetPTX(prog, out), "nvrtcGetPTX")
+    return out
+  finally:
+    nvrtc.nvrtcDestroyProgram(prog)
+
+
+def check_ptx(source: str, arch: str = DEFAULT_ARCH) -> None:
+  """Compile a CUDA C source to PTX once (remembered in the cache directory), raising as ptx() does: how a machine
+  without a GPU proves every kernel it renders for CUDA compiles."""
+  from cuda.bindings import nvrtc
+  version = ".".join(map(str, _check(nvrtc.nvrtcVersion(), "nvrtcVersion")))
+  key = hashlib.sha256("\0".join([source, arch, version, *NVRTC_OPTIONS]).encode()).hexdigest()
+  mark = Path(os.environ.get("TRACEGRAD_CACHE_DIR") or Path.home() / ".cache" / "tracegrad") / "ptx" / key
+  if mark.exists(): return
+  ptx(source, arch)
+  mark.parent.mkdir(parents=True, exist_ok=True)
+  mark.touch()
+
+
+@lru_cache(None)
+def missing() -> str:
+  """Why there is no CUDA device here ('' when there is one)."""
+  try:
+    from cuda.bindings import driver
+  except ImportError:
+    return "cuda-bindings is not installed (pip install 'tracegrad[cuda]')"
+  try:
+    (err,) = driver.cuInit(0)
+  except Exception as e:   # the bindings load libcuda, which only a machine with NVIDIA's driver has
+    return f"no CUDA driver ({e})"
+  if int(err) != 0: return f"no CUDA driver or GPU (cuInit: {getattr(err, 'name', err)})"
+  err, n = driver.cuDeviceGetCount()
+  return "" if int(err) == 0 and n > 0 else "the CUDA driver sees no GPU"
+
+
+class _CUDAQueue(Queue):
+  def __init__(self, stream):
+    from cuda.bindings import driver
+    self.d, self.stream = driver, stream
+
+  def alloc(self, nbytes: int): return _Memory(_check(self.d.cuMemAlloc(nbytes), "cuMemAlloc"))
+
+  def upload(self, buf, data: np.ndarray) -> None:
+    _check(self.d.cuMemcpyHtoD(buf.ptr, data.ctypes.data, data.nbytes), "cuMemcpyHtoD")
+
+  def download(self, buf, out: np.ndarray) -> None:
+    self.finish()
+    _check(self.d.cuMemcpyDtoH(out.ctypes.data, buf.ptr, out.nbytes), "cuMemcpyDtoH")
+
+  def copy(self, dst, src, nbytes: int, dst_offset: int = 0, src_offset: int = 0) -> None:
+    _check(self.d.cuMemcpyDtoDAsync(int(dst.ptr) + dst_offset, int(src.ptr) + src_offset, nbytes, self.stream),
+           "cuMemcpyDtoDAsync")
+
+  def launch(self, function, args: list, size: tuple[int, int]) -> None:
+    ptrs = np.array([int(a.ptr) for a in args], dtype=np.uint64)
+    params = np.array([ptrs[i:].ctypes.data for i in range(len(args))], dtype=np.uint64)
+    grid, block = size[0] // size[1], size[1]
+    _check(self.d.cuLaunchKernel(function, grid, 1, 1, block, 1, 1, 0, self.stream,
+                                 params.ctypes.data if len(args) else 0, 0), "cuLaunchKernel")
+
+
+  def finish(self) -> None: _check(self.d.cuStreamSynchronize(self.stream), "cuStreamSynchronize")
+
+
+class _Memory:
+  """Device memory, freed when no buffer table holds it any more."""
+
+  def __init__(self, ptr): self.ptr = ptr
+
+  def __del__(self):
+    from cuda.bindings import driver
+    try: driver.cuMemFree(self.ptr)
+    except Exception: pass
+
+
+class CUDADevice(Device):
+  name = "cuda"
+  platform = "cuda"
+
+  def __init__(self, id: int = 0):
+    self.id = id
+    self._interp = InterpDevice(id)
+    self._modules: dict[str, object] = {}
+    self._ctx = None
+
+  def missing(self) -> str: return missing()
+  def available(self) -> bool: return not missing()
+
+  def _context(self):
+    if self._ctx is None:
+      from cuda.bindings import driver
+      _check(driver.cuInit(0), "cuInit")
+      dev = _check(driver.cuDeviceGet(self.id), "cuDeviceGet")
+      self._ctx = _check(driver.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
+      _check(driver.cuCtxSetCurrent(self._ctx), "cuCtxSetCurrent")
+      major = _check(driver.cuDeviceGetAttribute(
+          driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "cuDeviceGetAttribute")
+      minor = _check(driver.cuDeviceGetAttribute(
+          driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "cuDeviceGetAttribute")
+      self.arch = f"compute_{major}{minor}"
+      self._queue = _CUDAQueue(_check(driver.cuStreamCreate(0), "cuStreamCreate"))
+    from cuda.bindings import driver
+    _check(driver.cuCtxSetCurrent(self._ctx), "cuCtxSetCurrent")
+    return self._ctx
+
+  def compile(self, source: str) -> dict:
+    """{kernel name: function} of a CUDA C source: compiled by NVRTC for this GPU and loaded."""
+    self._context()
+    from cuda.bindings import driver
+    mod = self._modules.get(source)
+    if mod is None:
+      code = ptx(source, self.arch)
+      mod = self._modules[source] = _check(driver.cuModuleLoadData(code), "cuModuleLoadData")
+    names = [line.split("(")[0].split()[-1] for line in source.splitlines() if line.startswith('extern "C" __global__')]
+    return {n: _check(driver.cuModuleGetFunction(mod, n.encode()), f"cuModuleGetFunction({n})") for n in names}
+
+  def runner(self, prog: Program, functions: dict, launches: dict) -> Runner:
+    self._context()
+    return Runner(prog, self._queue, functions, launches)
+
+  def execute(self, outputs: list[UOp], known: Mapping[UOp, np.ndarray]) -> list[np.ndarray]:
+    return self._interp.execute(outputs, known)

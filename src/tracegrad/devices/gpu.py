@@ -1,0 +1,125 @@
+"""What the GPU-style devices (opencl, cuda) share: running a compiled Program from the host. Kernels launch with the
+sizes the renderer chose; control flow (COND, SCAN, WHILE) runs here, binding each sub-program's input buffers to
+the operands, reading a branch index or a loop's flag back, and copying outputs into the results.
+
+A device gives a `Queue`: buffers of bytes, uploads, downloads, copies between buffers (at byte offsets) and
+launches. The Program and its Kernels are read by their fields only (devices do not import the lowering).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .base import Program
+
+
+class Queue:
+  """One device's memory and work, in the order asked."""
+
+  def alloc(self, nbytes: int): raise NotImplementedError
+  def upload(self, buf, data: np.ndarray) -> None: raise NotImplementedError
+  def download(self, buf, out: np.ndarray) -> None: raise NotImplementedError
+  def copy(self, dst, src, nbytes: int, dst_offset: int = 0, src_offset: int = 0) -> None: raise NotImplementedError
+  def launch(self, function, args: list, size: tuple[int, int]) -> None: raise NotImplementedError
+  def finish(self) -> None: raise NotImplementedError
+
+
+class Runner:
+  """A compiled Program made ready to call on numpy inputs: `functions` maps each kernel's name to the device's
+  compiled function, `launches` each Kernel to (name, (global items, items per group))."""
+
+  def __init__(self, prog: Program, queue: Queue, functions: dict, launches: dict):
+    self.prog, self.queue, self.functions, self.launches = prog, queue, functions, launches
+    self.nbytes = [b.size * b.dtype.itemsize for b in prog.buffers]
+    self.timed, self.ns = False, []   # timed: wait for each item of the program and keep its nanoseconds
+
+  def __call__(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    prog, q = self.prog, self.queue
+    if len(inputs) != len(prog.inputs):
+      raise ValueError(f"run_program: the program takes {len(prog.inputs)} inputs, got {len(inputs)}")
+    bufs = [q.alloc(max(n, 1)) for n in self.nbytes]
+    for n, x in zip(prog.inputs, inputs):
+      a = np.ascontiguousarray(x, prog.buffers[n].dtype.np)
+      if a.size != prog.buffers[n].size:
+        raise ValueError(f"run_program: input buffer {n} holds {prog.buffers[n].size} elements, got shape {a.shape}")
+      if a.size: q.upload(bufs[n], a)
+    for n, b in enumerate(prog.buffers):
+      if b.data is not None and b.size: q.upload(bufs[n], np.ascontiguousarray(b.data, b.dtype.np))
+    self.ns = []
+    self.run(prog, bufs, self.timed)
+    outs = []
+    for n, shape in prog.outputs:
+      a = np.empty(prog.buffers[n].size, prog.buffers[n].dtype.np)
+      if a.size: q.download(bufs[n], a)
+      outs.append(a.reshape(shape))
+    return outs
+
+  def kernel_ns(self) -> list[float]:
+    """Nanoseconds each item of the program took in the last timed run."""
+    return list(self.ns)
+
+  def run(self, prog: Program, bufs: list, timed: bool = False) -> None:
+    for k, nums in zip(prog.kernels, prog.calls):
+      t0 = time.perf_counter_ns()
+      if getattr(k, "bodies", None) is not None:
+        self.control(k, bufs)
+      else:
+        name, size = self.launches[k]
+        if size[0]: self.queue.launch(self.functions[name], [bufs[n] for n in nums], size)
+      if timed:
+        self.queue.finish()
+        self.ns.append(float(time.perf_counter_ns() - t0))
+
+  def copy_out(self, results, body: Program, bufs: list) -> None:
+    for r, (o, _) in zip(results, body.outputs):
+      if self.nbytes[r]: self.queue.copy(bufs[r], bufs[o], self.nbytes[r])
+
+  def scalar(self, buf, n: int):
+    a = np.empty(1, self.prog_dtype(n))
+    self.queue.download(buf, a)
+    return a[0]
+
+  def prog_dtype(self, n: int): return self.prog.buffers[n].dtype.np
+
+  def control(self, c, bufs: list) -> None:
+    ops, res = c.operands, c.results
+    name = c.op.name
+    if name == "COND":
+      last = len(c.bodies) - 1
+      body = c.bodies[min(max(int(self.scalar(bufs[ops[0]], ops[0])), 0), last)]
+      for b, o in zip(body.inputs, ops[1:]): bufs[b] = bufs[o]
+      self.run(body, bufs)
+      self.copy_out(res, body, bufs)
+    elif name == "SCAN":
+      n_consts, n_carry, length, reverse = c.arg
+      (body,) = c.bodies
+      ins = body.inputs
+      for r, i in zip(res[:n_carry], ops[n_consts:n_consts + n_carry]):
+        if self.nbytes[r]: self.queue.copy(bufs[r], bufs[i], self.nbytes[r])
+      for b, o in zip(ins[:n_consts], ops[:n_consts]): bufs[b] = bufs[o]
+      for b, r in zip(ins[n_consts:n_consts + n_carry], res[:n_carry]): bufs[b] = bufs[r]
+      xs = list(zip(ins[n_consts + n_carry:], ops[n_consts + n_carry:]))
+      steps = {b: self.queue.alloc(max(self.nbytes[b], 1)) for b, _ in xs}   # step t's slice of each xs
+      for t in (range(length - 1, -1, -1) if reverse else range(length)):
+        for b, x in xs:
+          bufs[b] = steps[b]
+          if self.nbytes[b]: self.queue.copy(steps[b], bufs[x], self.nbytes[b], src_offset=t * self.nbytes[b])
+        self.run(body, bufs)
+        self.copy_out(res[:n_carry], body, bufs)
+        for r, (o, _) in zip(res[n_carry:], body.outputs[n_carry:]):
+          if self.nbytes[o]: self.queue.copy(bufs[r], bufs[o], self.nbytes[o], dst_offset=t * self.nbytes[o])
+    else:   # WHILE
+      (n_consts,) = c.arg
+      cond, body = c.bodies
+      for r, i in zip(res, ops[n_consts:]):
+        if self.nbytes[r]: self.queue.copy(bufs[r], bufs[i], self.nbytes[r])
+      for g in (cond, body):
+        for b, o in zip(g.inputs[:n_consts], ops[:n_consts]): bufs[b] = bufs[o]
+        for b, r in zip(g.inputs[n_consts:], res): bufs[b] = bufs[r]
+      (flag, _), = cond.outputs
+      while True:
+        self.run(cond, bufs)
+        if not self.scalar(bufs[flag], flag): break
+        self.run(body, bufs)
+        self.copy_out(res, body, bufs)

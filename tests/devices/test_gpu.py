@@ -1,0 +1,124 @@
+"""The GPU-style path (lower/render_gpu.py): programs over every kind of kernel (elementwise in every dtype, plain
+and work-group reductions, NaN-propagating extrema, a softmax's stores and epilogue, gathers, sequential scatters,
+casts and bitcasts, control flow run from the host) on the opencl device (PoCL here) against the interp reference;
+their CUDA rendering compiled to PTX by NVRTC (no GPU needed) and run on a GPU when there is one; errors naming the
+device, or showing the source and the compiler's log."""
+import subprocess
+import sys
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tracegrad as tg
+import tracegrad.numpy as tnp
+from tracegrad import lax, run
+from tracegrad.lower.render_gpu import render_program
+from tracegrad.lower.schedule import schedule
+
+RNG = np.random.default_rng(0)
+X = RNG.standard_normal((64, 48)).astype(np.float32)
+W = RNG.standard_normal((48, 40)).astype(np.float32)
+I = RNG.integers(-100, 100, (64, 48)).astype(np.int32)
+IDX = RNG.integers(-3, 70, 20).astype(np.int32)
+
+PROGRAMS = {
+  # name -> (f, args)
+  "elementwise_float32": (lambda x: (tnp.exp(x) * tnp.sin(x) - tnp.log(tnp.abs(x) + 1) / tnp.sqrt(x * x + 2),
+                                     tnp.maximum(x, 0.5), tnp.floor(x) % 3, x ** 3, tnp.arctan2(x, 1.5)), (X,)),
+  "elementwise_float64": (lambda x: (tnp.exp(x) + tnp.cos(x) * tnp.tanh(x), x // 0.7), (X.astype(np.float64),)),
+  "half_types": (lambda x: (x.astype(tnp.float16) * 3 + 1, (x.astype(tnp.bfloat16) / 7).astype(tnp.float32),
+                            x.astype(tnp.float16).astype(tnp.int32)), (X * 100,)),
+  "integers_and_bools": (lambda i: (i // 7, i % -5, i >> 2, (i < 3) & (i > -40), i.astype(tnp.uint8) * 3,
+                                    tnp.int64(1 << 40) + i, i.astype(tnp.float32)), (I,)),
+  "bitcast": (lambda x: (lax.bitcast_convert_type(x, tnp.int32) ^ 0x1234, lax.bitcast_convert_type(x.astype(tnp.float16), tnp.uint16)), (X,)),
+  "matmul_and_plain_reductions": (lambda x, w: (x @ w, x.sum(1), x.max(0), tnp.prod(x[:8] / 2 + 1, 1), tnp.argmax(x, 1)), (X, W)),
+  "group_reductions": (lambda x: (x.sum(), x.min(), tnp.all(x > -10), tnp.mean(x * x)), (X,)),
+  "nan_extrema": (lambda x: (tnp.where(x > 2, tnp.nan, x).max(1), tnp.where(x > 2, tnp.nan, x).min()), (X,)),
+  "softmax": (lambda x: tg.nn.softmax(x, axis=1), (X,)),
+  "gather_scatter": (lambda x, i: (x[i], x.at[i].add(1.0), x.at[i, 3].set(-2.0), x.at[i].max(x[:20])), (X, IDX)),
+  "control_flow": (lambda x: (lax.cond(x.sum() > 0, lambda v: v * 2, lambda v: -v, x),
+                              lax.scan(lambda c, r: (c + r, c * r), tnp.zeros(48), x),
+                              lax.while_loop(lambda c: c[0] < 5, lambda c: (c[0] + 1, c[1] * 1.5), (0, x[0]))), (X,)),
+}
+
+
+def _graph(name):
+  f, args = PROGRAMS[name]
+  return tg.make_graph(f)(*args), [np.asarray(a) for a in args]
+
+
+def _same(got, want):
+  for g, w in zip(got, want):
+    assert g.dtype == w.dtype and g.shape == w.shape
+    if g.dtype.kind == "f" or g.dtype in (ml_dtypes.bfloat16,):
+      np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=1e-5, atol=2e-5)
+    else:
+      np.testing.assert_array_equal(g, w)
+
+
+def _opencl():
+  from tracegrad.devices import opencl
+  if opencl.missing(): pytest.skip(f"no OpenCL device: {opencl.missing()}")
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_opencl_runs_every_kind_of_kernel(name):
+  _opencl()
+  g, args = _graph(name)
+  ex = run.executable(g, "opencl")
+  assert ex.program is not None and "__kernel" in ex.source
+  _same(ex(args), run.executable(g, "interp")(args))
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_cuda_source_compiles_to_ptx(name):
+  pytest.importorskip("cuda.bindings.nvrtc")
+  from tracegrad.devices.cuda import missing, ptx
+  g, args = _graph(name)
+  prog = schedule(g)
+  src = render_program(prog, "cuda")
+  code = ptx(src.source).decode()
+  for fn, _ in src.launches.values(): assert f".entry {fn}(" in code
+  if missing(): pytest.skip(f"compiled to PTX; running needs a GPU: {missing()}")
+  _same(run.executable(g, "cuda")(args), run.executable(g, "interp")(args))
+
+
+def test_reductions_over_few_points_run_as_work_groups():
+  g = tg.make_graph(lambda x: (x.sum(), x.sum(0), x.sum(1)))(np.ones((2048, 3), np.float32))
+  launches = sorted(size for _, size in render_program(schedule(g), "opencl").launches.values())
+  # one group of 64 items for the total, one per column; one item per row for the short sums along rows
+  assert launches == [(64, 64), (3 * 64, 64), (2048, 64)]
+
+
+def test_jit_on_the_opencl_device_in_a_process_of_its_own():
+  """TRACEGRAD_DEVICE=opencl makes it the default backend: jit compiles for it, eager work stays on interp."""
+  _opencl()
+  code = ("import numpy as np, tracegrad as tg, tracegrad.numpy as tnp\n"
+          "f = tg.jit(lambda x: tnp.tanh(x) @ x.T)\n"
+          "x = np.arange(12.0, dtype=np.float32).reshape(3, 4) / 10\n"
+          "print(tg.default_backend(), tg.devices(), float(np.abs(np.asarray(f(x)) - np.tanh(x) @ x.T).max()) < 1e-5)")
+  out = subprocess.run([sys.executable, "-c", code], env={**__import__("os").environ, "TRACEGRAD_DEVICE": "opencl"},
+                       capture_output=True, text=True, check=True).stdout
+  assert out.split() == ["opencl", "[OpenclDevice(id=0)]", "True"]
+
+
+def test_errors_name_the_device_or_show_the_source():
+  code = "import tracegrad as tg, tracegrad.numpy as tnp; tg.jit(lambda x: x + 1)(tnp.ones(3))"
+  from tracegrad.devices.cuda import missing
+  if missing():
+    r = subprocess.run([sys.executable, "-c", code], env={**__import__("os").environ, "TRACEGRAD_DEVICE": "cuda"},
+                       capture_output=True, text=True)
+    assert r.returncode != 0
+    assert f"TRACEGRAD_DEVICE='cuda' names no available device (cuda: {missing()}); available: interp" in r.stderr
+  with pytest.raises(ValueError, match=r"devices: 'tpu' names no available device; available: interp"):
+    tg.devices("tpu")
+  bad = "__kernel void k(__global float *b0) { b0[0] = undefined_name; }"
+  _opencl()
+  with pytest.raises(RuntimeError, match=r"(?s)opencl: the OpenCL C compiler failed:.*undefined_name.*source:\n   1  "
+                                         r"__kernel void k"):
+    tg.devices("opencl")[0].compile(bad)
+  pytest.importorskip("cuda.bindings.nvrtc")
+  from tracegrad.devices.cuda import ptx
+  with pytest.raises(RuntimeError, match=r"(?s)cuda: NVRTC failed to compile:.*undefined_name.*source:\n   1  "):
+    ptx('extern "C" __global__ void k(float *b0) { b0[0] = undefined_name; }')
