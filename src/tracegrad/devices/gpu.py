@@ -33,19 +33,38 @@ class Runner:
     self.prog, self.queue, self.functions, self.launches = prog, queue, functions, launches
     self.nbytes = [b.size * b.dtype.itemsize for b in prog.buffers]
     self.timed, self.ns = False, []   # timed: wait for each item of the program and keep its nanoseconds
+    written = set()
+
+    def stores(p: Program):
+      for k, nums in zip(p.kernels, p.calls):
+        if getattr(k, "bodies", None) is not None:
+          written.update(k.results)
+          for body in k.bodies: stores(body)
+        else: written.update(nums[k.bufs.index(s.buf)] for s in k.stores)
+
+    stores(prog)
+    # constants no kernel writes are uploaded once; the others are copied in for every run
+    self.consts = {n: self._upload(b) for n, b in enumerate(prog.buffers) if b.data is not None and n not in written}
+    self.fresh_consts = [n for n, b in enumerate(prog.buffers) if b.data is not None and n in written]
+
+  def _upload(self, spec):
+    buf = self.queue.alloc(max(spec.size * spec.dtype.itemsize, 1))
+    if spec.size: self.queue.upload(buf, np.ascontiguousarray(spec.data, spec.dtype.np).reshape(-1))
+    return buf
 
   def __call__(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
     prog, q = self.prog, self.queue
     if len(inputs) != len(prog.inputs):
       raise ValueError(f"run_program: the program takes {len(prog.inputs)} inputs, got {len(inputs)}")
-    bufs = [q.alloc(max(n, 1)) for n in self.nbytes]
+    bufs = [self.consts[n] if n in self.consts else q.alloc(max(nb, 1)) for n, nb in enumerate(self.nbytes)]
     for n, x in zip(prog.inputs, inputs):
       a = np.ascontiguousarray(x, prog.buffers[n].dtype.np)
       if a.size != prog.buffers[n].size:
         raise ValueError(f"run_program: input buffer {n} holds {prog.buffers[n].size} elements, got shape {a.shape}")
       if a.size: q.upload(bufs[n], a)
-    for n, b in enumerate(prog.buffers):
-      if b.data is not None and b.size: q.upload(bufs[n], np.ascontiguousarray(b.data, b.dtype.np))
+    for n in self.fresh_consts:
+      b = prog.buffers[n]
+      if b.size: q.upload(bufs[n], np.ascontiguousarray(b.data, b.dtype.np).reshape(-1))
     self.ns = []
     self.run(prog, bufs, self.timed)
     outs = []

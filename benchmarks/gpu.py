@@ -1,0 +1,62 @@
+"""GPU-style backends: kernel times (the device's work, without the copies in and out of each call) of a fused
+elementwise chain over 64M float32 values against memory bandwidth, and of 4096 x 4096 matmuls in float32 and in
+float16 / bfloat16 (float32 accumulation) against arithmetic peak. Not a test: nothing here asserts.
+
+  python3 benchmarks/gpu.py [--backend cuda|opencl] [--size N] [--n M]
+
+--peak-gbs and --peak-tflops give the chip's figures for the ratios (defaults: an H200's 4800 GB/s and dense
+float32 67 TFLOPS / float16 989 TFLOPS).
+"""
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+import tracegrad as tg
+import tracegrad.numpy as tnp
+from tracegrad import run
+
+
+def kernel_seconds(f, args, backend: str, repeats: int = 5) -> tuple[float, list]:
+  """The best total kernel time of f's compiled program over `repeats` runs, and its outputs."""
+  g = tg.make_graph(f)(*args)
+  ex = run.executable(g, backend)
+  ex._runner.timed = True
+  best, out = float("inf"), None
+  for _ in range(repeats):
+    out = ex._runner(args)
+    best = min(best, sum(ex._runner.kernel_ns()) / 1e9)
+  return best, out
+
+
+def main() -> None:
+  p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+  p.add_argument("--backend", default="cuda", choices=("cuda", "opencl"))
+  p.add_argument("--size", type=int, default=64 * 2 ** 20, help="elements of the elementwise benchmark")
+  p.add_argument("--n", type=int, default=4096, help="matmul size")
+  p.add_argument("--peak-gbs", type=float, default=4800.0)
+  p.add_argument("--peak-tflops", type=float, nargs=2, default=(67.0, 989.0), metavar=("F32", "F16"))
+  a = p.parse_args()
+  print(f"{a.backend}: {tg.devices(a.backend)}", flush=True)
+  rng = np.random.default_rng(0)
+
+  x = rng.standard_normal(a.size).astype(np.float32)
+  t, (y,) = kernel_seconds(lambda x: tnp.tanh(1.5 * x + 0.5) * tnp.exp(-x * x) + x / (1 + tnp.abs(x)), [x], a.backend)
+  gbs = 2 * x.nbytes / t / 1e9
+  print(f"elementwise {a.size} float32: {t * 1e3:.3f} ms, {gbs:.0f} GB/s ({gbs / a.peak_gbs:.1%} of {a.peak_gbs:.0f})",
+        flush=True)
+
+  for dtype, peak in (("float32", a.peak_tflops[0]), ("float16", a.peak_tflops[1]), ("bfloat16", a.peak_tflops[1])):
+    m = rng.standard_normal((a.n, a.n)).astype(np.float32)
+    d = getattr(tnp, dtype)
+    f = lambda u, v: tnp.matmul(u.astype(d), v.astype(d), preferred_element_type=tnp.float32)
+    t, (c,) = kernel_seconds(f, [m, m], a.backend, repeats=3)
+    tflops = 2 * a.n ** 3 / t / 1e12
+    err = float(np.abs(c[:64, :64] - m[:64] @ m[:, :64]).max())
+    print(f"matmul {a.n}^2 {dtype} (float32 accumulation): {t * 1e3:.2f} ms, {tflops:.2f} TFLOPS "
+          f"({tflops / peak:.1%} of {peak:.0f}), max |error| on a corner {err:.2g}", flush=True)
+
+
+if __name__ == "__main__":
+  main()
