@@ -60,8 +60,8 @@ def _probe(name: str) -> None:
 
 def _absent(name: str) -> str:
   """Why the backend `name` is not available, for an error message."""
-  why = f" ({name}: {GPU_BACKENDS[name]().missing()})" if name in GPU_BACKENDS else ""
-  return f"{name!r} names no available device{why}; available: {', '.join(_DEVICES)}"
+  if name not in GPU_BACKENDS: return f"unknown backend {name!r}; available: {', '.join(_DEVICES)}"
+  return f"no {name} device here ({GPU_BACKENDS[name]().missing()}); available: {', '.join(_DEVICES)}"
 
 
 def local_devices(backend: str | None = None) -> list[Device]:
@@ -90,7 +90,7 @@ def default_backend() -> str:
   name = env or ("cpu" if "cpu" in reg else "interp")
   if name == "cpu" and "cpu" not in reg: name = "interp"  # the cpu device warned that it found no C compiler
   _probe(name)
-  if name not in _DEVICES: raise ValueError(f"TRACEGRAD_DEVICE={_absent(name)}")
+  if name not in _DEVICES: raise ValueError(f"TRACEGRAD_DEVICE={name!r}: {_absent(name)}")
   _state["backend"] = name
   return name
 
