@@ -173,7 +173,8 @@ class Executable:
       src = render_program(self.program, backend)
       self.source = src.source
       debug(4, self.source)
-      self._runner = self._device.runner(self.program, self._device.compile(src.source), src.launches)
+      functions = self._device.compile(src.source, [name for name, _ in src.launches.values()])
+      self._runner = self._device.runner(self.program, functions, src.launches)
       self._runner.timed = _DEBUG >= 2
       debug(1, f"compile: {len(self.program.kernels)} kernels for {backend} in {1e3 * (time.perf_counter() - t0):.1f} ms")
       return

@@ -117,7 +117,7 @@ def test_errors_name_the_device_or_show_the_source():
   _opencl()
   with pytest.raises(RuntimeError, match=r"(?s)opencl: the OpenCL C compiler failed:.*undefined_name.*source:\n   1  "
                                          r"__kernel void k"):
-    tg.devices("opencl")[0].compile(bad)
+    tg.devices("opencl")[0].compile(bad, ["k"])
   pytest.importorskip("cuda.bindings.nvrtc")
   from tracegrad.devices.cuda import ptx
   with pytest.raises(RuntimeError, match=r"(?s)cuda: NVRTC failed to compile:.*undefined_name.*source:\n   1  "):

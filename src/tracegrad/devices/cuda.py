@@ -156,15 +156,14 @@ class CUDADevice(Device):
     _check(driver.cuCtxSetCurrent(self._ctx), "cuCtxSetCurrent")
     return self._ctx
 
-  def compile(self, source: str) -> dict:
-    """{kernel name: function} of a CUDA C source: compiled by NVRTC for this GPU and loaded."""
+  def compile(self, source: str, names: list[str]) -> dict:
+    """{name: function} of the kernels `names` of a CUDA C source, compiled by NVRTC for this GPU and loaded."""
     self._context()
     from cuda.bindings import driver
     mod = self._modules.get(source)
     if mod is None:
       code = ptx(source, self.arch)
       mod = self._modules[source] = _check(driver.cuModuleLoadData(code), "cuModuleLoadData")
-    names = [line.split("(")[0].split()[-1] for line in source.splitlines() if line.startswith('extern "C" __global__')]
     return {n: _check(driver.cuModuleGetFunction(mod, n.encode()), f"cuModuleGetFunction({n})") for n in names}
 
   def runner(self, prog: Program, functions: dict, launches: dict) -> Runner:

@@ -94,19 +94,18 @@ class Runner:
     for r, (o, _) in zip(results, body.outputs):
       if self.nbytes[r]: self.queue.copy(bufs[r], bufs[o], self.nbytes[r])
 
-  def scalar(self, buf, n: int):
-    a = np.empty(1, self.prog_dtype(n))
-    self.queue.download(buf, a)
+  def scalar(self, bufs: list, n: int):
+    """The value of buffer n, a scalar, read back to the host."""
+    a = np.empty(1, self.prog.buffers[n].dtype.np)
+    self.queue.download(bufs[n], a)
     return a[0]
-
-  def prog_dtype(self, n: int): return self.prog.buffers[n].dtype.np
 
   def control(self, c, bufs: list) -> None:
     ops, res = c.operands, c.results
     name = c.op.name
     if name == "COND":
       last = len(c.bodies) - 1
-      body = c.bodies[min(max(int(self.scalar(bufs[ops[0]], ops[0])), 0), last)]
+      body = c.bodies[min(max(int(self.scalar(bufs, ops[0])), 0), last)]
       for b, o in zip(body.inputs, ops[1:]): bufs[b] = bufs[o]
       self.run(body, bufs)
       self.copy_out(res, body, bufs)
@@ -139,6 +138,6 @@ class Runner:
       (flag, _), = cond.outputs
       while True:
         self.run(cond, bufs)
-        if not self.scalar(bufs[flag], flag): break
+        if not self.scalar(bufs, flag): break
         self.run(body, bufs)
         self.copy_out(res, body, bufs)

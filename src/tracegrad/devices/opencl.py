@@ -91,9 +91,9 @@ class OpenCLDevice(Device):
       self._queue = _CLQueue(self._ctx, cl.CommandQueue(self._ctx))
     return self._ctx
 
-  def compile(self, source: str) -> dict:
-    """{kernel name: compiled kernel} of an OpenCL C source; a build error raises RuntimeError with the
-    compiler's log and the numbered source."""
+  def compile(self, source: str, names: list[str]) -> dict:
+    """{name: compiled kernel} of the kernels `names` of an OpenCL C source; a build error raises RuntimeError
+    with the compiler's log and the numbered source."""
     prog = self._programs.get(source)
     if prog is None:
       import pyopencl as cl
@@ -102,7 +102,7 @@ class OpenCLDevice(Device):
       except cl.RuntimeError as e:
         raise RuntimeError(f"opencl: the OpenCL C compiler failed:\n{e}\n\nsource:\n{_numbered(source)}") from None
       self._programs[source] = prog
-    return {k.function_name: k for k in prog.all_kernels()}
+    return {n: getattr(prog, n) for n in names}
 
   def runner(self, prog: Program, functions: dict, launches: dict) -> Runner:
     self._context()
