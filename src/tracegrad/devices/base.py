@@ -11,6 +11,11 @@ from ..ir import UOp
 from ..ir.dtypes import DType
 
 
+def numbered(source: str) -> str:
+  """A source with line numbers, for a compiler's error message."""
+  return "\n".join(f"{i:4d}  {line}" for i, line in enumerate(source.splitlines(), 1))
+
+
 class Device:
   name: str = "?"
   platform: str = "?"

@@ -27,7 +27,7 @@ import cffi
 import numpy as np
 
 from ..ir import UOp
-from .base import Device, Program
+from .base import Device, Program, numbered
 from .interp import InterpDevice
 
 FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-fopenmp", "-fwrapv", "-ffp-contract=off", "-fno-math-errno",
@@ -176,10 +176,6 @@ class Library:
   def __repr__(self) -> str: return f"Library({self.path.name})"
 
 
-def _numbered(source: str) -> str:
-  return "\n".join(f"{i:4d}  {line}" for i, line in enumerate(source.splitlines(), 1))
-
-
 UNIT_MIN_CHARS = 40_000   # a source this long whose kernels fall in two units compiles as two, on two cores
 
 
@@ -199,14 +195,14 @@ def _build(tc: Toolchain, source: str, path: Path, timeout: float | None = None)
   os.close(fd)
   try:
     if len(source) < UNIT_MIN_CHARS or "TG_UNIT == 1" not in source or (os.cpu_count() or 1) < 2:
-      _run_compiler(tc.command(tmp), source, timeout, _numbered(source))
+      _run_compiler(tc.command(tmp), source, timeout, numbered(source))
     else:
       with tempfile.TemporaryDirectory(dir=path.parent) as d:
         objs = [os.path.join(d, f"unit{i}.o") for i in range(2)]
         flags = [f for f in tc.flags if f != "-shared"]
         cmds = [[*tc.cmd, *flags, f"-DTG_UNIT={i}", "-c", "-x", "c", "-", "-o", o] for i, o in enumerate(objs)]
         with ThreadPoolExecutor(2) as pool:
-          for f in [pool.submit(_run_compiler, c, source, timeout, _numbered(source)) for c in cmds]: f.result()
+          for f in [pool.submit(_run_compiler, c, source, timeout, numbered(source)) for c in cmds]: f.result()
         _run_compiler([*tc.cmd, *tc.flags, *objs, "-o", tmp, "-lm"], None, timeout, "(linking the two units)")
     os.replace(tmp, path)
   finally:

@@ -8,22 +8,15 @@ import hashlib
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Mapping
 
 import numpy as np
 
-from ..ir import UOp
-from .base import Device, Program
-from .gpu import Queue, Runner
-from .interp import InterpDevice
+from .base import numbered
+from .gpu import GPUDevice, Queue
 
 # exact division and square root, no contraction into fused multiply-adds the source does not ask for (as on cpu)
 NVRTC_OPTIONS = ["--fmad=false", "--prec-div=true", "--prec-sqrt=true", "-default-device"]
 DEFAULT_ARCH = "compute_90"
-
-
-def _numbered(source: str) -> str:
-  return "\n".join(f"{i:4d}  {line}" for i, line in enumerate(source.splitlines(), 1))
 
 
 def _check(result, what: str):
@@ -48,7 +41,7 @@ def ptx(source: str, arch: str = DEFAULT_ARCH) -> bytes:
       log = b" " * size
       _check(nvrtc.nvrtcGetProgramLog(prog, log), "nvrtcGetProgramLog")
       raise RuntimeError(f"cuda: NVRTC failed to compile:\n{log.decode(errors='replace').strip()}\n\n"
-                         f"source:\n{_numbered(source)}")
+                         f"source:\n{numbered(source)}")
     size = _check(nvrtc.nvrtcGetPTXSize(prog), "nvrtcGetPTXSize")
     out = b" " * size
     _check(nvrtc.nvrtcGetPTX(prog, out), "nvrtcGetPTX")
@@ -126,18 +119,11 @@ class _Memory:
     except Exception: pass
 
 
-class CUDADevice(Device):
+class CUDADevice(GPUDevice):
   name = "cuda"
   platform = "cuda"
 
-  def __init__(self, id: int = 0):
-    self.id = id
-    self._interp = InterpDevice(id)
-    self._modules: dict[str, object] = {}
-    self._ctx = None
-
   def missing(self) -> str: return missing()
-  def available(self) -> bool: return not missing()
 
   def _context(self):
     if self._ctx is None:
@@ -160,15 +146,9 @@ class CUDADevice(Device):
     """{name: function} of the kernels `names` of a CUDA C source, compiled by NVRTC for this GPU and loaded."""
     self._context()
     from cuda.bindings import driver
-    mod = self._modules.get(source)
+    mod = self._compiled.get(source)
     if mod is None:
       code = ptx(source, self.arch)
-      mod = self._modules[source] = _check(driver.cuModuleLoadData(code), "cuModuleLoadData")
+      mod = self._compiled[source] = _check(driver.cuModuleLoadData(code), "cuModuleLoadData")
     return {n: _check(driver.cuModuleGetFunction(mod, n.encode()), f"cuModuleGetFunction({n})") for n in names}
 
-  def runner(self, prog: Program, functions: dict, launches: dict) -> Runner:
-    self._context()
-    return Runner(prog, self._queue, functions, launches)
-
-  def execute(self, outputs: list[UOp], known: Mapping[UOp, np.ndarray]) -> list[np.ndarray]:
-    return self._interp.execute(outputs, known)

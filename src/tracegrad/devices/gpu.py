@@ -8,10 +8,13 @@ launches. The Program and its Kernels are read by their fields only (devices do 
 from __future__ import annotations
 
 import time
+from typing import Mapping
 
 import numpy as np
 
-from .base import Program
+from ..ir import UOp
+from .base import Device, Program
+from .interp import InterpDevice
 
 
 class Queue:
@@ -141,3 +144,27 @@ class Runner:
         if not self.scalar(bufs, flag): break
         self.run(body, bufs)
         self.copy_out(res, body, bufs)
+
+
+class GPUDevice(Device):
+  """What the GPU-style devices share: eager work on interp, a context made on first use (`_context`, which sets
+  `_queue`), and runners over it. Each says why it is absent (`missing`) and compiles its sources (`compile`)."""
+
+  def __init__(self, id: int = 0):
+    self.id = id
+    self._interp = InterpDevice(id)
+    self._compiled: dict[str, object] = {}   # source -> the platform's compiled program
+    self._ctx = None
+
+  def missing(self) -> str: raise NotImplementedError
+  def available(self) -> bool: return not self.missing()
+  def _context(self): raise NotImplementedError
+  def compile(self, source: str, names: list[str]) -> dict: raise NotImplementedError
+
+  def runner(self, prog: Program, functions: dict, launches: dict) -> Runner:
+    """A function running the compiled Program `prog` on numpy inputs, giving its outputs."""
+    self._context()
+    return Runner(prog, self._queue, functions, launches)
+
+  def execute(self, outputs: list[UOp], known: Mapping[UOp, np.ndarray]) -> list[np.ndarray]:
+    return self._interp.execute(outputs, known)

@@ -8,20 +8,13 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
-from typing import Mapping
 
 import numpy as np
 
-from ..ir import UOp
-from .base import Device, Program
-from .gpu import Queue, Runner
-from .interp import InterpDevice
+from .base import numbered
+from .gpu import GPUDevice, Queue
 
 BUILD_OPTIONS = ["-cl-fp32-correctly-rounded-divide-sqrt"]
-
-
-def _numbered(source: str) -> str:
-  return "\n".join(f"{i:4d}  {line}" for i, line in enumerate(source.splitlines(), 1))
 
 
 @lru_cache(None)
@@ -61,18 +54,11 @@ class _CLQueue(Queue):
   def finish(self) -> None: self.q.finish()
 
 
-class OpenCLDevice(Device):
+class OpenCLDevice(GPUDevice):
   name = "opencl"
   platform = "opencl"
 
-  def __init__(self, id: int = 0):
-    self.id = id
-    self._interp = InterpDevice(id)
-    self._programs: dict[str, object] = {}
-    self._ctx = None
-
   def missing(self) -> str: return missing()
-  def available(self) -> bool: return not missing()
 
   def _context(self):
     if self._ctx is None:
@@ -94,19 +80,13 @@ class OpenCLDevice(Device):
   def compile(self, source: str, names: list[str]) -> dict:
     """{name: compiled kernel} of the kernels `names` of an OpenCL C source; a build error raises RuntimeError
     with the compiler's log and the numbered source."""
-    prog = self._programs.get(source)
+    prog = self._compiled.get(source)
     if prog is None:
       import pyopencl as cl
       try:
         prog = cl.Program(self._context(), source).build(options=BUILD_OPTIONS)
       except cl.RuntimeError as e:
-        raise RuntimeError(f"opencl: the OpenCL C compiler failed:\n{e}\n\nsource:\n{_numbered(source)}") from None
-      self._programs[source] = prog
+        raise RuntimeError(f"opencl: the OpenCL C compiler failed:\n{e}\n\nsource:\n{numbered(source)}") from None
+      self._compiled[source] = prog
     return {n: getattr(prog, n) for n in names}
 
-  def runner(self, prog: Program, functions: dict, launches: dict) -> Runner:
-    self._context()
-    return Runner(prog, self._queue, functions, launches)
-
-  def execute(self, outputs: list[UOp], known: Mapping[UOp, np.ndarray]) -> list[np.ndarray]:
-    return self._interp.execute(outputs, known)
