@@ -168,6 +168,10 @@ class Executable:
       debug(1, f"compile: {e}; this graph runs on interp")
       return
     width = search_width() if search is None else search
+    if width:
+      t1 = time.perf_counter()
+      self.program = optimise(self.program, width, self._device)
+      debug(1, f"search: beam {width} over {len(self.program.kernels)} items in {time.perf_counter() - t1:.1f} s")
     if backend in GPU_BACKENDS:
       from .lower.render_gpu import render_program
       src = render_program(self.program, backend)
@@ -178,10 +182,6 @@ class Executable:
       self._runner.timed = _DEBUG >= 2
       debug(1, f"compile: {len(self.program.kernels)} kernels for {backend} in {1e3 * (time.perf_counter() - t0):.1f} ms")
       return
-    if width:
-      t1 = time.perf_counter()
-      self.program = optimise(self.program, width, self._device)
-      debug(1, f"search: beam {width} over {len(self.program.kernels)} items in {time.perf_counter() - t1:.1f} s")
     if _CHECK_PTX:
       from .devices.cuda import check_ptx
       from .lower import render_gpu

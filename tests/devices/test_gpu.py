@@ -88,7 +88,7 @@ def test_reductions_over_few_points_run_as_work_groups():
   g = tg.make_graph(lambda x: (x.sum(), x.sum(0), x.sum(1)))(np.ones((2048, 3), np.float32))
   launches = sorted(size for _, size in render_program(schedule(g), "opencl").launches.values())
   # one group of 64 items for the total, one per column; one item per row for the short sums along rows
-  assert launches == [(64, 64), (3 * 64, 64), (2048, 64)]
+  assert launches == [((64,), (64,)), ((3 * 64,), (64,)), ((2048,), (64,))]
 
 
 def test_jit_on_the_opencl_device_in_a_process_of_its_own():

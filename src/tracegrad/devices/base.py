@@ -2,13 +2,21 @@
 Program a compiling device runs."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Mapping
 
 import numpy as np
 
 from ..ir import UOp
 from ..ir.dtypes import DType
+
+
+def cache_root() -> Path:
+  """Where the devices keep what they compile and what search found: $TRACEGRAD_CACHE_DIR, default
+  ~/.cache/tracegrad."""
+  return Path(os.environ.get("TRACEGRAD_CACHE_DIR") or Path.home() / ".cache" / "tracegrad")
 
 
 def numbered(source: str) -> str:

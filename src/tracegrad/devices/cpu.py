@@ -27,7 +27,7 @@ import cffi
 import numpy as np
 
 from ..ir import UOp
-from .base import Device, Program, numbered
+from .base import Device, Program, cache_root, numbered
 from .interp import InterpDevice
 
 FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-fopenmp", "-fwrapv", "-ffp-contract=off", "-fno-math-errno",
@@ -112,7 +112,7 @@ def _cpu_id() -> str:
 
 
 def cache_dir() -> Path:
-  return Path(os.environ.get("TRACEGRAD_CACHE_DIR") or Path.home() / ".cache" / "tracegrad") / "cpu"
+  return cache_root() / "cpu"
 
 
 class _Runner:
@@ -240,6 +240,10 @@ class CPUDevice(Device):
     if tc is None: raise RuntimeError(f"cpu: no working C compiler; set $CC or install one of {', '.join(COMPILERS)}")
     key = hashlib.sha256("\0".join([source, *tc.cmd, *tc.flags, tc.version, _cpu_id()]).encode()).hexdigest()
     return cache_dir() / f"{key}.so"
+
+  def search_path(self) -> Path:
+    """The sqlite file of the actions kernel search chose here."""
+    return cache_dir() / "search.sqlite"
 
   def compile(self, source: str, timeout: float | None = None) -> Library:
     """The library of a C source, from the disk cache ($TRACEGRAD_CACHE_DIR, default ~/.cache/tracegrad) when an

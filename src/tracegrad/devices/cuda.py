@@ -5,13 +5,11 @@ loads it and runs it: device memory, one stream, launches. Eager operations run 
 from __future__ import annotations
 
 import hashlib
-import os
 from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 
-from .base import numbered
+from .base import cache_root, numbered
 from .gpu import GPUDevice, Queue
 
 # exact division and square root, no contraction into fused multiply-adds the source does not ask for (as on cpu)
@@ -56,7 +54,7 @@ def check_ptx(source: str, arch: str = DEFAULT_ARCH) -> None:
   from cuda.bindings import nvrtc
   version = ".".join(map(str, _check(nvrtc.nvrtcVersion(), "nvrtcVersion")))
   key = hashlib.sha256("\0".join([source, arch, version, *NVRTC_OPTIONS]).encode()).hexdigest()
-  mark = Path(os.environ.get("TRACEGRAD_CACHE_DIR") or Path.home() / ".cache" / "tracegrad") / "ptx" / key
+  mark = cache_root() / "ptx" / key
   if mark.exists(): return
   ptx(source, arch)
   mark.parent.mkdir(parents=True, exist_ok=True)
@@ -97,15 +95,27 @@ class _CUDAQueue(Queue):
     _check(self.d.cuMemcpyDtoDAsync(int(dst.ptr) + dst_offset, int(src.ptr) + src_offset, nbytes, self.stream),
            "cuMemcpyDtoDAsync")
 
-  def launch(self, function, args: list, size: tuple[int, int]) -> None:
+  def launch(self, function, args: list, size: tuple[tuple, tuple]) -> None:
     ptrs = np.array([int(a.ptr) for a in args], dtype=np.uint64)
     params = np.array([ptrs[i:].ctypes.data for i in range(len(args))], dtype=np.uint64)
-    grid, block = size[0] // size[1], size[1]
-    _check(self.d.cuLaunchKernel(function, grid, 1, 1, block, 1, 1, 0, self.stream,
+    block = (*size[1], 1, 1)[:3]
+    grid = (*(g // l for g, l in zip(size[0], size[1])), 1, 1)[:3]
+    _check(self.d.cuLaunchKernel(function, *grid, *block, 0, self.stream,
                                  params.ctypes.data if len(args) else 0, 0), "cuLaunchKernel")
 
 
   def finish(self) -> None: _check(self.d.cuStreamSynchronize(self.stream), "cuStreamSynchronize")
+
+  def time(self, function, args: list, size: tuple[tuple, tuple]) -> float:
+    start, end = (_check(self.d.cuEventCreate(0), "cuEventCreate") for _ in range(2))
+    try:
+      _check(self.d.cuEventRecord(start, self.stream), "cuEventRecord")
+      self.launch(function, args, size)
+      _check(self.d.cuEventRecord(end, self.stream), "cuEventRecord")
+      _check(self.d.cuEventSynchronize(end), "cuEventSynchronize")
+      return _check(self.d.cuEventElapsedTime(start, end), "cuEventElapsedTime") * 1e-3
+    finally:
+      for e in (start, end): self.d.cuEventDestroy(e)
 
 
 class _Memory:
@@ -124,6 +134,14 @@ class CUDADevice(GPUDevice):
   platform = "cuda"
 
   def missing(self) -> str: return missing()
+
+  def describe(self) -> str:
+    from cuda.bindings import driver
+    self._context()
+    dev = _check(driver.cuDeviceGet(self.id), "cuDeviceGet")
+    name = bytes(_check(driver.cuDeviceGetName(256, dev), "cuDeviceGetName")).split(b"\0")[0].decode()
+    version = _check(driver.cuDriverGetVersion(), "cuDriverGetVersion")
+    return f"{name} {self.arch} driver {version}"
 
   def _context(self):
     if self._ctx is None:

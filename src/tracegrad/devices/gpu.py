@@ -13,7 +13,7 @@ from typing import Mapping
 import numpy as np
 
 from ..ir import UOp
-from .base import Device, Program
+from .base import BufferSpec, Device, Program, cache_root
 from .interp import InterpDevice
 
 
@@ -24,13 +24,24 @@ class Queue:
   def upload(self, buf, data: np.ndarray) -> None: raise NotImplementedError
   def download(self, buf, out: np.ndarray) -> None: raise NotImplementedError
   def copy(self, dst, src, nbytes: int, dst_offset: int = 0, src_offset: int = 0) -> None: raise NotImplementedError
-  def launch(self, function, args: list, size: tuple[int, int]) -> None: raise NotImplementedError
+  def launch(self, function, args: list, size: tuple[tuple, tuple]) -> None:
+    """Run `function` on args over (global items per dimension, items of a group per dimension)."""
+    raise NotImplementedError
   def finish(self) -> None: raise NotImplementedError
+
+  def time(self, function, args: list, size: tuple[tuple, tuple]) -> float:
+    """Seconds one launch runs (by the host's clock, around a wait for everything asked before and for it)."""
+    self.finish()
+    t0 = time.perf_counter()
+    self.launch(function, args, size)
+    self.finish()
+    return time.perf_counter() - t0
 
 
 class Runner:
   """A compiled Program made ready to call on numpy inputs: `functions` maps each kernel's name to the device's
-  compiled function, `launches` each Kernel to (name, (global items, items per group))."""
+  compiled function, `launches` each Kernel to (name, (global items, items per group)), each a tuple with one
+  entry per launch dimension."""
 
   def __init__(self, prog: Program, queue: Queue, functions: dict, launches: dict):
     self.prog, self.queue, self.functions, self.launches = prog, queue, functions, launches
@@ -77,6 +88,23 @@ class Runner:
       outs.append(a.reshape(shape))
     return outs
 
+  def time(self, arrays: list[np.ndarray], stored: list[int], min_time: float) -> tuple[float, list[np.ndarray]]:
+    """(best seconds of one launch, the buffers `stored` after the first) of a Program of one kernel, on `arrays`
+    (one per buffer), launched again until `min_time` seconds have passed."""
+    (k,), (nums,) = self.prog.kernels, self.prog.calls
+    bufs = [self._upload(BufferSpec(a.size, self.prog.buffers[n].dtype, a)) for n, a in enumerate(arrays)]
+    name, size = self.launches[k]
+    f, args = self.functions[name], [bufs[n] for n in nums]
+    self.queue.launch(f, args, size)
+    outs = []
+    for n in stored:
+      outs.append(np.empty_like(arrays[n]))
+      if arrays[n].size: self.queue.download(bufs[n], outs[-1])
+    best, t0 = float("inf"), time.perf_counter()
+    while time.perf_counter() - t0 < min_time or best == float("inf"):
+      best = min(best, self.queue.time(f, args, size))
+    return best, outs
+
   def kernel_ns(self) -> list[float]:
     """Nanoseconds each item of the program took in the last timed run."""
     return list(self.ns)
@@ -88,7 +116,7 @@ class Runner:
         self.control(k, bufs)
       else:
         name, size = self.launches[k]
-        if size[0]: self.queue.launch(self.functions[name], [bufs[n] for n in nums], size)
+        if all(size[0]): self.queue.launch(self.functions[name], [bufs[n] for n in nums], size)
       if timed:
         self.queue.finish()
         self.ns.append(float(time.perf_counter_ns() - t0))
@@ -157,6 +185,11 @@ class GPUDevice(Device):
     self._ctx = None
 
   def missing(self) -> str: raise NotImplementedError
+  def describe(self) -> str: raise NotImplementedError   # the chip and its driver: what a search's timings hold for
+
+  def search_path(self):
+    """The sqlite file of the actions kernel search chose on this platform."""
+    return cache_root() / self.platform / "search.sqlite"
   def available(self) -> bool: return not self.missing()
   def _context(self): raise NotImplementedError
   def compile(self, source: str, names: list[str]) -> dict: raise NotImplementedError

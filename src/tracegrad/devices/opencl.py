@@ -48,10 +48,15 @@ class _CLQueue(Queue):
   def copy(self, dst, src, nbytes: int, dst_offset: int = 0, src_offset: int = 0) -> None:
     self.cl.enqueue_copy(self.q, dst, src, byte_count=nbytes, dst_offset=dst_offset, src_offset=src_offset)
 
-  def launch(self, function, args: list, size: tuple[int, int]) -> None:
-    function(self.q, (size[0],), (size[1],), *args)
+  def launch(self, function, args: list, size: tuple[tuple, tuple]) -> None:
+    function(self.q, size[0], size[1], *args)
 
   def finish(self) -> None: self.q.finish()
+
+  def time(self, function, args: list, size: tuple[tuple, tuple]) -> float:
+    event = function(self.q, size[0], size[1], *args)
+    event.wait()
+    return (event.profile.end - event.profile.start) * 1e-9
 
 
 class OpenCLDevice(GPUDevice):
@@ -59,6 +64,11 @@ class OpenCLDevice(GPUDevice):
   platform = "opencl"
 
   def missing(self) -> str: return missing()
+
+  def describe(self) -> str:
+    self._context()
+    d = self.cl_device
+    return f"{d.platform.name} {d.platform.version} {d.name} {d.driver_version}"
 
   def _context(self):
     if self._ctx is None:
@@ -74,19 +84,19 @@ class OpenCLDevice(GPUDevice):
         dev = next((d for d in found if d.type & cl.device_type.GPU), found[0])
       self.cl_device = dev
       self._ctx = cl.Context([dev])
-      self._queue = _CLQueue(self._ctx, cl.CommandQueue(self._ctx))
+      self._queue = _CLQueue(self._ctx, cl.CommandQueue(
+          self._ctx, properties=cl.command_queue_properties.PROFILING_ENABLE))
     return self._ctx
 
   def compile(self, source: str, names: list[str]) -> dict:
     """{name: compiled kernel} of the kernels `names` of an OpenCL C source; a build error raises RuntimeError
     with the compiler's log and the numbered source."""
-    prog = self._compiled.get(source)
-    if prog is None:
+    kernels = self._compiled.get(source)
+    if kernels is None:
       import pyopencl as cl
       try:
         prog = cl.Program(self._context(), source).build(options=BUILD_OPTIONS)
       except cl.RuntimeError as e:
         raise RuntimeError(f"opencl: the OpenCL C compiler failed:\n{e}\n\nsource:\n{numbered(source)}") from None
-      self._compiled[source] = prog
-    return {n: getattr(prog, n) for n in names}
-
+      kernels = self._compiled[source] = {k.function_name: k for k in prog.all_kernels()}
+    return {n: kernels[n] for n in names}

@@ -12,6 +12,17 @@ program's prelude); search (lower/search.py) tries others and keeps what runs fa
 - `order`: 0 runs a matmul's row blocks outside its column blocks (by default the column blocks are outside, so a
   panel of the right operand stays in cache while every row block uses it)
 
+The GPU renderer (lower/render_gpu.py, targets opencl and cuda) has actions of its own:
+
+- `local`: work items per group
+- `group`: 1 runs a reduction as one work-group per output point, its items combining partial results through
+  local memory; 0 as one item per output point (by default: grouped when the reduction is long and the points few)
+- `upcast`: points of the last outer loop one item computes (it loads what they share once, and reads consecutive
+  elements as one vector load where the index allows)
+- `upcast_rows`: points of the second-last outer loop one item computes (with `upcast`, a register tile of a matmul)
+- `grid`: 0 numbers the items along one launch dimension; g > 0 launches a 2-d grid, the last loop along the first
+  dimension, the other loops along the second, in groups g items wide
+
 >>> import tracegrad, tracegrad.numpy as tnp
 >>> from tracegrad.lower.schedule import schedule
 >>> k = schedule(tracegrad.make_graph(lambda x, y: x @ y)(tnp.ones((64, 32)), tnp.ones((32, 64)))).kernels[0]
@@ -21,6 +32,7 @@ program's prelude); search (lower/search.py) tries others and keeps what runs fa
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from .kernel import Kernel
 
@@ -32,28 +44,71 @@ ACTIONS = {"rows_by_width": ("threads", "block", "rows", "width", "unroll", "ord
            "plain_nest": ("threads", "collapse")}
 
 
-def shape(k: Kernel) -> str | None:
+GPU_AMOUNTS = {"local": (16, 32, 64, 128, 256), "group": (0, 1), "upcast": (1, 2, 4, 8), "upcast_rows": (1, 2, 4, 8),
+               "grid": (0, 4, 8, 16, 32)}
+GPU_DEFAULTS = {"local": 64, "upcast": 1, "upcast_rows": 1, "grid": 0}   # group: render_gpu.grouped's choice
+GPU_TARGETS = ("opencl", "cuda")
+MAX_GRID_Y = 65535   # groups along a launch's second dimension (CUDA's limit)
+
+
+def gpu_actions(k: Kernel, opts: dict) -> dict[str, tuple]:
+  """The amounts each GPU action may take for k beside the other actions of opts (none: a sequential kernel)."""
+  from .render_gpu import groupable, grouped
+  if not k.parallel: return {}
+  out = {"group": GPU_AMOUNTS["group"]} if groupable(k) else {}
+  if grouped(k, opts): return {**out, "local": tuple(n for n in GPU_AMOUNTS["local"] if n >= 32)}
+  if not k.loops: return out
+  out["local"] = GPU_AMOUNTS["local"]
+  out["upcast"] = tuple(u for u in GPU_AMOUNTS["upcast"] if k.loops[-1].extent % u == 0)
+  if len(k.loops) >= 2:
+    out["upcast_rows"] = tuple(u for u in GPU_AMOUNTS["upcast_rows"] if k.loops[-2].extent % u == 0)
+    local = opts.get("local", GPU_DEFAULTS["local"])
+    rest = math.prod(l.extent for l in k.loops[:-1]) // opts.get("upcast_rows", 1)
+    out["grid"] = tuple(g for g in GPU_AMOUNTS["grid"] if g == 0 or (g < local and -(-rest * g // local) <= MAX_GRID_Y))
+  return out
+
+
+def shape(k: Kernel, target: str = "c") -> str | None:
   """Which template the renderer uses for k by default: register blocks of a matmul-like kernel, plain parallel
-  loops (one, or a nest), or None for a kernel with no actions (sequential, or no loops)."""
+  loops (one, or a nest), or None for a kernel with no actions (sequential, or no loops). On a GPU target: "items"
+  (one or more points per work item) or "group" (a reduction by work-groups), or None."""
   from .render_c import _dot_blocked, _interchange
+  if target in GPU_TARGETS:
+    from .render_gpu import grouped
+    return None if not gpu_actions(k, {}) else "group" if grouped(k, {}) else "items"
   if _interchange(k): return "rows_by_width"
   if _dot_blocked(k): return "dots"
   if not k.parallel or not k.loops: return None
   return "plain" if len(k.loops) == 1 else "plain_nest"
 
 
-def apply(k: Kernel, opts: dict) -> Kernel:
-  """k with these actions (checked against the ones its shape allows)."""
-  allowed = ACTIONS.get(shape(k), ())
+def _legal(k: Kernel, opts: dict, target: str) -> dict[str, tuple]:
+  if target in GPU_TARGETS: return gpu_actions(k, opts)
+  return {a: AMOUNTS[a] for a in ACTIONS.get(shape(k), ())}
+
+
+def apply(k: Kernel, opts: dict, target: str = "c") -> Kernel:
+  """k with these actions (checked against the ones its shape allows on `target`: "c", "opencl" or "cuda")."""
+  legal = _legal(k, opts, target)
   for name, amount in opts.items():
-    if name not in allowed or amount not in AMOUNTS[name]:
-      raise ValueError(f"opt: {name}={amount} is not an action for kernel {k.name} ({shape(k) or 'no blocks'}); "
-                       f"its actions: {', '.join(f'{a} in {AMOUNTS[a]}' for a in allowed) or 'none'}")
+    if amount not in legal.get(name, ()):
+      raise ValueError(f"opt: {name}={amount} is not an action for kernel {k.name} ({shape(k, target) or 'no blocks'} "
+                       f"on {target}); its actions: {', '.join(f'{a} in {v}' for a, v in legal.items()) or 'none'}")
   return dataclasses.replace(k, opts=tuple(sorted(opts.items())))
 
 
-def neighbours(k: Kernel, opts: dict) -> list[dict]:
+def neighbours(k: Kernel, opts: dict, target: str = "c") -> list[dict]:
   """The action sets one action away from opts."""
+  if target in GPU_TARGETS:
+    from .render_gpu import grouped
+    out, defaults = [], {**GPU_DEFAULTS, "group": int(grouped(k, {}))}
+    for name, amounts in gpu_actions(k, opts).items():
+      for amount in amounts:
+        if opts.get(name, defaults[name]) == amount: continue
+        cand = {**opts, name: amount}
+        legal = gpu_actions(k, cand)
+        if all(v in legal.get(a, ()) for a, v in cand.items()): out.append(cand)
+    return out
   if opts.get("block") == 0: return [{}, {"block": 0, "threads": 1 - opts.get("threads", 1)}]
   out = []
   for name in ACTIONS.get(shape(k), ()):

@@ -8,6 +8,11 @@ per outer point (`group`): each item folds a stride of the inner points, then th
 through local (shared) memory with barriers. A sequential kernel runs as one item. The host runs the Program's
 control flow (devices/gpu.py) with the launch sizes `launches` gives.
 
+The kernel's actions (lower/opt.py) change the mapping: `local` sizes the groups, `group` turns the work-group
+reduction on or off, `upcast` and `upcast_rows` give an item a tile of points of the last two loops (the loop
+variables substituted and simplified per point, so what points share is computed once, and aligned runs of
+consecutive elements load as one vector), `grid` launches a 2-d grid.
+
 >>> from tracegrad.ir import UOp, dtypes
 >>> from tracegrad.lower.kernel import Kernel, Loop, Store
 >>> i, x = UOp.param((), dtypes.int64), UOp.param((4,), dtypes.float32)
@@ -29,10 +34,11 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
 from ..devices.base import Program
-from ..ir import UOp
-from .kernel import Control, Kernel
-from .render_c import CTYPE, HELPERS, MEMTYPE, REDUCE_ALU, _Body, _combine, _emit_reduce, _emit_store, _identity, _loop, \
-    c_name, render_const
+from ..ir import Ops, UOp, dtypes, substitute
+from .kernel import Control, Kernel, Loop, Store
+from .render_c import CTYPE, HELPERS, LOAD, MEMTYPE, REDUCE_ALU, SUM_BLOCK, _Body, _combine, _emit_reduce, _emit_store, \
+    _identity, _loop, _order, c_name, render_const
+from .symbolic import _linear, simplify
 
 _INTS = """typedef {i8} int8_t; typedef short int16_t; typedef int int32_t; typedef {i64} int64_t;
 typedef unsigned char uint8_t; typedef unsigned short uint16_t; typedef unsigned int uint32_t; typedef {u64} uint64_t;
@@ -80,38 +86,84 @@ class Target:
   kernel: str      # a kernel function's qualifiers and return type
   space: str       # a buffer parameter's address space
   restrict: str
-  gid: str         # this item's global index, the group's index, the item's index in its group
+  gid: tuple       # this item's global index along launch dimensions 0 and 1, the group's index, the item's in its group
   group: str
   lid: str
   local: str       # the qualifier of group-shared memory
   barrier: str
+  vector: dict     # the vector type of each element type of memory, without its width
+  vload: str       # a vector load: {t} type with width, {w} width, {p} pointer to its first element
 
+
+_VECTOR = {"float": "float", "double": "double", "int8_t": "char", "uint8_t": "uchar", "int16_t": "short",
+           "uint16_t": "ushort", "int32_t": "int", "uint32_t": "uint", "int64_t": "long", "uint64_t": "ulong"}
 
 TARGETS = {
-  "opencl": Target(OPENCL_HEAD, "__kernel void", "__global ", "restrict", "(int64_t)get_global_id(0)",
-                   "(int64_t)get_group_id(0)", "(int64_t)get_local_id(0)", "__local", "barrier(CLK_LOCAL_MEM_FENCE);"),
+  "opencl": Target(OPENCL_HEAD, "__kernel void", "__global ", "restrict",
+                   ("(int64_t)get_global_id(0)", "(int64_t)get_global_id(1)"), "(int64_t)get_group_id(0)",
+                   "(int64_t)get_local_id(0)", "__local", "barrier(CLK_LOCAL_MEM_FENCE);", _VECTOR, "vload{w}(0, {p})"),
   "cuda": Target(CUDA_HEAD, 'extern "C" __global__ void', "", "__restrict__",
-                 "((int64_t)blockIdx.x * blockDim.x + threadIdx.x)", "(int64_t)blockIdx.x", "(int64_t)threadIdx.x",
-                 "__shared__", "__syncthreads();"),
+                 ("((int64_t)blockIdx.x * blockDim.x + threadIdx.x)", "((int64_t)blockIdx.y * blockDim.y + threadIdx.y)"),
+                 "(int64_t)blockIdx.x", "(int64_t)threadIdx.x", "__shared__", "__syncthreads();",
+                 {**_VECTOR, "int64_t": "longlong", "uint64_t": "ulonglong"}, "*(const {t} *)({p})"),
 }
 
 LOCAL = 64            # work items of a group: a plain kernel's, and a grouped reduction's
 GROUP_MIN_STEPS = 1024   # a reduction this long over few enough outer points runs as one group per point
 GROUP_MAX_POINTS = 4096
+VECTOR_BYTES = 16     # the widest vector load
+COMPONENTS = "xyzw"
 
 
 class _GPUBody(_Body):
-  """render_c's statements without its OpenMP pragmas."""
+  """render_c's statements without its OpenMP pragmas, and vector loads of the buffers in `vector` (ones the kernel
+  never stores to)."""
+
+  def __init__(self, k: Kernel, target: Target):
+    super().__init__(k)
+    self.target, self.vector = target, frozenset()
 
   @contextmanager
   def block(self, header: str, pragma: str | None = None):
     with super().block(header): yield
 
+  def preload(self, roots) -> None:
+    """Name each aligned run of loads below roots that read consecutive elements of a `vector` buffer as the
+    components of one vector load: the index of the run's first load is a multiple of its width for every value
+    of the loop variables."""
+    runs: dict[tuple, dict[int, UOp]] = {}
+    for u in _order(roots, self.names):
+      if u.op is Ops.GATHER and u.src[0] in self.vector:
+        terms, c = _linear(u.src[1].src[0])
+        runs.setdefault((u.src[0], frozenset(terms.items())), {})[c] = u
+    for (buf, terms), loads in runs.items():
+      mem = "uint8_t" if buf.dtype.is_bool else MEMTYPE[buf.dtype]
+      for w in (4, 2):
+        if w * buf.dtype.itemsize > VECTOR_BYTES or any(c % w for _, c in terms): continue
+        for c in sorted(loads):
+          run = [loads.get(c + i) for i in range(w)]
+          if c % w or any(g is None or g in self.names for g in run): continue
+          idx = self.emit([run[0].src[1].src[0]])[0]
+          name, self.count = f"v{self.count}", self.count + 1
+          vt = f"{self.target.vector[mem]}{w}"
+          self.line(f"const {vt} {name} = {self.target.vload.format(t=vt, w=w, p=f'{self.bufs[buf]} + {idx}')};")
+          for i, g in enumerate(run):
+            self.names[g] = f"{LOAD[buf.dtype]}({name}.{COMPONENTS[i]})" if buf.dtype in LOAD else f"{name}.{COMPONENTS[i]}"
+            self.reads[g] = frozenset({buf})
 
-def _grouped(k: Kernel) -> bool:
+
+def groupable(k: Kernel) -> bool:
+  """Whether k's reduction can run as a work-group per output point."""
   r = k.reduce
-  if r is None or not k.parallel or r.stores or k.epilogue or not r.loops: return False
-  points, steps = math.prod(l.extent for l in k.loops), math.prod(l.extent for l in r.loops)
+  return r is not None and k.parallel and not r.stores and not k.epilogue and bool(r.loops)
+
+
+def grouped(k: Kernel, opts: dict) -> bool:
+  """Whether k runs as a work-group per output point: as opts' `group` says, else when its reduction is long and
+  its points few."""
+  if not groupable(k): return False
+  if "group" in opts: return bool(opts["group"])
+  points, steps = math.prod(l.extent for l in k.loops), math.prod(l.extent for l in k.reduce.loops)
   return steps >= GROUP_MIN_STEPS and points <= GROUP_MAX_POINTS
 
 
@@ -129,51 +181,141 @@ def _split(b: _Body, flat: str, loops, prefix: str) -> None:
 def render_kernel(k: Kernel, target: str, name: str | None = None, restrict: bool = True) -> tuple[str, tuple]:
   """The kernel function of k for `target`, and its launch: (global items, items per group)."""
   t = TARGETS[target]
-  b = _GPUBody(k)
+  opts = dict(k.opts)
+  b = _GPUBody(k, t)
   stored = {s.buf for s in k.stores} | {s.buf for s in (k.reduce.stores if k.reduce else ())}
   params = ", ".join(f"{t.space}{'' if p in stored else 'const '}{'uint8_t' if p.dtype.is_bool else MEMTYPE[p.dtype]} "
                      f"*{t.restrict + ' ' if restrict else ''}{n}" for p, n in b.bufs.items())
-  points = math.prod(l.extent for l in k.loops)
-  if _grouped(k):
-    launch = (points * LOCAL, LOCAL)
-    _grouped_body(b, k, t)
-  else:
+  local = opts.get("local", LOCAL)
+  if grouped(k, opts):
+    launch = ((math.prod(l.extent for l in k.loops) * local,), (local,))
+    _grouped_body(b, k, t, local)
+  elif k.parallel and k.loops:
+    b.vector = frozenset(k.bufs) - stored
+    launch = _items(b, k, t, opts)
+  else:   # one item runs it all
+    launch = ((1,), (1,))
     with ExitStack() as loops:
-      if k.parallel and k.loops:
-        launch = (-(-points // LOCAL) * LOCAL, LOCAL)
-        b.line(f"const int64_t gid = {t.gid};")
-        b.line(f"if (gid >= {points}) return;")
-        _split(b, "gid", k.loops, "i")
-      else:   # one item runs it all
-        launch = (1, 1)
-        for j, l in enumerate(k.loops):
-          b.names[l.var] = f"i{j}"
-          loops.enter_context(b.block(_loop(f"i{j}", l.extent)))
-      if k.reduce is not None: _emit_reduce(b, k)
-      for j, l in enumerate(k.epilogue):
-        b.names[l.var] = f"e{j}"
-        loops.enter_context(b.block(_loop(f"e{j}", l.extent)))
-      for s in k.stores: _emit_store(b, s)
+      for j, l in enumerate(k.loops):
+        b.names[l.var] = f"i{j}"
+        loops.enter_context(b.block(_loop(f"i{j}", l.extent)))
+      _emit_point(b, k)
   src = f"{t.kernel} {name or c_name(k.name)}({params}) {{\n" + "".join(l + "\n" for l in b.lines) + "}"
   return src, launch
 
 
-def _grouped_body(b: _Body, k: Kernel, t: Target) -> None:
+def _emit_point(b: _Body, k: Kernel) -> None:
+  """The reduction, epilogue and stores of one point of k's outer loops."""
+  with ExitStack() as loops:
+    if k.reduce is not None: _emit_reduce(b, k)
+    for j, l in enumerate(k.epilogue):
+      b.names[l.var] = f"e{j}"
+      loops.enter_context(b.block(_loop(f"e{j}", l.extent)))
+    for s in k.stores: _emit_store(b, s)
+
+
+def _items(b: _GPUBody, k: Kernel, t: Target, opts: dict) -> tuple:
+  """Name the outer loop variables of this item (a tile of upcast points), emit its work, and give the launch."""
+  local, g = opts.get("local", LOCAL), opts.get("grid", 0)
+  ups = {len(k.loops) - 1: opts.get("upcast", 1), len(k.loops) - 2: opts.get("upcast_rows", 1)}
+  loops = [Loop(UOp.param((), dtypes.int64), l.extent // ups[j]) if ups.get(j, 1) > 1 else l
+           for j, l in enumerate(k.loops)]
+  if g:
+    rest, ly = math.prod(l.extent for l in loops[:-1]), local // g
+    b.line(f"const int64_t gx = {t.gid[0]}, gy = {t.gid[1]};")
+    b.line(f"if (gx >= {loops[-1].extent} || gy >= {rest}) return;")
+    _split(b, "gy", loops[:-1], "i")
+    b.line(f"const int64_t i{len(loops) - 1} = gx;")
+    b.names[loops[-1].var] = f"i{len(loops) - 1}"
+    launch = ((-(-loops[-1].extent // g) * g, -(-rest // ly) * ly), (g, ly))
+  else:
+    points = math.prod(l.extent for l in loops)
+    b.line(f"const int64_t gid = {t.gid[0]};")
+    b.line(f"if (gid >= {points}) return;")
+    _split(b, "gid", loops, "i")
+    launch = ((-(-points // local) * local,), (local,))
+  if all(l is m for l, m in zip(loops, k.loops)):
+    _emit_point(b, k)
+    return launch
+  tile = [{}]
+  for j, (l, m) in enumerate(zip(k.loops, loops)):
+    if l is not m:
+      tile = [{**p, l.var: m.var * UOp.const(dtypes.int64, ups[j]) + UOp.const(dtypes.int64, i)}
+              for p in tile for i in range(ups[j])]
+  _emit_tile(b, k, tile, {l.var: l.extent for l in loops})
+  return launch
+
+
+def _emit_tile(b: _GPUBody, k: Kernel, tile: list[dict], ranges: dict) -> None:
+  """The work of every point of `tile` (each a substitution of k's outer loop variables): one accumulator per
+  point, their reduction steps emitted together (what the points share is computed once), then their stores."""
+  r = k.reduce
+  ranges = {**ranges, **{l.var: l.extent for l in (r.loops if r else ()) + k.epilogue}}
+
+  def sub(u: UOp, m: dict) -> UOp: return simplify(substitute([u], m)[0], ranges)
+
+  def sub_store(s: Store, m: dict) -> Store:
+    return Store(s.buf, sub(s.index, m), sub(s.value, m), s.mode, None if s.valid is None else sub(s.valid, m))
+
+  with ExitStack() as loops:
+    if r is not None:
+      ct, zero = CTYPE[r.acc.dtype], render_const(_identity(r.op, r.acc.dtype), r.acc.dtype)
+      accs = [UOp.param((), r.acc.dtype) for _ in tile]
+      tile = [{**m, r.acc: a} for m, a in zip(tile, accs)]
+      for j, a in enumerate(accs):
+        b.line(f"{ct} acc{j} = {zero};")
+        b.names[a] = f"acc{j}"
+      steps = [_combine(REDUCE_ALU[r.op], a, sub(r.value, m)) for a, m in zip(accs, tile)]
+      stores = [sub_store(s, m) for m in tile for s in r.stores]
+      last = len(r.loops) - 1
+      blocked = r.op is Ops.REDUCE_SUM and r.acc.dtype.is_float and bool(r.loops) and r.loops[last].extent > SUM_BLOCK
+
+      def step():
+        b.preload(steps)
+        for a, v in zip(accs, b.emit(steps)): b.line(f"{b.names[a]} = {v};")
+        for s in stores: _emit_store(b, s)
+
+      with ExitStack() as outer:
+        for j, l in enumerate(r.loops):
+          b.names[l.var] = f"r{j}"
+          if j < last: outer.enter_context(b.block(_loop(f"r{j}", l.extent)))
+        if blocked:   # a long float sum adds up blocks, each summed on its own
+          n = r.loops[last].extent
+          outer.enter_context(b.block(f"for (int64_t rb = 0; rb < {n}; rb += {SUM_BLOCK})"))
+          b.line(f"const int64_t re = rb + {SUM_BLOCK} < {n} ? rb + {SUM_BLOCK} : {n};")
+          for i, a in enumerate(accs):
+            b.line(f"{ct} part{i} = {zero};")
+            b.names[a] = f"part{i}"
+          with b.block(f"for (int64_t r{last} = rb; r{last} < re; r{last}++)"): step()
+          for i in range(len(accs)): b.line(f"acc{i} = acc{i} + part{i};")
+        elif r.loops:
+          with b.block(_loop(f"r{last}", r.loops[last].extent)): step()
+        else: step()
+      for i, a in enumerate(accs): b.names[a] = f"acc{i}"
+    for j, l in enumerate(k.epilogue):
+      b.names[l.var] = f"e{j}"
+      loops.enter_context(b.block(_loop(f"e{j}", l.extent)))
+    stores = [sub_store(s, m) for m in tile for s in k.stores]
+    b.preload([u for s in stores for u in (s.index, s.value) + ((s.valid,) if s.valid is not None else ())])
+    for s in stores: _emit_store(b, s)
+
+
+def _grouped_body(b: _Body, k: Kernel, t: Target, local: int) -> None:
   r = k.reduce
   ct = CTYPE[r.acc.dtype]
   steps = math.prod(l.extent for l in r.loops)
   b.line(f"const int64_t grp = {t.group}, lid = {t.lid};")
   _split(b, "grp", k.loops, "i")
-  b.line(f"{t.local} {ct} part[{LOCAL}];")
+  b.line(f"{t.local} {ct} part[{local}];")
   b.line(f"{ct} acc = {render_const(_identity(r.op, r.acc.dtype), r.acc.dtype)};")
   b.names[r.acc] = "acc"
-  with b.block(f"for (int64_t rr = lid; rr < {steps}; rr += {LOCAL})"):
+  with b.block(f"for (int64_t rr = lid; rr < {steps}; rr += {local})"):
     _split(b, "rr", r.loops, "r")
     b.line(f"acc = {b.emit([_combine(REDUCE_ALU[r.op], r.acc, r.value)])[0]};")
   b.line("part[lid] = acc;")
   b.line(t.barrier)
   mine, other = UOp.param((), r.acc.dtype), UOp.param((), r.acc.dtype)
-  with b.block(f"for (int64_t s = {LOCAL // 2}; s > 0; s >>= 1)"):
+  with b.block(f"for (int64_t s = {local // 2}; s > 0; s >>= 1)"):
     with b.block("if (lid < s)"):
       b.names[mine], b.names[other] = "part[lid]", "part[lid + s]"
       b.line(f"part[lid] = {b.emit([_combine(REDUCE_ALU[r.op], mine, other)])[0]};")

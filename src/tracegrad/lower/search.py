@@ -1,16 +1,19 @@
 """BEAM search over each kernel's optimisation actions (lower/opt.py), with a persistent cache.
 
 For a kernel with actions, the search starts from the hand-coded default and, round by round, tries every action set
-one action away from the `width` best so far: candidates compile in parallel, then each runs alone in a process of its
-own (`CPUDevice.time_library`) on random buffers, and one that fails to compile, crashes, hangs or computes another
-result than the default is dropped. The best action set is kept in an sqlite table in the cache directory, keyed by
-the kernel's source, the compiler and the CPU, so a search is paid once per machine and processes share it.
+one action away from the `width` best so far, on random buffers; one that fails to compile, crashes, hangs or computes
+another result than the default is dropped. On the cpu, candidates compile in parallel, then each runs alone in a
+process of its own (`CPUDevice.time_library`); on a GPU-style device (opencl, cuda) each candidate's kernel is timed
+in this process by the device's clock (`Runner.time`: OpenCL profiling events, CUDA events). The best action set is
+kept in an sqlite table in the cache directory, keyed by the kernel's source and what runs it (compiler and CPU, or
+the GPU and its driver), so a search is paid once per machine and processes share it.
 
 `TRACEGRAD_SEARCH=<width>` turns it on for every compiled program; `jit(f, search=width)` for one function.
 """
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import sqlite3
@@ -19,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..devices.base import BufferSpec, Program
-from . import opt
+from . import opt, render_gpu
 from .kernel import Control, Kernel
 from .render_c import render_kernel, render_program
 
@@ -39,10 +42,10 @@ def search_width() -> int:
 
 
 class Cache:
-  """Searched action sets by kernel key, in `search.sqlite` beside the compiled libraries."""
+  """Searched action sets by kernel key, in the device's `search.sqlite` (beside its compiled code)."""
 
   def __init__(self, device):
-    self.path = device.library_path("").parent / "search.sqlite"
+    self.path = device.search_path()
 
   def _db(self) -> sqlite3.Connection:
     self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -60,9 +63,42 @@ class Cache:
       db.execute("INSERT OR REPLACE INTO search VALUES (?, ?, ?)", (key, json.dumps(opts, sort_keys=True), seconds))
 
 
+def _gpu(device) -> bool: return device.platform in opt.GPU_TARGETS
+
+
+def _target(device) -> str: return device.platform if _gpu(device) else "c"
+
+
 def kernel_key(k: Kernel, device) -> str:
-  """The cache key of a kernel: its default source, the compiler, its flags and the CPU."""
-  return device.library_path(render_kernel(dataclasses.replace(k, opts=()), "k")).stem
+  """The cache key of a kernel: its default source and what runs it (the compiler, its flags and the CPU; or the GPU
+  and its driver)."""
+  plain = dataclasses.replace(k, opts=())
+  if _gpu(device):
+    source, _ = render_gpu.render_kernel(plain, device.platform, "k")
+    return hashlib.sha256("\0".join([source, device.describe()]).encode()).hexdigest()
+  return device.library_path(render_kernel(plain, "k")).stem
+
+
+def _build(k: Kernel, prog: Program, device):
+  """The one-kernel program `prog` running k, compiled for device (None when it does not compile)."""
+  p = dataclasses.replace(prog, kernels=[k])
+  try:
+    if _gpu(device):
+      src = render_gpu.render_program(p, device.platform)
+      return device.runner(p, device.compile(src.source, [n for n, _ in src.launches.values()]), src.launches)
+    return device.compile(render_program(p), timeout=COMPILE_TIMEOUT)
+  except RuntimeError:
+    return None
+
+
+def _time(built, arrays: list[np.ndarray], stored: list[int], device) -> tuple[float, list[np.ndarray]] | None:
+  """(best seconds of one run, the stored buffers) of a built candidate; None when it failed."""
+  if built is None: return None
+  if not _gpu(device): return device.time_library(built, arrays, stored, MIN_TIME, TIMEOUT)
+  try:
+    return built.time(arrays, stored, MIN_TIME)
+  except RuntimeError:
+    return None
 
 
 def _arrays(k: Kernel, rng) -> list[np.ndarray]:
@@ -96,7 +132,8 @@ def _frozen(opts: dict) -> tuple: return tuple(sorted(opts.items()))
 
 def best_opts(k: Kernel, width: int, device, progress=None) -> dict:
   """The fastest action set found for k (from the cache when it has one)."""
-  if opt.shape(k) is None: return {}
+  target = _target(device)
+  if opt.shape(k, target) is None: return {}
   cache, key = Cache(device), kernel_key(k, device)
   hit = cache.get(key)
   if hit is not None: return hit
@@ -104,15 +141,11 @@ def best_opts(k: Kernel, width: int, device, progress=None) -> dict:
   prog, stored = _program(k)
 
   def libraries(cands: list[dict]) -> list:
-    def build(o):
-      try:
-        return device.compile(render_program(dataclasses.replace(prog, kernels=[opt.apply(k, o)])),
-                              timeout=COMPILE_TIMEOUT)
-      except RuntimeError:
-        return None
+    def build(o): return _build(opt.apply(k, o, target), prog, device)
+    if _gpu(device): return [build(o) for o in cands]
     with ThreadPoolExecutor(max(os.cpu_count() or 1, 1)) as pool: return list(pool.map(build, cands))
 
-  base = device.time_library(libraries([{}])[0], arrays, stored, MIN_TIME, TIMEOUT)
+  base = _time(libraries([{}])[0], arrays, stored, device)
   if base is None: return {}
   if base[0] < MIN_KERNEL_TIME:   # too quick for any action to pay for its search
     cache.put(key, {}, base[0])
@@ -120,10 +153,10 @@ def best_opts(k: Kernel, width: int, device, progress=None) -> dict:
   want, timed = base[1], {(): base[0]}
   beam = [{}]
   for _ in range(MAX_ROUNDS):
-    cands = list({_frozen(c): c for o in beam for c in opt.neighbours(k, o) if _frozen(c) not in timed}.values())
+    cands = list({_frozen(c): c for o in beam for c in opt.neighbours(k, o, target) if _frozen(c) not in timed}.values())
     if not cands: break
     for c, lib in zip(cands, libraries(cands)):
-      res = None if lib is None else device.time_library(lib, arrays, stored, MIN_TIME, TIMEOUT)
+      res = _time(lib, arrays, stored, device)
       timed[_frozen(c)] = res[0] if res is not None and _same(res[1], want) else float("inf")
       if progress is not None: progress.update(1)
     ranked = sorted(timed, key=timed.get)
@@ -145,7 +178,7 @@ def optimise(prog: Program, width: int, device) -> Program:
       items = []
       for k in p.kernels:
         if isinstance(k, Control): items.append(dataclasses.replace(k, bodies=tuple(walk(b) for b in k.bodies)))
-        else: items.append(opt.apply(k, best_opts(k, width, device, bar)))
+        else: items.append(opt.apply(k, best_opts(k, width, device, bar), _target(device)))
       return dataclasses.replace(p, kernels=items)
     return walk(prog)
 
