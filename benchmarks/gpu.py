@@ -2,7 +2,10 @@
 elementwise chain over 64M float32 values against memory bandwidth, and of 4096 x 4096 matmuls in float32 and in
 float16 / bfloat16 (float32 accumulation) against arithmetic peak. Not a test: nothing here asserts.
 
-  python3 benchmarks/gpu.py [--backend cuda|opencl] [--size N] [--n M]
+  python3 benchmarks/gpu.py [--backend cuda|opencl] [--size N] [--n M] [--search WIDTH]
+
+--search times each program again after a kernel search of that beam width (the GPU actions of lower/opt.py: group
+size, upcast tiles with vector loads, 2-d grids), beside the default mapping.
 
 --peak-gbs and --peak-tflops give the chip's figures for the ratios (defaults: an H200's 4800 GB/s and dense
 float32 67 TFLOPS / float16 989 TFLOPS).
@@ -18,10 +21,11 @@ import tracegrad.numpy as tnp
 from tracegrad import run
 
 
-def kernel_seconds(f, args, backend: str, repeats: int = 5) -> tuple[float, list]:
-  """The best total kernel time of f's compiled program over `repeats` runs, and its outputs."""
+def kernel_seconds(f, args, backend: str, repeats: int = 5, search: int = 0) -> tuple[float, list]:
+  """The best total kernel time of f's compiled program (after a search of that beam width) over `repeats` runs, and
+  its outputs."""
   g = tg.make_graph(f)(*args)
-  ex = run.executable(g, backend)
+  ex = run.executable(g, backend, search=search)
   ex._runner.timed = True
   best, out = float("inf"), None
   for _ in range(repeats):
@@ -37,25 +41,33 @@ def main() -> None:
   p.add_argument("--n", type=int, default=4096, help="matmul size")
   p.add_argument("--peak-gbs", type=float, default=4800.0)
   p.add_argument("--peak-tflops", type=float, nargs=2, default=(67.0, 989.0), metavar=("F32", "F16"))
+  p.add_argument("--search", type=int, default=0, help="beam width of a kernel search to time as well (0: none)")
   a = p.parse_args()
+  searches = (0, a.search) if a.search else (0,)
   print(f"{a.backend}: {tg.devices(a.backend)}", flush=True)
   rng = np.random.default_rng(0)
 
   x = rng.standard_normal(a.size).astype(np.float32)
-  t, (y,) = kernel_seconds(lambda x: tnp.tanh(1.5 * x + 0.5) * tnp.exp(-x * x) + x / (1 + tnp.abs(x)), [x], a.backend)
-  gbs = 2 * x.nbytes / t / 1e9
-  print(f"elementwise {a.size} float32: {t * 1e3:.3f} ms, {gbs:.0f} GB/s ({gbs / a.peak_gbs:.1%} of {a.peak_gbs:.0f})",
-        flush=True)
+  for width in searches:
+    t, (y,) = kernel_seconds(lambda x: tnp.tanh(1.5 * x + 0.5) * tnp.exp(-x * x) + x / (1 + tnp.abs(x)), [x], a.backend,
+                             search=width)
+    gbs = 2 * x.nbytes / t / 1e9
+    print(f"elementwise {a.size} float32{_searched(width)}: {t * 1e3:.3f} ms, {gbs:.0f} GB/s "
+          f"({gbs / a.peak_gbs:.1%} of {a.peak_gbs:.0f})", flush=True)
 
   for dtype, peak in (("float32", a.peak_tflops[0]), ("float16", a.peak_tflops[1]), ("bfloat16", a.peak_tflops[1])):
     m = rng.standard_normal((a.n, a.n)).astype(np.float32)
     d = getattr(tnp, dtype)
     f = lambda u, v: tnp.matmul(u.astype(d), v.astype(d), preferred_element_type=tnp.float32)
-    t, (c,) = kernel_seconds(f, [m, m], a.backend, repeats=3)
-    tflops = 2 * a.n ** 3 / t / 1e12
-    err = float(np.abs(c[:64, :64] - m[:64] @ m[:, :64]).max())
-    print(f"matmul {a.n}^2 {dtype} (float32 accumulation): {t * 1e3:.2f} ms, {tflops:.2f} TFLOPS "
-          f"({tflops / peak:.1%} of {peak:.0f}), max |error| on a corner {err:.2g}", flush=True)
+    for width in searches:
+      t, (c,) = kernel_seconds(f, [m, m], a.backend, repeats=3, search=width)
+      tflops = 2 * a.n ** 3 / t / 1e12
+      err = float(np.abs(c[:64, :64] - m[:64] @ m[:, :64]).max())
+      print(f"matmul {a.n}^2 {dtype} (float32 accumulation){_searched(width)}: {t * 1e3:.2f} ms, {tflops:.2f} TFLOPS "
+            f"({tflops / peak:.1%} of {peak:.0f}), max |error| on a corner {err:.2g}", flush=True)
+
+
+def _searched(width: int) -> str: return f", searched (beam {width})" if width else ""
 
 
 if __name__ == "__main__":

@@ -147,6 +147,16 @@ def test_actions_are_legal_only_where_they_fit():
     opt.apply(mm, o, "cuda")   # every neighbour is legal
 
 
+def test_a_big_matmul_runs_in_register_tiles_by_default():
+  big = schedule(tg.make_graph(lambda x, w: x @ w)(np.zeros((128, 64), np.float32), np.zeros((64, 128), np.float32))).kernels[0]
+  assert opt.gpu_default(big) == {"upcast": 4, "upcast_rows": 4}
+  src, launch = render_kernel(big, "cuda")
+  assert "acc15" in src and launch == ((128 * 128 // 16,), (64,))
+  assert {"upcast": 1, "upcast_rows": 4} in opt.neighbours(big, {}, "cuda")   # search starts from the tile
+  small = schedule(tg.make_graph(lambda x, w: x @ w)(X, W)).kernels[0]
+  assert opt.gpu_default(small) == {} and "acc1" not in render_kernel(small, "opencl")[0]
+
+
 def test_an_upcast_tile_loads_aligned_runs_as_vectors():
   mm = schedule(tg.make_graph(lambda x, w: x @ w)(X, W)).kernels[0]
   src, launch = render_kernel(opt.apply(mm, {"upcast": 4, "upcast_rows": 2, "grid": 8}, "opencl"), "opencl")

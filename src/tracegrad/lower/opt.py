@@ -49,6 +49,21 @@ GPU_AMOUNTS = {"local": (16, 32, 64, 128, 256), "group": (0, 1), "upcast": (1, 2
 GPU_DEFAULTS = {"local": 64, "upcast": 1, "upcast_rows": 1, "grid": 0}   # group: render_gpu.grouped's choice
 GPU_TARGETS = ("opencl", "cuda")
 MAX_GRID_Y = 65535   # groups along a launch's second dimension (CUDA's limit)
+TILE = 4             # a matmul-like kernel's default register tile: TILE x TILE outputs per item
+TILE_MIN_ITEMS = 1024   # ... when that leaves this many items or more
+TILE_MIN_STEPS = 16     # ... and its reduction is this long or longer
+
+
+def gpu_default(k: Kernel) -> dict:
+  """The GPU actions of a kernel without opts: a register tile for a matmul-like kernel big enough to keep the chip
+  busy with a tile per item, else none (one point per item, GPU_DEFAULTS)."""
+  r = k.reduce
+  if r is None or len(k.loops) < 2 or not k.parallel or not r.loops: return {}
+  acts = gpu_actions(k, {})
+  if TILE not in acts.get("upcast", ()) or TILE not in acts.get("upcast_rows", ()): return {}
+  items = math.prod(l.extent for l in k.loops) // TILE ** 2
+  if items < TILE_MIN_ITEMS or math.prod(l.extent for l in r.loops) < TILE_MIN_STEPS: return {}
+  return {"upcast": TILE, "upcast_rows": TILE}
 
 
 def gpu_actions(k: Kernel, opts: dict) -> dict[str, tuple]:
@@ -102,6 +117,7 @@ def neighbours(k: Kernel, opts: dict, target: str = "c") -> list[dict]:
   if target in GPU_TARGETS:
     from .render_gpu import grouped
     out, defaults = [], {**GPU_DEFAULTS, "group": int(grouped(k, {}))}
+    opts = opts or gpu_default(k)
     for name, amounts in gpu_actions(k, opts).items():
       for amount in amounts:
         if opts.get(name, defaults[name]) == amount: continue

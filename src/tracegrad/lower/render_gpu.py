@@ -11,7 +11,8 @@ control flow (devices/gpu.py) with the launch sizes `launches` gives.
 The kernel's actions (lower/opt.py) change the mapping: `local` sizes the groups, `group` turns the work-group
 reduction on or off, `upcast` and `upcast_rows` give an item a tile of points of the last two loops (the loop
 variables substituted and simplified per point, so what points share is computed once, and aligned runs of
-consecutive elements load as one vector), `grid` launches a 2-d grid.
+consecutive elements load as one vector), `grid` launches a 2-d grid. A kernel without actions gets
+opt.gpu_default's: a register tile for a big matmul-like kernel.
 
 >>> from tracegrad.ir import UOp, dtypes
 >>> from tracegrad.lower.kernel import Kernel, Loop, Store
@@ -36,6 +37,7 @@ from dataclasses import dataclass
 from ..devices.base import Program
 from ..ir import Ops, UOp, dtypes, substitute
 from .kernel import Control, Kernel, Loop, Store
+from .opt import gpu_default
 from .render_c import CTYPE, HELPERS, LOAD, MEMTYPE, REDUCE_ALU, SUM_BLOCK, _Body, _combine, _emit_reduce, _emit_store, \
     _identity, _loop, _order, c_name, render_const
 from .symbolic import _linear, simplify
@@ -181,7 +183,7 @@ def _split(b: _Body, flat: str, loops, prefix: str) -> None:
 def render_kernel(k: Kernel, target: str, name: str | None = None, restrict: bool = True) -> tuple[str, tuple]:
   """The kernel function of k for `target`, and its launch: (global items, items per group)."""
   t = TARGETS[target]
-  opts = dict(k.opts)
+  opts = dict(k.opts) if k.opts else gpu_default(k)
   b = _GPUBody(k, t)
   stored = {s.buf for s in k.stores} | {s.buf for s in (k.reduce.stores if k.reduce else ())}
   params = ", ".join(f"{t.space}{'' if p in stored else 'const '}{'uint8_t' if p.dtype.is_bool else MEMTYPE[p.dtype]} "
