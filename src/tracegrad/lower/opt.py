@@ -46,12 +46,29 @@ ACTIONS = {"rows_by_width": ("threads", "block", "rows", "width", "unroll", "ord
 
 GPU_AMOUNTS = {"local": (16, 32, 64, 128, 256), "group": (0, 1), "upcast": (1, 2, 4, 8), "upcast_rows": (1, 2, 4, 8),
                "grid": (0, 4, 8, 16, 32)}
-GPU_DEFAULTS = {"local": 64, "upcast": 1, "upcast_rows": 1, "grid": 0}   # group: render_gpu.grouped's choice
+GPU_DEFAULTS = {"local": 64, "upcast": 1, "upcast_rows": 1, "grid": 0}   # group: grouped()'s choice
 GPU_TARGETS = ("opencl", "cuda")
 MAX_GRID_Y = 65535   # groups along a launch's second dimension (CUDA's limit)
+GROUP_MIN_STEPS = 1024   # a reduction this long over few enough outer points runs as a work-group per point
+GROUP_MAX_POINTS = 4096
 TILE = 4             # a matmul-like kernel's default register tile: TILE x TILE outputs per item
 TILE_MIN_ITEMS = 1024   # ... when that leaves this many items or more
 TILE_MIN_STEPS = 16     # ... and its reduction is this long or longer
+
+
+def groupable(k: Kernel) -> bool:
+  """Whether k's reduction can run as a work-group per output point."""
+  r = k.reduce
+  return r is not None and k.parallel and not r.stores and not k.epilogue and bool(r.loops)
+
+
+def grouped(k: Kernel, opts: dict) -> bool:
+  """Whether k runs as a work-group per output point: as opts' `group` says, else when its reduction is long and
+  its points few."""
+  if not groupable(k): return False
+  if "group" in opts: return bool(opts["group"])
+  points, steps = math.prod(l.extent for l in k.loops), math.prod(l.extent for l in k.reduce.loops)
+  return steps >= GROUP_MIN_STEPS and points <= GROUP_MAX_POINTS
 
 
 def gpu_default(k: Kernel) -> dict:
@@ -68,7 +85,6 @@ def gpu_default(k: Kernel) -> dict:
 
 def gpu_actions(k: Kernel, opts: dict) -> dict[str, tuple]:
   """The amounts each GPU action may take for k beside the other actions of opts (none: a sequential kernel)."""
-  from .render_gpu import groupable, grouped
   if not k.parallel: return {}
   out = {"group": GPU_AMOUNTS["group"]} if groupable(k) else {}
   if grouped(k, opts): return {**out, "local": tuple(n for n in GPU_AMOUNTS["local"] if n >= 32)}
@@ -89,7 +105,6 @@ def shape(k: Kernel, target: str = "c") -> str | None:
   (one or more points per work item) or "group" (a reduction by work-groups), or None."""
   from .render_c import _dot_blocked, _interchange
   if target in GPU_TARGETS:
-    from .render_gpu import grouped
     return None if not gpu_actions(k, {}) else "group" if grouped(k, {}) else "items"
   if _interchange(k): return "rows_by_width"
   if _dot_blocked(k): return "dots"
@@ -115,7 +130,6 @@ def apply(k: Kernel, opts: dict, target: str = "c") -> Kernel:
 def neighbours(k: Kernel, opts: dict, target: str = "c") -> list[dict]:
   """The action sets one action away from opts."""
   if target in GPU_TARGETS:
-    from .render_gpu import grouped
     out, defaults = [], {**GPU_DEFAULTS, "group": int(grouped(k, {}))}
     opts = opts or gpu_default(k)
     for name, amounts in gpu_actions(k, opts).items():

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from ..devices.base import Program
 from ..ir import Ops, UOp, dtypes, substitute
 from .kernel import Control, Kernel, Loop, Store
-from .opt import gpu_default
+from .opt import gpu_default, grouped
 from .render_c import CTYPE, HELPERS, LOAD, MEMTYPE, REDUCE_ALU, SUM_BLOCK, _Body, _combine, _emit_reduce, _emit_store, \
     _identity, _loop, _order, c_name, render_const
 from .symbolic import _linear, simplify
@@ -111,8 +111,6 @@ TARGETS = {
 }
 
 LOCAL = 64            # work items of a group: a plain kernel's, and a grouped reduction's
-GROUP_MIN_STEPS = 1024   # a reduction this long over few enough outer points runs as one group per point
-GROUP_MAX_POINTS = 4096
 VECTOR_BYTES = 16     # the widest vector load
 COMPONENTS = "xyzw"
 
@@ -152,21 +150,6 @@ class _GPUBody(_Body):
           for i, g in enumerate(run):
             self.names[g] = f"{LOAD[buf.dtype]}({name}.{COMPONENTS[i]})" if buf.dtype in LOAD else f"{name}.{COMPONENTS[i]}"
             self.reads[g] = frozenset({buf})
-
-
-def groupable(k: Kernel) -> bool:
-  """Whether k's reduction can run as a work-group per output point."""
-  r = k.reduce
-  return r is not None and k.parallel and not r.stores and not k.epilogue and bool(r.loops)
-
-
-def grouped(k: Kernel, opts: dict) -> bool:
-  """Whether k runs as a work-group per output point: as opts' `group` says, else when its reduction is long and
-  its points few."""
-  if not groupable(k): return False
-  if "group" in opts: return bool(opts["group"])
-  points, steps = math.prod(l.extent for l in k.loops), math.prod(l.extent for l in k.reduce.loops)
-  return steps >= GROUP_MIN_STEPS and points <= GROUP_MAX_POINTS
 
 
 def _split(b: _Body, flat: str, loops, prefix: str) -> None:
