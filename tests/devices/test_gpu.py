@@ -84,6 +84,14 @@ def test_cuda_source_compiles_to_ptx(name):
   _same(run.executable(g, "cuda")(args), run.executable(g, "interp")(args))
 
 
+def test_cuda_source_compiles_to_an_h200_cubin():
+  """What the cuda device loads: machine code for the GPU's generation (sm_90 for an H100 or H200)."""
+  pytest.importorskip("cuda.bindings.nvrtc")
+  from tracegrad.devices.cuda import cubin
+  g, _ = _graph("matmul_and_plain_reductions")
+  assert cubin(render_program(schedule(g), "cuda").source, "sm_90")[:4] == b"\x7fELF"
+
+
 def test_reductions_over_few_points_run_as_work_groups():
   g = tg.make_graph(lambda x: (x.sum(), x.sum(0), x.sum(1)))(np.ones((2048, 3), np.float32))
   launches = sorted(size for _, size in render_program(schedule(g), "opencl").launches.values())

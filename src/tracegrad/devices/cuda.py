@@ -1,6 +1,7 @@
 """The CUDA device, through NVIDIA's Python bindings (cuda-bindings): NVRTC compiles the CUDA C of
-lower/render_gpu.py to PTX, which needs no GPU (so `ptx(source)` checks a rendering anywhere), and the driver API
-loads it and runs it: device memory, one stream, launches. Eager operations run on the interp device.
+lower/render_gpu.py to PTX or to the GPU's machine code (a cubin), neither of which needs a GPU (so `ptx(source)`
+checks a rendering anywhere), and the driver API loads the cubin and runs it: device memory, one stream, launches,
+events for timing. Eager operations run on the interp device.
 """
 from __future__ import annotations
 
@@ -26,9 +27,7 @@ def _check(result, what: str):
   return rest[0] if len(rest) == 1 else tuple(rest)
 
 
-def ptx(source: str, arch: str = DEFAULT_ARCH) -> bytes:
-  """The PTX of a CUDA C source, compiled by NVRTC for `arch`; a compile error raises RuntimeError with NVRTC's log
-  and the numbered source."""
+def _nvrtc(source: str, arch: str, binary: bool) -> bytes:
   from cuda.bindings import nvrtc
   prog = _check(nvrtc.nvrtcCreateProgram(source.encode(), b"tracegrad.cu", 0, [], []), "nvrtcCreateProgram")
   try:
@@ -40,20 +39,35 @@ def ptx(source: str, arch: str = DEFAULT_ARCH) -> bytes:
       _check(nvrtc.nvrtcGetProgramLog(prog, log), "nvrtcGetProgramLog")
       raise RuntimeError(f"cuda: NVRTC failed to compile:\n{log.decode(errors='replace').strip()}\n\n"
                          f"source:\n{numbered(source)}")
-    size = _check(nvrtc.nvrtcGetPTXSize(prog), "nvrtcGetPTXSize")
-    out = b" " * size
-    _check(nvrtc.nvrtcGetPTX(prog, out), "nvrtcGetPTX")
+    get_size, get = (nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN) if binary else (nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX)
+    out = b" " * _check(get_size(prog), get_size.__name__)
+    _check(get(prog, out), get.__name__)
     return out
   finally:
     nvrtc.nvrtcDestroyProgram(prog)
 
 
+def ptx(source: str, arch: str = DEFAULT_ARCH) -> bytes:
+  """The PTX of a CUDA C source, compiled by NVRTC for `arch` (compute_XY); a compile error raises RuntimeError with
+  NVRTC's log and the numbered source."""
+  return _nvrtc(source, arch, binary=False)
+
+
+def cubin(source: str, arch: str) -> bytes:
+  """The machine code of a CUDA C source for one GPU generation (`arch`: sm_XY), compiled by NVRTC; errors as ptx's.
+  A driver loads it without compiling PTX itself, so it runs on any driver of NVRTC's major version or newer."""
+  return _nvrtc(source, arch, binary=True)
+
+
+def nvrtc_version() -> str:
+  from cuda.bindings import nvrtc
+  return ".".join(map(str, _check(nvrtc.nvrtcVersion(), "nvrtcVersion")))
+
+
 def check_ptx(source: str, arch: str = DEFAULT_ARCH) -> None:
   """Compile a CUDA C source to PTX once (remembered in the cache directory), raising as ptx() does: how a machine
   without a GPU proves every kernel it renders for CUDA compiles."""
-  from cuda.bindings import nvrtc
-  version = ".".join(map(str, _check(nvrtc.nvrtcVersion(), "nvrtcVersion")))
-  key = hashlib.sha256("\0".join([source, arch, version, *NVRTC_OPTIONS]).encode()).hexdigest()
+  key = hashlib.sha256("\0".join([source, arch, nvrtc_version(), *NVRTC_OPTIONS]).encode()).hexdigest()
   mark = cache_root() / "ptx" / key
   if mark.exists(): return
   ptx(source, arch)
@@ -154,7 +168,7 @@ class CUDADevice(GPUDevice):
           driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "cuDeviceGetAttribute")
       minor = _check(driver.cuDeviceGetAttribute(
           driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "cuDeviceGetAttribute")
-      self.arch = f"compute_{major}{minor}"
+      self.arch = f"sm_{major}{minor}"
       self._queue = _CUDAQueue(_check(driver.cuStreamCreate(0), "cuStreamCreate"))
     from cuda.bindings import driver
     _check(driver.cuCtxSetCurrent(self._ctx), "cuCtxSetCurrent")
@@ -166,7 +180,14 @@ class CUDADevice(GPUDevice):
     from cuda.bindings import driver
     mod = self._compiled.get(source)
     if mod is None:
-      code = ptx(source, self.arch)
-      mod = self._compiled[source] = _check(driver.cuModuleLoadData(code), "cuModuleLoadData")
+      code = cubin(source, self.arch)
+      err, mod = driver.cuModuleLoadData(code)
+      if int(err) != 0:
+        version = _check(driver.cuDriverGetVersion(), "cuDriverGetVersion")
+        raise RuntimeError(f"cuda: the driver (CUDA {version // 1000}.{version % 1000 // 10}) cannot load code from "
+                           f"NVRTC {nvrtc_version()} for {self.arch}: {getattr(err, 'name', err)}; install the NVRTC "
+                           f"and cuda-bindings of the driver's major version (pip install 'nvidia-cuda-nvrtc<"
+                           f"{version // 1000 + 1}' 'cuda-bindings<{version // 1000 + 1}')")
+      self._compiled[source] = mod
     return {n: _check(driver.cuModuleGetFunction(mod, n.encode()), f"cuModuleGetFunction({n})") for n in names}
 
