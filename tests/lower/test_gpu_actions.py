@@ -30,7 +30,11 @@ KERNELS = {
   "softmax": (lambda x: tg.nn.softmax(x, axis=1), (X,)),
   "integers": (lambda i: (i.sum(0), i.max(1), tnp.prod(i % 3 + 1, 0), i.astype(tnp.int64) * 7), (I,)),
   "strided_windows": (lambda x: lax.reduce_window(x, -tnp.inf, lax.max, (2, 3), (2, 1), "VALID"), (X,)),
+  "batched_matmul": (lambda x, w: tnp.einsum("bij,bjk->bik", x.reshape(4, 8, 48), tnp.stack([w[:, :32]] * 4)) - 1, (X, W)),
+  "conv": (lambda x, w: lax.conv(x, w.reshape(-1)[:108].reshape(4, 3, 3, 3), (1, 1), "SAME"),
+           (RNG.standard_normal((2, 3, 16, 16)).astype(np.float32), W)),
 }
+STAGED = ("matmul", "matmul_half", "batched_matmul")
 
 
 def _opencl():
@@ -98,6 +102,30 @@ def test_every_action_near_the_default_computes_the_same(name):
     _same(got, want, f"{name}: {[k.opts for k in p.kernels if hasattr(k, 'opts')]}")
 
 
+def _staged(k):
+  """Every legal staging of k's reduction over a few grids, group sizes and tiles."""
+  out = []
+  for local in (32, 64):
+    for up in ({}, {"upcast": 2}, {"upcast": 4, "upcast_rows": 2}):
+      for g in (4, 8, 16):
+        o = {"local": local, "grid": g, **up}
+        legal = opt.gpu_actions(k, o)
+        if all(v in legal.get(a, ()) for a, v in o.items()):
+          out += [{**o, "stage": c} for c in legal.get("stage", ())[1:]]
+  return out
+
+
+@pytest.mark.parametrize("name", STAGED)
+def test_staged_reductions_compute_the_same(name):
+  """Chunks of the rows and columns a group shares, copied to local memory, on several grids and tiles."""
+  dev = _opencl()
+  prog, args, want = _case(name)
+  variants = _variants(prog, _staged)
+  assert len(variants) >= 6
+  for p, got in zip(variants, _run_all(dev, variants, args)):
+    _same(got, want, f"{name}: {[k.opts for k in p.kernels if hasattr(k, 'opts')]}")
+
+
 @st.composite
 def _action_sets(draw, k):
   """A legal action set of k, drawn one action at a time."""
@@ -113,7 +141,7 @@ def _action_sets(draw, k):
 @given(st.data())
 def test_random_action_sets_compute_the_same_and_compile_to_ptx(data):
   dev = _opencl()
-  name = data.draw(st.sampled_from(["matmul", "matmul_half", "long_sums", "softmax", "integers"]))
+  name = data.draw(st.sampled_from(["matmul", "matmul_half", "long_sums", "softmax", "integers", "batched_matmul", "conv"]))
   prog, args, want = _case(name)
   variants = _variants(prog, lambda k: [data.draw(_action_sets(k)) for _ in range(3)])
   for p, got in zip(variants, _run_all(dev, variants, args)):
@@ -176,7 +204,7 @@ def test_an_upcast_tile_loads_aligned_runs_as_vectors():
 def gpu_space(monkeypatch, tmp_path):
   monkeypatch.setenv("TRACEGRAD_CACHE_DIR", str(tmp_path))
   monkeypatch.setattr(opt, "GPU_AMOUNTS", {"local": (32, 64), "group": (0, 1), "upcast": (1, 4), "upcast_rows": (1, 4),
-                                           "grid": (0, 8)})
+                                           "grid": (0, 8), "stage": (0, 16)})
   monkeypatch.setattr(search, "MAX_ROUNDS", 2)
   monkeypatch.setattr(search, "MIN_KERNEL_TIME", 0.0)
   monkeypatch.setattr(search, "MIN_TIME", 0.002)
@@ -211,3 +239,20 @@ def test_search_drops_a_candidate_that_computes_another_result(gpu_space, monkey
 
   monkeypatch.setattr(search, "_time", wrong_when_upcast)
   assert search.best_opts(k, 2, gpu_space).get("upcast") != 4
+
+
+def test_a_staged_reduction_shares_chunks_through_local_memory():
+  mm = schedule(tg.make_graph(lambda x, w: x @ w)(X, W)).kernels[0]   # 32 x 40 outputs, 48 steps
+  o = {"grid": 4, "local": 32, "stage": 16, "upcast": 2, "upcast_rows": 2}
+  assert opt.gpu_actions(mm, {"grid": 4, "local": 32})["stage"] == (0, 8, 16)   # chunks that divide 48 steps
+  assert opt.stage_shape(mm, o, opt.stage_loads(mm)[0]) in ((16, 16), (16, 8))
+  src, launch = render_kernel(opt.apply(mm, o, "opencl"), "opencl")
+  assert "__local float sh0[" in src and "__local float sh1[" in src and src.count("barrier(") == 2
+  assert launch == ((20 // 4 * 4, 16), (4, 8))
+  cuda, _ = render_kernel(opt.apply(mm, o, "cuda"), "cuda")
+  assert "__shared__ float sh0[" in cuda and cuda.count("__syncthreads();") == 2
+  # a group with items past the edge would skip the barriers: no staging where the grid does not divide the loops
+  assert "stage" not in opt.gpu_actions(mm, {"grid": 16, "local": 64}) and "stage" in opt.gpu_actions(mm, {"grid": 8})
+  pytest.importorskip("cuda.bindings.nvrtc")
+  from tracegrad.devices.cuda import ptx
+  ptx(render_program(Program([opt.apply(mm, o, "cuda")], [(0, 1, 2)], [], [], []), "cuda").source)

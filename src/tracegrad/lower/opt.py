@@ -22,6 +22,9 @@ The GPU renderer (lower/render_gpu.py, targets opencl and cuda) has actions of i
 - `upcast_rows`: points of the second-last outer loop one item computes (with `upcast`, a register tile of a matmul)
 - `grid`: 0 numbers the items along one launch dimension; g > 0 launches a 2-d grid, the last loop along the first
   dimension, the other loops along the second, in groups g items wide
+- `stage`: c > 0 runs the reduction's last loop in chunks of c steps; for each chunk the items of a group (a 2-d
+  grid's) copy the rows and columns they all read (`stage_loads`) into local memory together, wait at a barrier,
+  and read them from there
 
 >>> import tracegrad, tracegrad.numpy as tnp
 >>> from tracegrad.lower.schedule import schedule
@@ -34,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from ..ir import Ops, UOp
 from .kernel import Kernel
 
 AMOUNTS = {"threads": (0, 1), "collapse": (1, 2, 3), "block": (0, 1), "rows": (1, 2, 4, 6, 8, 12, 16), "width": (16, 32, 48, 64, 96, 128, 256),
@@ -45,12 +49,13 @@ ACTIONS = {"rows_by_width": ("threads", "block", "rows", "width", "unroll", "ord
 
 
 GPU_AMOUNTS = {"local": (16, 32, 64, 128, 256), "group": (0, 1), "upcast": (1, 2, 4, 8), "upcast_rows": (1, 2, 4, 8),
-               "grid": (0, 4, 8, 16, 32)}
-GPU_DEFAULTS = {"local": 64, "upcast": 1, "upcast_rows": 1, "grid": 0}   # group: grouped()'s choice
+               "grid": (0, 4, 8, 16, 32), "stage": (0, 8, 16, 32)}
+GPU_DEFAULTS = {"local": 64, "upcast": 1, "upcast_rows": 1, "grid": 0, "stage": 0}   # group: grouped()'s choice
 GPU_TARGETS = ("opencl", "cuda")
 MAX_GRID_Y = 65535   # groups along a launch's second dimension (CUDA's limit)
 GROUP_MIN_STEPS = 1024   # a reduction this long over few enough outer points runs as a work-group per point
 GROUP_MAX_POINTS = 4096
+STAGE_BYTES = 32768   # local memory a staged reduction may take
 TILE = 4             # a matmul-like kernel's default register tile: TILE x TILE outputs per item
 TILE_MIN_ITEMS = 1024   # ... when that leaves this many items or more
 TILE_MIN_STEPS = 16     # ... and its reduction is this long or longer
@@ -83,6 +88,46 @@ def gpu_default(k: Kernel) -> dict:
   return {"upcast": TILE, "upcast_rows": TILE}
 
 
+def stage_loads(k: Kernel) -> list[UOp]:
+  """The loads of k's reduction that a work-group can stage through local memory: each reads along the reduction's
+  last loop and along exactly one of the last two outer loops (a matmul's rows, or its columns), at an index of
+  loop variables alone, from a buffer the kernel does not store to."""
+  r = k.reduce
+  if r is None or len(k.loops) < 2 or not r.loops: return []
+  rows, cols, inner = k.loops[-2].var, k.loops[-1].var, r.loops[-1].var
+  stored, out = {s.buf for s in k.stores}, []
+  for u in r.value.toposort():
+    if u.op is not Ops.GATHER or u.src[0] in stored: continue
+    index = u.src[1].src[0].toposort()
+    if any(n.op is Ops.GATHER for n in index) or inner not in index or (rows in index) == (cols in index): continue
+    out.append(u)
+  return out
+
+
+def stage_shape(k: Kernel, opts: dict, load: UOp) -> tuple[int, int]:
+  """(rows, columns) of the local array holding a staged load's chunk: the group's rows by the chunk's steps, or
+  the chunk's steps by the group's columns."""
+  g, chunk = opts["grid"], opts["stage"]
+  if k.loops[-2].var in load.src[1].src[0].toposort():
+    return opts.get("local", GPU_DEFAULTS["local"]) // g * opts.get("upcast_rows", 1), chunk
+  return chunk, g * opts.get("upcast", 1)
+
+
+def _stages(k: Kernel, opts: dict) -> tuple:
+  """The chunks `stage` may take beside the other actions of opts."""
+  from .render_c import SUM_BLOCK
+  r, g, local = k.reduce, opts.get("grid", 0), opts.get("local", GPU_DEFAULTS["local"])
+  if not g or r.stores or k.epilogue or not stage_loads(k): return ()
+  steps = r.loops[-1].extent
+  if r.op is Ops.REDUCE_SUM and r.acc.dtype.is_float and steps > SUM_BLOCK: return ()   # blocked sums stay unstaged
+  if (k.loops[-1].extent // opts.get("upcast", 1)) % g or (k.loops[-2].extent // opts.get("upcast_rows", 1)) % (local // g):
+    return ()   # a group with items past the edge would leave before a barrier
+  def fits(c):
+    o = {**opts, "grid": g, "stage": c}
+    return sum(math.prod(stage_shape(k, o, u)) * u.dtype.itemsize for u in stage_loads(k)) <= STAGE_BYTES
+  return tuple(c for c in GPU_AMOUNTS["stage"] if c == 0 or (steps % c == 0 and fits(c)))
+
+
 def gpu_actions(k: Kernel, opts: dict) -> dict[str, tuple]:
   """The amounts each GPU action may take for k beside the other actions of opts (none: a sequential kernel)."""
   if not k.parallel: return {}
@@ -96,6 +141,7 @@ def gpu_actions(k: Kernel, opts: dict) -> dict[str, tuple]:
     local = opts.get("local", GPU_DEFAULTS["local"])
     rest = math.prod(l.extent for l in k.loops[:-1]) // opts.get("upcast_rows", 1)
     out["grid"] = tuple(g for g in GPU_AMOUNTS["grid"] if g == 0 or (g < local and -(-rest * g // local) <= MAX_GRID_Y))
+    if k.reduce is not None and len(stages := _stages(k, opts)) > 1: out["stage"] = stages
   return out
 
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from ..devices.base import Program
 from ..ir import Ops, UOp, dtypes, substitute
 from .kernel import Control, Kernel, Loop, Store
-from .opt import gpu_default, grouped
+from .opt import gpu_default, grouped, stage_loads, stage_shape
 from .render_c import CTYPE, HELPERS, LOAD, MEMTYPE, REDUCE_ALU, SUM_BLOCK, _Body, _combine, _emit_reduce, _emit_store, \
     _identity, _loop, _order, c_name, render_const
 from .symbolic import _linear, simplify
@@ -89,8 +89,9 @@ class Target:
   space: str       # a buffer parameter's address space
   restrict: str
   gid: tuple       # this item's global index along launch dimensions 0 and 1, the group's index, the item's in its group
-  group: str
+  group: str       # (of a 1-d group; lid2: of a 2-d one, row-major)
   lid: str
+  lid2: str
   local: str       # the qualifier of group-shared memory
   barrier: str
   vector: dict     # the vector type of each element type of memory, without its width
@@ -103,10 +104,10 @@ _VECTOR = {"float": "float", "double": "double", "int8_t": "char", "uint8_t": "u
 TARGETS = {
   "opencl": Target(OPENCL_HEAD, "__kernel void", "__global ", "restrict",
                    ("(int64_t)get_global_id(0)", "(int64_t)get_global_id(1)"), "(int64_t)get_group_id(0)",
-                   "(int64_t)get_local_id(0)", "__local", "barrier(CLK_LOCAL_MEM_FENCE);", _VECTOR, "vload{w}(0, {p})"),
+                   "(int64_t)get_local_id(0)", "(int64_t)(get_local_id(1) * get_local_size(0) + get_local_id(0))", "__local", "barrier(CLK_LOCAL_MEM_FENCE);", _VECTOR, "vload{w}(0, {p})"),
   "cuda": Target(CUDA_HEAD, 'extern "C" __global__ void', "", "__restrict__",
                  ("((int64_t)blockIdx.x * blockDim.x + threadIdx.x)", "((int64_t)blockIdx.y * blockDim.y + threadIdx.y)"),
-                 "(int64_t)blockIdx.x", "(int64_t)threadIdx.x", "__shared__", "__syncthreads();",
+                 "(int64_t)blockIdx.x", "(int64_t)threadIdx.x", "(int64_t)(threadIdx.y * blockDim.x + threadIdx.x)", "__shared__", "__syncthreads();",
                  {**_VECTOR, "int64_t": "longlong", "uint64_t": "ulonglong"}, "*(const {t} *)({p})"),
 }
 
@@ -219,7 +220,8 @@ def _items(b: _GPUBody, k: Kernel, t: Target, opts: dict) -> tuple:
     b.line(f"if (gid >= {points}) return;")
     _split(b, "gid", loops, "i")
     launch = ((-(-points // local) * local,), (local,))
-  if all(l is m for l, m in zip(loops, k.loops)):
+  stage = _Stage(b, k, t, opts, loops[-2].var, loops[-1].var) if opts.get("stage") else None
+  if stage is None and all(l is m for l, m in zip(loops, k.loops)):
     _emit_point(b, k)
     return launch
   tile = [{}]
@@ -227,15 +229,62 @@ def _items(b: _GPUBody, k: Kernel, t: Target, opts: dict) -> tuple:
     if l is not m:
       tile = [{**p, l.var: m.var * UOp.const(dtypes.int64, ups[j]) + UOp.const(dtypes.int64, i)}
               for p in tile for i in range(ups[j])]
-  _emit_tile(b, k, tile, {l.var: l.extent for l in loops})
+  _emit_tile(b, k, tile, {l.var: l.extent for l in loops}, stage)
   return launch
 
 
-def _emit_tile(b: _GPUBody, k: Kernel, tile: list[dict], ranges: dict) -> None:
+class _Stage:
+  """A reduction whose last loop runs in chunks, the loads that a group shares (opt.stage_loads) copied into local
+  arrays for each chunk by all its items together: `value` is the reduction's value reading them from there."""
+
+  def __init__(self, b: _GPUBody, k: Kernel, t: Target, opts: dict, rows: UOp, cols: UOp):
+    r, i64 = k.reduce, dtypes.int64
+    c = lambda v: UOp.const(i64, v)
+    div = lambda x, n: x.alu(Ops.IDIV, c(n))
+    mod = lambda x, n: x.alu(Ops.MOD, c(n))
+    self.t, self.chunk, self.local = t, opts["stage"], opts.get("local", LOCAL)
+    self.steps = r.loops[-1].extent
+    g, ly = opts["grid"], self.local // opts["grid"]
+    R, C, K = k.loops[-2].var, k.loops[-1].var, r.loops[-1].var
+    self.kc, self.kk = UOp.param((), i64), UOp.param((), i64)
+    b.names[self.kc], b.names[self.kk] = "kc", "kk"
+    row0 = (rows - mod(rows, ly)) * c(opts.get("upcast_rows", 1))   # the group's first row and column
+    col0 = (cols - mod(cols, g)) * c(opts.get("upcast", 1))
+    ranges = {rows: k.loops[-2].extent, cols: k.loops[-1].extent, self.kc: self.steps // self.chunk}
+    b.line(f"const int64_t lid = {t.lid2};")
+    self.copies, swap = [], {K: self.kc * c(self.chunk) + self.kk}
+    for j, load in enumerate(stage_loads(k)):
+      nr, nc = stage_shape(k, opts, load)
+      arr, e = UOp.param((nr * nc,), load.src[0].dtype), UOp.param((), i64)
+      b.bufs[arr] = f"sh{j}"
+      b.line(f"{t.local} {'uint8_t' if arr.dtype.is_bool else MEMTYPE[arr.dtype]} sh{j}[{nr * nc}];")
+      if R in load.src[1].src[0].toposort():
+        at, here = {R: row0 + div(e, nc), K: self.kc * c(nc) + mod(e, nc)}, (R - row0) * c(nc) + self.kk
+      else:
+        at, here = {C: col0 + mod(e, nc), K: self.kc * c(nr) + div(e, nc)}, self.kk * c(nc) + (C - col0)
+      index = simplify(substitute([load.src[1].src[0]], at)[0], {**ranges, e: nr * nc})
+      self.copies.append((arr, e, index, load.src[0]))
+      swap[load] = arr.gather(here.reshape((1,)))
+    self.value = substitute([r.value], swap)[0]
+
+  def emit(self, b: _GPUBody, step) -> None:
+    """The chunk loop: copies, a barrier, the chunk's steps, a barrier."""
+    with b.block(_loop("kc", self.steps // self.chunk)):
+      for arr, e, index, buf in self.copies:
+        with b.block(f"for (int64_t e = lid; e < {arr.shape[0]}; e += {self.local})"):
+          b.names[e] = "e"
+          b.line(f"{b.bufs[arr]}[e] = {b.bufs[buf]}[{b.emit([index])[0]}];")
+      b.line(self.t.barrier)
+      with b.block(_loop("kk", self.chunk)): step()
+      b.line(self.t.barrier)
+
+
+def _emit_tile(b: _GPUBody, k: Kernel, tile: list[dict], ranges: dict, stage: _Stage | None = None) -> None:
   """The work of every point of `tile` (each a substitution of k's outer loop variables): one accumulator per
   point, their reduction steps emitted together (what the points share is computed once), then their stores."""
   r = k.reduce
   ranges = {**ranges, **{l.var: l.extent for l in (r.loops if r else ()) + k.epilogue}}
+  if stage is not None: ranges.update({stage.kc: stage.steps // stage.chunk, stage.kk: stage.chunk})
 
   def sub(u: UOp, m: dict) -> UOp: return simplify(substitute([u], m)[0], ranges)
 
@@ -250,7 +299,8 @@ def _emit_tile(b: _GPUBody, k: Kernel, tile: list[dict], ranges: dict) -> None:
       for j, a in enumerate(accs):
         b.line(f"{ct} acc{j} = {zero};")
         b.names[a] = f"acc{j}"
-      steps = [_combine(REDUCE_ALU[r.op], a, sub(r.value, m)) for a, m in zip(accs, tile)]
+      value = r.value if stage is None else stage.value
+      steps = [_combine(REDUCE_ALU[r.op], a, sub(value, m)) for a, m in zip(accs, tile)]
       stores = [sub_store(s, m) for m in tile for s in r.stores]
       last = len(r.loops) - 1
       blocked = r.op is Ops.REDUCE_SUM and r.acc.dtype.is_float and bool(r.loops) and r.loops[last].extent > SUM_BLOCK
@@ -273,6 +323,8 @@ def _emit_tile(b: _GPUBody, k: Kernel, tile: list[dict], ranges: dict) -> None:
             b.names[a] = f"part{i}"
           with b.block(f"for (int64_t r{last} = rb; r{last} < re; r{last}++)"): step()
           for i in range(len(accs)): b.line(f"acc{i} = acc{i} + part{i};")
+        elif stage is not None:
+          stage.emit(b, step)
         elif r.loops:
           with b.block(_loop(f"r{last}", r.loops[last].extent)): step()
         else: step()
