@@ -130,3 +130,18 @@ def test_errors_name_the_device_or_show_the_source():
   from tracegrad.devices.cuda import ptx
   with pytest.raises(RuntimeError, match=r"(?s)cuda: NVRTC failed to compile:.*undefined_name.*source:\n   1  "):
     ptx('extern "C" __global__ void k(float *b0) { b0[0] = undefined_name; }')
+
+
+def test_a_runner_reuses_its_buffers_and_runs_concurrent_calls_apart():
+  _opencl()
+  from concurrent.futures import ThreadPoolExecutor
+  g, _ = _graph("control_flow")
+  ex, ref = run.executable(g, "opencl"), run.executable(g, "interp")
+  inputs = [[(X * s).astype(np.float32)] for s in (1.0, -0.5, 2.0, 0.25, -3.0, 1.5)]
+  with ThreadPoolExecutor(3) as pool:
+    results = list(pool.map(ex, inputs))
+  for got, args in zip(results, inputs): _same(got, ref(args))
+  assert 1 <= len(ex._runner._free) <= 3   # one buffer set per call in flight at once, kept for the next calls
+  sets = len(ex._runner._free)
+  _same(ex(inputs[0]), ref(inputs[0]))
+  assert len(ex._runner._free) == sets

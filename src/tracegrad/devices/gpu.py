@@ -60,6 +60,7 @@ class Runner:
     # constants no kernel writes are uploaded once; the others are copied in for every run
     self.consts = {n: self._upload(b) for n, b in enumerate(prog.buffers) if b.data is not None and n not in written}
     self.fresh_consts = [n for n, b in enumerate(prog.buffers) if b.data is not None and n in written]
+    self._free: list[list] = []   # buffer sets of finished calls, for the next ones (one set per concurrent call)
 
   def _upload(self, spec):
     buf = self.queue.alloc(max(spec.size * spec.dtype.itemsize, 1))
@@ -70,7 +71,17 @@ class Runner:
     prog, q = self.prog, self.queue
     if len(inputs) != len(prog.inputs):
       raise ValueError(f"run_program: the program takes {len(prog.inputs)} inputs, got {len(inputs)}")
-    bufs = [self.consts[n] if n in self.consts else q.alloc(max(nb, 1)) for n, nb in enumerate(self.nbytes)]
+    try:
+      own = self._free.pop()
+    except IndexError:
+      own = [self.consts[n] if n in self.consts else q.alloc(max(nb, 1)) for n, nb in enumerate(self.nbytes)]
+    try:
+      return self._call(inputs, list(own))   # control flow rebinds entries of the copy, never of `own`
+    finally:
+      self._free.append(own)
+
+  def _call(self, inputs: list[np.ndarray], bufs: list) -> list[np.ndarray]:
+    prog, q = self.prog, self.queue
     for n, x in zip(prog.inputs, inputs):
       a = np.ascontiguousarray(x, prog.buffers[n].dtype.np)
       if a.size != prog.buffers[n].size:

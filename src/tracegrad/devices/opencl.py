@@ -7,6 +7,7 @@ TRACEGRAD_OPENCL_DEVICE=<n> picks the n-th device of all platforms (default: the
 from __future__ import annotations
 
 import os
+import threading
 from functools import lru_cache
 
 import numpy as np
@@ -40,6 +41,7 @@ class _CLQueue(Queue):
   def __init__(self, ctx, queue):
     import pyopencl as cl
     self.cl, self.ctx, self.q = cl, ctx, queue
+    self.lock = threading.Lock()   # a kernel's arguments are set, then it is enqueued: one thread at a time
 
   def alloc(self, nbytes: int): return self.cl.Buffer(self.ctx, self.cl.mem_flags.READ_WRITE, nbytes)
   def upload(self, buf, data: np.ndarray) -> None: self.cl.enqueue_copy(self.q, buf, data)
@@ -49,12 +51,12 @@ class _CLQueue(Queue):
     self.cl.enqueue_copy(self.q, dst, src, byte_count=nbytes, dst_offset=dst_offset, src_offset=src_offset)
 
   def launch(self, function, args: list, size: tuple[tuple, tuple]) -> None:
-    function(self.q, size[0], size[1], *args)
+    with self.lock: function(self.q, size[0], size[1], *args)
 
   def finish(self) -> None: self.q.finish()
 
   def time(self, function, args: list, size: tuple[tuple, tuple]) -> float:
-    event = function(self.q, size[0], size[1], *args)
+    with self.lock: event = function(self.q, size[0], size[1], *args)
     event.wait()
     return (event.profile.end - event.profile.start) * 1e-9
 
