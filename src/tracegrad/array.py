@@ -88,8 +88,9 @@ class Array:
     return v if dtype is None else v.astype(dtype, copy=False)
 
   def block_until_ready(self) -> "Array":
-    """Wait until the value is computed; returns self."""
-    if not self._uop.traced: self._value()
+    """Wait until the value is computed (one a device holds stays there); returns self."""
+    if self._uop.op is Ops.BUFFER: self._uop.arg.wait()
+    elif not self._uop.traced: self._value()
     return self
 
   @property

@@ -9,7 +9,7 @@ import weakref
 import numpy as np
 
 from .devices import CPUDevice, CUDADevice, Device, InterpDevice, OpenCLDevice, TracedValueError
-from .ir import Graph, UOp
+from .ir import Buffer, Graph, UOp
 
 _DEVICES: dict[str, list[Device]] = {}
 _realized: "weakref.WeakKeyDictionary[UOp, np.ndarray]" = weakref.WeakKeyDictionary()
@@ -159,6 +159,7 @@ class Executable:
     from .lower.schedule import Unsupported, schedule
     from .lower.search import optimise, search_width
     self.graph, self.backend, self.program, self.source, self._runner = graph, backend, None, None, None
+    self.resident = False   # whether run_buffers leaves outputs in the device's memory (a GPU backend's program)
     self._device = local_devices(backend)[0]
     if backend == "interp": return
     t0 = time.perf_counter()
@@ -180,6 +181,7 @@ class Executable:
       functions = self._device.compile(src.source, [name for name, _ in src.launches.values()])
       self._runner = self._device.runner(self.program, functions, src.launches)
       self._runner.timed = _DEBUG >= 2
+      self.resident = True
       debug(1, f"compile: {len(self.program.kernels)} kernels for {backend} in {1e3 * (time.perf_counter() - t0):.1f} ms")
       return
     if _CHECK_PTX:
@@ -191,6 +193,12 @@ class Executable:
     debug(4, self.source)
     self._runner = self._device.runner(self.program, self._device.compile(self.source))
     debug(1, f"compile: {len(self.program.kernels)} kernels in {1e3 * (time.perf_counter() - t0):.1f} ms")
+
+  def run_buffers(self, buffers: list[Buffer]) -> list[Buffer]:
+    """The outputs as Buffers for input Buffers of the graph's input shapes; on a GPU backend they stay in its
+    memory until read, and inputs already there are not copied."""
+    if self.resident and not _DEBUG: return self._runner.resident(buffers)
+    return [Buffer(v) for v in self([b.data for b in buffers])]
 
   def run(self, leaves: list[np.ndarray]) -> list[np.ndarray]:
     """The outputs for input leaves already of the graph's input shapes and dtypes."""

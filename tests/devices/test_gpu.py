@@ -145,3 +145,37 @@ def test_a_runner_reuses_its_buffers_and_runs_concurrent_calls_apart():
   sets = len(ex._runner._free)
   _same(ex(inputs[0]), ref(inputs[0]))
   assert len(ex._runner._free) == sets
+
+
+def test_outputs_stay_on_the_device_and_come_back_without_a_copy(monkeypatch):
+  _opencl()
+  from tracegrad.devices.gpu import Resident
+  from tracegrad.ir import Buffer
+  g = tg.make_graph(lambda w, x: (w - 0.1 * (x @ w), (x @ w).sum(), w))(W[:40], X[:40, :40])
+  ex, ref = run.executable(g, "opencl"), run.executable(g, "interp")
+  assert ex.resident and not run.executable(g, "interp").resident
+  ins = [Buffer(W[:40].copy()), Buffer(X[:40, :40].copy())]
+  outs = ex.run_buffers(ins)
+  assert all(isinstance(b.resident, Resident) and b._data is None for b in outs[:2]) and outs[2] is ins[0]
+  uploads = []
+  real = ex._runner.queue.upload
+  monkeypatch.setattr(ex._runner.queue, "upload", lambda buf, a: (uploads.append(a.shape), real(buf, a)))
+  again = ex.run_buffers([outs[0], ins[1]])   # the new weights are read where they are; x is copied in
+  assert uploads == [(X[:40, :40].size,)]
+  want = ref([ref([W[:40], X[:40, :40]])[0], X[:40, :40]])
+  for b, w in zip(again, want): np.testing.assert_allclose(b.data, w, rtol=1e-5, atol=1e-5)
+  assert again[2] is outs[0] and outs[1]._data is None   # the loss never left the device
+  outs[1].wait()
+
+
+def test_a_jitted_step_keeps_its_state_on_the_opencl_device_in_a_process_of_its_own():
+  _opencl()
+  code = ("import numpy as np, tracegrad as tg, tracegrad.numpy as tnp\n"
+          "step = tg.jit(lambda w, x: (w - 0.1 * (x @ w), (x @ w).sum()))\n"
+          "x = np.random.default_rng(0).standard_normal((32, 32)).astype(np.float32) / 8\n"
+          "w, ref = tnp.ones((32, 32)), np.ones((32, 32), np.float32)\n"
+          "for _ in range(4): w, loss = step(w, x); ref = ref - 0.1 * (x @ ref)\n"
+          "print(w.block_until_ready()._uop.arg._data is None, float(np.abs(np.asarray(w) - ref).max()) < 1e-5)")
+  out = subprocess.run([sys.executable, "-c", code], env={**__import__("os").environ, "TRACEGRAD_DEVICE": "opencl"},
+                       capture_output=True, text=True, check=True).stdout
+  assert out.split() == ["True", "True"]

@@ -7,12 +7,13 @@ launches. The Program and its Kernels are read by their fields only (devices do 
 """
 from __future__ import annotations
 
+import math
 import time
 from typing import Mapping
 
 import numpy as np
 
-from ..ir import UOp
+from ..ir import Buffer, UOp
 from .base import BufferSpec, Device, Program, cache_root
 from .interp import InterpDevice
 
@@ -38,10 +39,26 @@ class Queue:
     return time.perf_counter() - t0
 
 
+class Resident:
+  """An array in one device's memory, as a Buffer the device computed holds it (ir.Buffer.resident)."""
+  __slots__ = ("queue", "mem", "size", "dtype")
+
+  def __init__(self, queue: Queue, mem, size: int, dtype: np.dtype):
+    self.queue, self.mem, self.size, self.dtype = queue, mem, size, dtype
+
+  def fetch(self) -> np.ndarray:
+    out = np.empty(self.size, self.dtype)
+    if self.size: self.queue.download(self.mem, out)
+    return out
+
+  def wait(self) -> None: self.queue.finish()
+
+
 class Runner:
-  """A compiled Program made ready to call on numpy inputs: `functions` maps each kernel's name to the device's
-  compiled function, `launches` each Kernel to (name, (global items, items per group)), each a tuple with one
-  entry per launch dimension."""
+  """A compiled Program made ready to call on numpy inputs (`__call__`), or on Buffers giving Buffers that stay in
+  the device's memory (`resident`): `functions` maps each kernel's name to the device's compiled function,
+  `launches` each Kernel to (name, (global items, items per group)), each a tuple with one entry per launch
+  dimension."""
 
   def __init__(self, prog: Program, queue: Queue, functions: dict, launches: dict):
     self.prog, self.queue, self.functions, self.launches = prog, queue, functions, launches
@@ -54,9 +71,11 @@ class Runner:
         if getattr(k, "bodies", None) is not None:
           written.update(k.results)
           for body in k.bodies: stores(body)
+          if any(b in written for body in k.bodies for b in body.inputs): written.update(k.operands)   # bound there
         else: written.update(nums[k.bufs.index(s.buf)] for s in k.stores)
 
     stores(prog)
+    self.written_inputs = {n for n in prog.inputs if n in written}
     # constants no kernel writes are uploaded once; the others are copied in for every run
     self.consts = {n: self._upload(b) for n, b in enumerate(prog.buffers) if b.data is not None and n not in written}
     self.fresh_consts = [n for n, b in enumerate(prog.buffers) if b.data is not None and n in written]
@@ -68,6 +87,12 @@ class Runner:
     return buf
 
   def __call__(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """The outputs, as numpy arrays, for numpy inputs."""
+    return [b.data for b in self.resident([Buffer(np.asarray(x).view()) for x in inputs], fetch=True)]
+
+  def resident(self, inputs: list[Buffer], fetch: bool = False) -> list[Buffer]:
+    """The outputs for input Buffers, left in the device's memory (copied to the host when `fetch`). An input
+    already resident here is read where it is, unless the program writes to it."""
     prog, q = self.prog, self.queue
     if len(inputs) != len(prog.inputs):
       raise ValueError(f"run_program: the program takes {len(prog.inputs)} inputs, got {len(inputs)}")
@@ -76,28 +101,38 @@ class Runner:
     except IndexError:
       own = [self.consts[n] if n in self.consts else q.alloc(max(nb, 1)) for n, nb in enumerate(self.nbytes)]
     try:
-      return self._call(inputs, list(own))   # control flow rebinds entries of the copy, never of `own`
+      bufs = list(own)   # control flow rebinds entries of the copy, never of `own`
+      kept = {n: x for n, x in zip(prog.inputs, inputs) if n not in self.written_inputs}   # outputs that are inputs
+      if not fetch:   # outputs outlive the call: each in memory of its own
+        for n in {n for n, _ in prog.outputs} - set(kept) - set(self.consts): bufs[n] = q.alloc(max(self.nbytes[n], 1))
+      for n, x in zip(prog.inputs, inputs): self._bind(bufs, n, x)
+      for n in self.fresh_consts:
+        b = prog.buffers[n]
+        if b.size: q.upload(bufs[n], np.ascontiguousarray(b.data, b.dtype.np).reshape(-1))
+      self.ns = []
+      self.run(prog, bufs, self.timed)
+      outs = dict(kept)
+      for n, shape in prog.outputs:
+        if n in outs: continue
+        spec = prog.buffers[n]
+        if n in self.consts: outs[n] = Buffer(np.asarray(spec.data, spec.dtype.np).reshape(shape))
+        else: outs[n] = Buffer(resident=Resident(q, bufs[n], spec.size, spec.dtype.np), shape=shape, dtype=spec.dtype.np)
+        if fetch: outs[n].data
+      return [outs[n] if outs[n].shape == shape else Buffer(outs[n].data.reshape(shape)) for n, shape in prog.outputs]
     finally:
       self._free.append(own)
 
-  def _call(self, inputs: list[np.ndarray], bufs: list) -> list[np.ndarray]:
-    prog, q = self.prog, self.queue
-    for n, x in zip(prog.inputs, inputs):
-      a = np.ascontiguousarray(x, prog.buffers[n].dtype.np)
-      if a.size != prog.buffers[n].size:
-        raise ValueError(f"run_program: input buffer {n} holds {prog.buffers[n].size} elements, got shape {a.shape}")
-      if a.size: q.upload(bufs[n], a)
-    for n in self.fresh_consts:
-      b = prog.buffers[n]
-      if b.size: q.upload(bufs[n], np.ascontiguousarray(b.data, b.dtype.np).reshape(-1))
-    self.ns = []
-    self.run(prog, bufs, self.timed)
-    outs = []
-    for n, shape in prog.outputs:
-      a = np.empty(prog.buffers[n].size, prog.buffers[n].dtype.np)
-      if a.size: q.download(bufs[n], a)
-      outs.append(a.reshape(shape))
-    return outs
+  def _bind(self, bufs: list, n: int, x: Buffer) -> None:
+    """Input n of this call: x's memory when it is resident here and no kernel writes it, else a copy in bufs[n]."""
+    spec = self.prog.buffers[n]
+    if math.prod(x.shape) != spec.size:
+      raise ValueError(f"run_program: input buffer {n} holds {spec.size} elements, got shape {x.shape}")
+    r = x.resident if x._data is None else None
+    if isinstance(r, Resident) and r.queue is self.queue and x.dtype == spec.dtype.np:
+      if n not in self.written_inputs: bufs[n] = r.mem
+      elif self.nbytes[n]: self.queue.copy(bufs[n], r.mem, self.nbytes[n])
+    elif spec.size:
+      self.queue.upload(bufs[n], np.ascontiguousarray(x.data, spec.dtype.np).reshape(-1))
 
   def time(self, arrays: list[np.ndarray], stored: list[int], min_time: float) -> tuple[float, list[np.ndarray]]:
     """(best seconds of one launch, the buffers `stored` after the first) of a Program of one kernel, on `arrays`

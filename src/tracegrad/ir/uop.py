@@ -22,16 +22,31 @@ from .shapes import Shape, fmt, infer_shape, multi_avals
 
 class Buffer:
   """A concrete array held by a BUFFER node; compared by identity, never mutated. `node` is a weak reference to its
-  BUFFER node: a buffer is unique, so it keys its own node rather than the shared cache."""
-  __slots__ = ("data", "node", "__weakref__")
+  BUFFER node: a buffer is unique, so it keys its own node rather than the shared cache.
 
-  def __init__(self, data: np.ndarray):
-    data.flags.writeable = False
-    self.data, self.node = data, None
+  A buffer a device computed may live there alone (`resident`: an object with `fetch()`, giving the numpy array,
+  and `wait()`); `data` then copies it to the host on first use."""
+  __slots__ = ("_data", "shape", "dtype", "resident", "node", "__weakref__")
+
+  def __init__(self, data: np.ndarray | None = None, resident=None, shape: Shape = (), dtype: np.dtype | None = None):
+    if data is not None:
+      data.flags.writeable = False
+      shape, dtype = data.shape, data.dtype
+    self._data, self.shape, self.dtype, self.resident, self.node = data, shape, dtype, resident, None
 
   @property
-  def shape(self) -> Shape: return self.data.shape
-  def __repr__(self) -> str: return f"Buffer({self.data.dtype}{fmt(self.data.shape)})"
+  def data(self) -> np.ndarray:
+    if self._data is None:
+      data = self.resident.fetch().reshape(self.shape)
+      data.flags.writeable = False
+      self._data = data
+    return self._data
+
+  def wait(self) -> None:
+    """Return once the device has computed it."""
+    if self._data is None: self.resident.wait()
+
+  def __repr__(self) -> str: return f"Buffer({self.dtype}{fmt(self.shape)})"
 
 
 def _key_arg(op: Ops, arg):
@@ -85,16 +100,17 @@ class UOp:
     return c.broadcast(shape)
 
   @staticmethod
-  def buffer(data: np.ndarray) -> "UOp":
-    return UOp._buffer(_BY_NP.get(data.dtype) or as_dtype(data.dtype), Buffer(data))
+  def buffer(data: "np.ndarray | Buffer") -> "UOp":
+    buf = data if type(data) is Buffer else Buffer(data)
+    return UOp._buffer(_BY_NP.get(buf.dtype) or as_dtype(buf.dtype), buf)
 
   @staticmethod
   def _buffer(dtype: DType, buf: Buffer) -> "UOp":
     if buf.node is not None and (hit := buf.node()) is not None and hit.dtype is dtype: return hit
-    if not isinstance(buf, Buffer) or buf.data.dtype != dtype.np:
+    if not isinstance(buf, Buffer) or buf.dtype != dtype.np:
       raise TypeError(f"UOp: a BUFFER node of {dtype} holds a Buffer of that dtype, got {buf!r}")
     self = object.__new__(UOp)
-    for k, v in (("op", Ops.BUFFER), ("dtype", dtype), ("src", ()), ("arg", buf), ("shape", buf.data.shape),
+    for k, v in (("op", Ops.BUFFER), ("dtype", dtype), ("src", ()), ("arg", buf), ("shape", buf.shape),
                  ("depth", 0), ("traced", False)):
       object.__setattr__(self, k, v)
     if buf.node is None: buf.node = weakref.ref(self)

@@ -21,7 +21,7 @@ from typing import Callable, Sequence
 from .. import run, spmd
 from .. import tree as tree_util
 from ..array import Array, to_array
-from ..ir import Graph, Ops, UOp
+from ..ir import Buffer, Graph, Ops, UOp
 from ..sharding import NamedSharding, P
 from ..trace import trace
 from . import shard
@@ -61,6 +61,14 @@ class Lowered:
 
   def as_text(self) -> str: return str(self.graph)
   def compile(self) -> Compiled: return Compiled(self._jitted, self.graph, self._key)
+
+
+def _call(ex: run.Executable, arrs: list[Array]) -> list:
+  """The outputs of a compiled graph for concrete Arrays: numpy arrays, or on a GPU backend Buffers left in its
+  memory (read where they are when they come back as inputs)."""
+  if ex.resident:
+    return ex.run_buffers([a._uop.arg if a._uop.op is Ops.BUFFER else Buffer(a._value().view()) for a in arrs])
+  return ex.run([a._uop.arg.data if a._uop.op is Ops.BUFFER else a._value() for a in arrs])
 
 
 class Jitted:
@@ -177,8 +185,7 @@ class Jitted:
     if any(a.uop.traced for a in arrs):  # inside another transform: inline
       outs = [Array(o, w) for o, w in zip(g(*[a.uop for a in arrs]), g.out_weak)]
     else:
-      vals = run.executable(g, search=self.search)([a._value() for a in arrs])
-      outs = [Array(UOp.buffer(v), w) for v, w in zip(vals, g.out_weak)]
+      outs = [Array(UOp.buffer(v), w) for v, w in zip(_call(run.executable(g, search=self.search), arrs), g.out_weak)]
     return tree_util.unflatten(g.out_tree, outs)
 
   def __call__(self, *args, **kwargs):
@@ -190,8 +197,7 @@ class Jitted:
                               run.default_backend()))
         if hit is not None:
           g, ex = hit
-          vals = ex.run([a._uop.arg.data if a._uop.op is Ops.BUFFER else a._value() for a in leaves])
-          outs = [Array(UOp.buffer(v), w) for v, w in zip(vals, g.out_weak)]
+          outs = [Array(UOp.buffer(v), w) for v, w in zip(_call(ex, leaves), g.out_weak)]
           return tree_util.unflatten(g.out_tree, outs)
     g, key, arrs, where = self._graph(args, kwargs)
     out = self._dispatch(g, key, arrs, len(args), where)
