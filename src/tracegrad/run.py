@@ -96,9 +96,9 @@ def default_backend() -> str:
 
 
 def device_put(x, device=None):
-  """x (a pytree of arrays or numbers) as concrete Arrays on `device` (default: the default device) or laid out by a
-  sharding (tracegrad.sharding.NamedSharding: each device gets its own buffer holding its block), as
-  jax.device_put.
+  """x (a pytree of arrays or numbers) as concrete Arrays on `device` (default: the default device; a GPU device keeps
+  a copy in its memory, which compiled programs read there) or laid out by a sharding
+  (tracegrad.sharding.NamedSharding: each device gets its own buffer holding its block), as jax.device_put.
 
   >>> tracegrad.device_put(np.arange(3.0), tracegrad.devices()[0])
   Array([0., 1., 2.], dtype=float32)
@@ -119,6 +119,8 @@ def device_put(x, device=None):
     if isinstance(device, NamedSharding):
       device.check(a.shape, "device_put")
       return Array._sharded(ShardedBuffers.cut(np.asarray(a), a.dtype, device, set(local_devices())), a.weak_type)
+    target = default_device() if device is None else device
+    if hasattr(target, "put"): return Array(UOp.buffer(target.put(np.asarray(a))), a.weak_type)   # into its memory
     return Array(UOp.buffer(np.asarray(a)), a.weak_type)
 
   return tree_util.map(put, x)

@@ -166,6 +166,13 @@ def test_outputs_stay_on_the_device_and_come_back_without_a_copy(monkeypatch):
   for b, w in zip(again, want): np.testing.assert_allclose(b.data, w, rtol=1e-5, atol=1e-5)
   assert again[2] is outs[0] and outs[1]._data is None   # the loss never left the device
   outs[1].wait()
+  uploads.clear()
+  x = tg.device_put(X[:40, :40], tg.devices("opencl")[0])   # put into the device's memory once, readable on the host
+  assert uploads == [(1600,)]
+  uploads.clear()
+  assert isinstance(x._uop.arg.resident, Resident) and np.array_equal(np.asarray(x), X[:40, :40])
+  for b, w in zip(ex.run_buffers([outs[0], x._uop.arg]), want): np.testing.assert_allclose(b.data, w, rtol=1e-5, atol=1e-5)
+  assert uploads == []
 
 
 def test_a_jitted_step_keeps_its_state_on_the_opencl_device_in_a_process_of_its_own():

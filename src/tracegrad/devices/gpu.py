@@ -127,7 +127,7 @@ class Runner:
     spec = self.prog.buffers[n]
     if math.prod(x.shape) != spec.size:
       raise ValueError(f"run_program: input buffer {n} holds {spec.size} elements, got shape {x.shape}")
-    r = x.resident if x._data is None else None
+    r = x.resident
     if isinstance(r, Resident) and r.queue is self.queue and x.dtype == spec.dtype.np:
       if n not in self.written_inputs: bufs[n] = r.mem
       elif self.nbytes[n]: self.queue.copy(bufs[n], r.mem, self.nbytes[n])
@@ -244,6 +244,14 @@ class GPUDevice(Device):
     """A function running the compiled Program `prog` on numpy inputs, giving its outputs."""
     self._context()
     return Runner(prog, self._queue, functions, launches)
+
+  def put(self, a: np.ndarray) -> Buffer:
+    """a as a Buffer with a copy in this device's memory (compiled programs read it there)."""
+    self._context()
+    a = np.ascontiguousarray(a)
+    mem = self._queue.alloc(max(a.nbytes, 1))
+    if a.size: self._queue.upload(mem, a.reshape(-1))
+    return Buffer(a.view(), resident=Resident(self._queue, mem, a.size, a.dtype))
 
   def execute(self, outputs: list[UOp], known: Mapping[UOp, np.ndarray]) -> list[np.ndarray]:
     return self._interp.execute(outputs, known)

@@ -24,8 +24,8 @@ class Buffer:
   """A concrete array held by a BUFFER node; compared by identity, never mutated. `node` is a weak reference to its
   BUFFER node: a buffer is unique, so it keys its own node rather than the shared cache.
 
-  A buffer a device computed may live there alone (`resident`: an object with `fetch()`, giving the numpy array,
-  and `wait()`); `data` then copies it to the host on first use."""
+  A buffer may also have a copy in a device's memory (`resident`: an object with `fetch()`, giving the numpy
+  array, and `wait()`); one a device computed lives there alone until `data` copies it to the host on first use."""
   __slots__ = ("_data", "shape", "dtype", "resident", "node", "__weakref__")
 
   def __init__(self, data: np.ndarray | None = None, resident=None, shape: Shape = (), dtype: np.dtype | None = None):
