@@ -286,7 +286,11 @@ def _emit_tile(b: _GPUBody, k: Kernel, tile: list[dict], ranges: dict, stage: _S
   ranges = {**ranges, **{l.var: l.extent for l in (r.loops if r else ()) + k.epilogue}}
   if stage is not None: ranges.update({stage.kc: stage.steps // stage.chunk, stage.kk: stage.chunk})
 
-  def sub(u: UOp, m: dict) -> UOp: return simplify(substitute([u], m)[0], ranges)
+  def sub(u: UOp, m: dict) -> UOp:   # u at one point, its load indexes simplified (the rest is the compiler's)
+    u = substitute([u], m)[0]
+    if u.dtype is dtypes.int64 and not u.shape: return simplify(u, ranges)
+    loads = [g for g in u.toposort() if g.op is Ops.GATHER]
+    return substitute([u], {g.src[1]: simplify(g.src[1].src[0], ranges).reshape((1,)) for g in loads})[0]
 
   def sub_store(s: Store, m: dict) -> Store:
     return Store(s.buf, sub(s.index, m), sub(s.value, m), s.mode, None if s.valid is None else sub(s.valid, m))
