@@ -185,7 +185,7 @@ def test_a_big_matmul_runs_in_register_tiles_by_default():
   assert opt.gpu_default(small) == {} and "acc1" not in render_kernel(small, "opencl")[0]
 
 
-def test_an_upcast_tile_loads_aligned_runs_as_vectors():
+def test_an_upcast_tile_loads_and_stores_aligned_runs_as_vectors():
   mm = schedule(tg.make_graph(lambda x, w: x @ w)(X, W)).kernels[0]
   src, launch = render_kernel(opt.apply(mm, {"upcast": 4, "upcast_rows": 2, "grid": 8}, "opencl"), "opencl")
   assert "vload4(0, b1 + " in src and src.count("acc7 = ") and launch == ((8 * 2, 16 // 8 * 8), (8, 8))
@@ -197,7 +197,9 @@ def test_an_upcast_tile_loads_aligned_runs_as_vectors():
   assert "vload2" in src and "vload4" not in src
   half = schedule(tg.make_graph(lambda x: x + 1)(np.zeros((8, 64), np.float16))).kernels[0]
   src, _ = render_kernel(opt.apply(half, {"upcast": 8}, "cuda"), "cuda")
-  assert src.count("*(const ushort4 *)") == 2 and "tg_h2f(v" in src
+  assert src.count("*(const ushort4 *)") == 2 and "tg_h2f(v" in src and src.count("*(ushort4 *)(b1 + ") == 2
+  src, _ = render_kernel(opt.apply(mm, {"upcast": 4, "upcast_rows": 2}, "opencl"), "opencl")
+  assert src.count("vstore4((float4)(acc") == 2   # the tile's rows, each stored as one vector
 
 
 @pytest.fixture

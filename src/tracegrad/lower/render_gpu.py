@@ -38,7 +38,7 @@ from ..devices.base import Program
 from ..ir import Ops, UOp, dtypes, substitute
 from .kernel import Control, Kernel, Loop, Store
 from .opt import gpu_default, grouped, stage_loads, stage_shape
-from .render_c import CTYPE, HELPERS, LOAD, MEMTYPE, REDUCE_ALU, SUM_BLOCK, _Body, _combine, _emit_reduce, _emit_store, \
+from .render_c import CTYPE, HELPERS, LOAD, MEMTYPE, REDUCE_ALU, STORE, SUM_BLOCK, _Body, _combine, _emit_reduce, _emit_store, \
     _identity, _loop, _order, c_name, render_const
 from .symbolic import _linear, simplify
 
@@ -96,6 +96,7 @@ class Target:
   barrier: str
   vector: dict     # the vector type of each element type of memory, without its width
   vload: str       # a vector load: {t} type with width, {w} width, {p} pointer to its first element
+  vstore: str      # a vector store of {v} (the components, comma-separated) at {p}
 
 
 _VECTOR = {"float": "float", "double": "double", "int8_t": "char", "uint8_t": "uchar", "int16_t": "short",
@@ -104,11 +105,13 @@ _VECTOR = {"float": "float", "double": "double", "int8_t": "char", "uint8_t": "u
 TARGETS = {
   "opencl": Target(OPENCL_HEAD, "__kernel void", "__global ", "restrict",
                    ("(int64_t)get_global_id(0)", "(int64_t)get_global_id(1)"), "(int64_t)get_group_id(0)",
-                   "(int64_t)get_local_id(0)", "(int64_t)(get_local_id(1) * get_local_size(0) + get_local_id(0))", "__local", "barrier(CLK_LOCAL_MEM_FENCE);", _VECTOR, "vload{w}(0, {p})"),
+                   "(int64_t)get_local_id(0)", "(int64_t)(get_local_id(1) * get_local_size(0) + get_local_id(0))", "__local", "barrier(CLK_LOCAL_MEM_FENCE);", _VECTOR, "vload{w}(0, {p})",
+                   "vstore{w}(({t})({v}), 0, {p});"),
   "cuda": Target(CUDA_HEAD, 'extern "C" __global__ void', "", "__restrict__",
                  ("((int64_t)blockIdx.x * blockDim.x + threadIdx.x)", "((int64_t)blockIdx.y * blockDim.y + threadIdx.y)"),
                  "(int64_t)blockIdx.x", "(int64_t)threadIdx.x", "(int64_t)(threadIdx.y * blockDim.x + threadIdx.x)", "__shared__", "__syncthreads();",
-                 {**_VECTOR, "int64_t": "longlong", "uint64_t": "ulonglong"}, "*(const {t} *)({p})"),
+                 {**_VECTOR, "int64_t": "longlong", "uint64_t": "ulonglong"}, "*(const {t} *)({p})",
+                 "*({t} *)({p}) = make_{t}({v});"),
 }
 
 LOCAL = 64            # work items of a group: a plain kernel's, and a grouped reduction's
@@ -117,8 +120,8 @@ COMPONENTS = "xyzw"
 
 
 class _GPUBody(_Body):
-  """render_c's statements without its OpenMP pragmas, and vector loads of the buffers in `vector` (ones the kernel
-  never stores to)."""
+  """render_c's statements without its OpenMP pragmas, with vector loads of the buffers in `vector` (ones the
+  kernel never stores to) and vector stores of a tile's results."""
 
   def __init__(self, k: Kernel, target: Target):
     super().__init__(k)
@@ -128,29 +131,63 @@ class _GPUBody(_Body):
   def block(self, header: str, pragma: str | None = None):
     with super().block(header): yield
 
-  def preload(self, roots) -> None:
-    """Name each aligned run of loads below roots that read consecutive elements of a `vector` buffer as the
-    components of one vector load: the index of the run's first load is a multiple of its width for every value
-    of the loop variables."""
-    runs: dict[tuple, dict[int, UOp]] = {}
-    for u in _order(roots, self.names):
-      if u.op is Ops.GATHER and u.src[0] in self.vector:
-        terms, c = _linear(u.src[1].src[0])
-        runs.setdefault((u.src[0], frozenset(terms.items())), {})[c] = u
-    for (buf, terms), loads in runs.items():
-      mem = "uint8_t" if buf.dtype.is_bool else MEMTYPE[buf.dtype]
+  def _runs(self, items: dict, buf: UOp):
+    """Aligned runs of consecutive indexes among items ({index: item}) of one vector buffer: (width, index of the
+    first, the run's items); the index of each run's first item is a multiple of its width wherever the loop
+    variables are."""
+    groups: dict[frozenset, dict[int, object]] = {}
+    for index, item in items.items():
+      terms, c = _linear(index)
+      groups.setdefault(frozenset(terms.items()), {})[c] = (index, item)
+    for terms, by in groups.items():
+      taken = set()
       for w in (4, 2):
         if w * buf.dtype.itemsize > VECTOR_BYTES or any(c % w for _, c in terms): continue
-        for c in sorted(loads):
-          run = [loads.get(c + i) for i in range(w)]
-          if c % w or any(g is None or g in self.names for g in run): continue
-          idx = self.emit([run[0].src[1].src[0]])[0]
-          name, self.count = f"v{self.count}", self.count + 1
-          vt = f"{self.target.vector[mem]}{w}"
-          self.line(f"const {vt} {name} = {self.target.vload.format(t=vt, w=w, p=f'{self.bufs[buf]} + {idx}')};")
-          for i, g in enumerate(run):
-            self.names[g] = f"{LOAD[buf.dtype]}({name}.{COMPONENTS[i]})" if buf.dtype in LOAD else f"{name}.{COMPONENTS[i]}"
-            self.reads[g] = frozenset({buf})
+        for c in sorted(by):
+          if c % w or any(c + i not in by or c + i in taken for i in range(w)): continue
+          taken.update(range(c, c + w))
+          yield w, by[c][0], [by[c + i][1] for i in range(w)]
+
+  def _vector_type(self, buf: UOp, w: int) -> str:
+    return f"{self.target.vector['uint8_t' if buf.dtype.is_bool else MEMTYPE[buf.dtype]]}{w}"
+
+  def preload(self, roots) -> None:
+    """Name each aligned run of loads below roots that read consecutive elements of a `vector` buffer as the
+    components of one vector load."""
+    loads: dict[UOp, dict[UOp, UOp]] = {}
+    for u in _order(roots, self.names):
+      if u.op is Ops.GATHER and u.src[0] in self.vector: loads.setdefault(u.src[0], {})[u.src[1].src[0]] = u
+    for buf, items in loads.items():
+      for w, first, run in self._runs(items, buf):
+        idx = self.emit([first])[0]
+        name, self.count, vt = f"v{self.count}", self.count + 1, self._vector_type(buf, w)
+        self.line(f"const {vt} {name} = {self.target.vload.format(t=vt, w=w, p=f'{self.bufs[buf]} + {idx}')};")
+        for i, g in enumerate(run):
+          self.names[g] = f"{LOAD[buf.dtype]}({name}.{COMPONENTS[i]})" if buf.dtype in LOAD else f"{name}.{COMPONENTS[i]}"
+          self.reads[g] = frozenset({buf})
+
+  def store_all(self, stores: list[Store]) -> None:
+    """The stores of a tile; when none of them reads a buffer they write or writes where another does, aligned runs
+    of plain stores to consecutive elements go as one vector store each."""
+    roots = [u for s in stores for u in (s.index, s.value) + ((s.valid,) if s.valid is not None else ())]
+    self.preload(roots)
+    written, places = {s.buf for s in stores}, [(s.buf, s.index) for s in stores]
+    if len(set(places)) < len(places) or any(u.op is Ops.GATHER and u.src[0] in written for r in roots for u in r.toposort()):
+      for s in stores: _emit_store(self, s)
+      return
+    plain: dict[UOp, dict[UOp, Store]] = {}
+    for s in stores:
+      if s.mode is None and s.valid is None: plain.setdefault(s.buf, {})[s.index] = s
+    done = set()
+    for buf, items in plain.items():
+      for w, first, run in self._runs(items, buf):
+        idx, *vals = self.emit([first] + [s.value for s in run])
+        if buf.dtype in STORE: vals = [f"{STORE[buf.dtype]}({v})" for v in vals]
+        self.line(self.target.vstore.format(t=self._vector_type(buf, w), w=w, v=", ".join(vals),
+                                            p=f"{self.bufs[buf]} + {idx}"))
+        done.update(run)
+    for s in stores:
+      if s not in done: _emit_store(self, s)
 
 
 def _split(b: _Body, flat: str, loops, prefix: str) -> None:
@@ -337,8 +374,7 @@ def _emit_tile(b: _GPUBody, k: Kernel, tile: list[dict], ranges: dict, stage: _S
       b.names[l.var] = f"e{j}"
       loops.enter_context(b.block(_loop(f"e{j}", l.extent)))
     stores = [sub_store(s, m) for m in tile for s in k.stores]
-    b.preload([u for s in stores for u in (s.index, s.value) + ((s.valid,) if s.valid is not None else ())])
-    for s in stores: _emit_store(b, s)
+    b.store_all(stores)
 
 
 def _grouped_body(b: _Body, k: Kernel, t: Target, local: int) -> None:
