@@ -17,8 +17,8 @@ The GPU renderer (lower/render_gpu.py, targets opencl and cuda) has actions of i
 - `local`: work items per group
 - `group`: 1 runs a reduction as one work-group per output point, its items combining partial results through
   local memory; 0 as one item per output point (by default: grouped when the reduction is long and the points few)
-- `upcast`: points of the last outer loop one item computes (it loads what they share once, and reads consecutive
-  elements as one vector load where the index allows)
+- `upcast`: points of the last outer loop one item computes (it loads what they share once, and reads and writes
+  consecutive elements as one vector where the index allows)
 - `upcast_rows`: points of the second-last outer loop one item computes (with `upcast`, a register tile of a matmul)
 - `grid`: 0 numbers the items along one launch dimension; g > 0 launches a 2-d grid, the last loop along the first
   dimension, the other loops along the second, in groups g items wide

@@ -11,7 +11,7 @@ control flow (devices/gpu.py) with the launch sizes `launches` gives.
 The kernel's actions (lower/opt.py) change the mapping: `local` sizes the groups, `group` turns the work-group
 reduction on or off, `upcast` and `upcast_rows` give an item a tile of points of the last two loops (the loop
 variables substituted and simplified per point, so what points share is computed once, and aligned runs of
-consecutive elements load as one vector), `grid` launches a 2-d grid. A kernel without actions gets
+consecutive elements load and store as one vector), `grid` launches a 2-d grid. A kernel without actions gets
 opt.gpu_default's: a register tile for a big matmul-like kernel.
 
 >>> from tracegrad.ir import UOp, dtypes
@@ -115,7 +115,7 @@ TARGETS = {
 }
 
 LOCAL = 64            # work items of a group: a plain kernel's, and a grouped reduction's
-VECTOR_BYTES = 16     # the widest vector load
+VECTOR_BYTES = 16     # the widest vector load or store
 COMPONENTS = "xyzw"
 
 
