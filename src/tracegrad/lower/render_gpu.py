@@ -11,7 +11,8 @@ control flow (devices/gpu.py) with the launch sizes `launches` gives.
 The kernel's actions (lower/opt.py) change the mapping: `local` sizes the groups, `group` turns the work-group
 reduction on or off, `upcast` and `upcast_rows` give an item a tile of points of the last two loops (the loop
 variables substituted and simplified per point, so what points share is computed once, and aligned runs of
-consecutive elements load and store as one vector), `grid` launches a 2-d grid. A kernel without actions gets
+consecutive elements load and store as one vector), `grid` launches a 2-d grid, and `stage` has its groups copy
+the rows and columns their items share into local memory, chunk by chunk. A kernel without actions gets
 opt.gpu_default's: a register tile for a big matmul-like kernel.
 
 >>> from tracegrad.ir import UOp, dtypes
