@@ -171,8 +171,11 @@ def test_actions_are_legal_only_where_they_fit():
     opt.apply(odd, {"upcast": 4}, "opencl")
   with pytest.raises(ValueError, match="grid=32 is not an action"):
     opt.apply(odd, {"local": 16, "grid": 32}, "opencl")
-  for o in opt.neighbours(mm, {"upcast": 4}, "cuda"):
-    opt.apply(mm, o, "cuda")   # every neighbour is legal
+  square = schedule(tg.make_graph(lambda x, w: x @ w.T)(X, X)).kernels[0]   # 32 x 32 outputs
+  for k in (mm, square):
+    for start in ({}, {"upcast": 4}, {"grid": 32, "local": 64}, {"grid": 8, "stage": 16}):
+      for o in opt.neighbours(k, start, "cuda"):
+        opt.apply(k, o, "cuda")   # every neighbour is legal, whichever action changes
 
 
 def test_a_big_matmul_runs_in_register_tiles_by_default():

@@ -117,7 +117,7 @@ def _stages(k: Kernel, opts: dict) -> tuple:
   """The chunks `stage` may take beside the other actions of opts."""
   from .render_c import SUM_BLOCK
   r, g, local = k.reduce, opts.get("grid", 0), opts.get("local", GPU_DEFAULTS["local"])
-  if not g or r.stores or k.epilogue or not stage_loads(k): return ()
+  if not g or g >= local or r.stores or k.epilogue or not stage_loads(k): return ()
   steps = r.loops[-1].extent
   if r.op is Ops.REDUCE_SUM and r.acc.dtype.is_float and steps > SUM_BLOCK: return ()   # blocked sums stay unstaged
   if (k.loops[-1].extent // opts.get("upcast", 1)) % g or (k.loops[-2].extent // opts.get("upcast_rows", 1)) % (local // g):
