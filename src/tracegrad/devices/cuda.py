@@ -117,7 +117,6 @@ class _CUDAQueue(Queue):
     _check(self.d.cuLaunchKernel(function, *grid, *block, 0, self.stream,
                                  params.ctypes.data if len(args) else 0, 0), "cuLaunchKernel")
 
-
   def finish(self) -> None: _check(self.d.cuStreamSynchronize(self.stream), "cuStreamSynchronize")
 
   def time(self, function, args: list, size: tuple[tuple, tuple]) -> float:

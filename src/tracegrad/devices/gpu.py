@@ -83,8 +83,13 @@ class Runner:
 
   def _upload(self, spec):
     buf = self.queue.alloc(max(spec.size * spec.dtype.itemsize, 1))
-    if spec.size: self.queue.upload(buf, np.ascontiguousarray(spec.data, spec.dtype.np).reshape(-1))
+    self._fill(buf, spec.data, spec.dtype)
     return buf
+
+  def _fill(self, buf, data, dtype) -> None:
+    """Copy host data, as `dtype`, into the device buffer buf."""
+    a = np.ascontiguousarray(data, dtype.np).reshape(-1)
+    if a.size: self.queue.upload(buf, a)
 
   def __call__(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
     """The outputs, as numpy arrays, for numpy inputs."""
@@ -106,9 +111,7 @@ class Runner:
       if not fetch:   # outputs outlive the call: each in memory of its own
         for n in {n for n, _ in prog.outputs} - set(kept) - set(self.consts): bufs[n] = q.alloc(max(self.nbytes[n], 1))
       for n, x in zip(prog.inputs, inputs): self._bind(bufs, n, x)
-      for n in self.fresh_consts:
-        b = prog.buffers[n]
-        if b.size: q.upload(bufs[n], np.ascontiguousarray(b.data, b.dtype.np).reshape(-1))
+      for n in self.fresh_consts: self._fill(bufs[n], prog.buffers[n].data, prog.buffers[n].dtype)
       self.ns = []
       self.run(prog, bufs, self.timed)
       outs = dict(kept)
@@ -131,8 +134,8 @@ class Runner:
     if isinstance(r, Resident) and r.queue is self.queue and x.dtype == spec.dtype.np:
       if n not in self.written_inputs: bufs[n] = r.mem
       elif self.nbytes[n]: self.queue.copy(bufs[n], r.mem, self.nbytes[n])
-    elif spec.size:
-      self.queue.upload(bufs[n], np.ascontiguousarray(x.data, spec.dtype.np).reshape(-1))
+    else:
+      self._fill(bufs[n], x.data, spec.dtype)
 
   def time(self, arrays: list[np.ndarray], stored: list[int], min_time: float) -> tuple[float, list[np.ndarray]]:
     """(best seconds of one launch, the buffers `stored` after the first) of a Program of one kernel, on `arrays`
@@ -232,13 +235,13 @@ class GPUDevice(Device):
 
   def missing(self) -> str: raise NotImplementedError
   def describe(self) -> str: raise NotImplementedError   # the chip and its driver: what a search's timings hold for
+  def available(self) -> bool: return not self.missing()
+  def _context(self): raise NotImplementedError
+  def compile(self, source: str, names: list[str]) -> dict: raise NotImplementedError
 
   def search_path(self):
     """The sqlite file of the actions kernel search chose on this platform."""
     return cache_root() / self.platform / "search.sqlite"
-  def available(self) -> bool: return not self.missing()
-  def _context(self): raise NotImplementedError
-  def compile(self, source: str, names: list[str]) -> dict: raise NotImplementedError
 
   def runner(self, prog: Program, functions: dict, launches: dict) -> Runner:
     """A function running the compiled Program `prog` on numpy inputs, giving its outputs."""

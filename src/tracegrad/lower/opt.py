@@ -117,14 +117,16 @@ def _stages(k: Kernel, opts: dict) -> tuple:
   """The chunks `stage` may take beside the other actions of opts."""
   from .render_c import SUM_BLOCK
   r, g, local = k.reduce, opts.get("grid", 0), opts.get("local", GPU_DEFAULTS["local"])
-  if not g or g >= local or r.stores or k.epilogue or not stage_loads(k): return ()
+  if not g or g >= local or r.stores or k.epilogue: return ()
+  loads = stage_loads(k)
+  if not loads: return ()
   steps = r.loops[-1].extent
   if r.op is Ops.REDUCE_SUM and r.acc.dtype.is_float and steps > SUM_BLOCK: return ()   # blocked sums stay unstaged
   if (k.loops[-1].extent // opts.get("upcast", 1)) % g or (k.loops[-2].extent // opts.get("upcast_rows", 1)) % (local // g):
     return ()   # a group with items past the edge would leave before a barrier
   def fits(c):
     o = {**opts, "grid": g, "stage": c}
-    return sum(math.prod(stage_shape(k, o, u)) * u.dtype.itemsize for u in stage_loads(k)) <= STAGE_BYTES
+    return sum(math.prod(stage_shape(k, o, u)) * u.dtype.itemsize for u in loads) <= STAGE_BYTES
   return tuple(c for c in GPU_AMOUNTS["stage"] if c == 0 or (steps % c == 0 and fits(c)))
 
 
