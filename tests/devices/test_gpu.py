@@ -186,3 +186,15 @@ def test_a_jitted_step_keeps_its_state_on_the_opencl_device_in_a_process_of_its_
   out = subprocess.run([sys.executable, "-c", code], env={**__import__("os").environ, "TRACEGRAD_DEVICE": "opencl"},
                        capture_output=True, text=True, check=True).stdout
   assert out.split() == ["True", "True"]
+
+
+def test_a_runner_names_an_input_of_the_wrong_size_or_count():
+  _opencl()
+  from tracegrad.ir import Buffer
+  g = tg.make_graph(lambda x: x * 2)(X)
+  ex = run.executable(g, "opencl")
+  with pytest.raises(ValueError, match=r"run_program: input buffer 0 holds 3072 elements, got shape \(5,\)"):
+    ex.run_buffers([Buffer(np.zeros(5, np.float32))])
+  with pytest.raises(ValueError, match=r"run_program: the program takes 1 inputs, got 2"):
+    ex.run_buffers([Buffer(X), Buffer(X)])
+  np.testing.assert_array_equal(ex.run_buffers([Buffer(X.copy())])[0].data, X * 2)   # the pool survives the errors
