@@ -34,6 +34,21 @@ FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-fopenmp", "-fwrapv", "-ff
          "-fno-trapping-math")
 OPTIONAL_FLAGS = ("-fopenmp", "-march=native")   # dropped, in this order, by a compiler that rejects them
 COMPILERS = ("cc", "gcc", "clang")
+TARGET_ENV = "TRACEGRAD_CPU_TARGET"   # an -march value (x86-64-v3: AVX2 only) in place of native, to run as that host
+
+
+def target_flags(target: str) -> tuple[str, ...]:
+  """FLAGS with -march=native replaced by -march=`target` when one is given ($TRACEGRAD_CPU_TARGET), so that a host
+  with AVX-512 compiles what a host with only AVX2 would.
+
+  >>> target_flags("x86-64-v3")[:2]
+  ('-O3', '-march=x86-64-v3')
+  """
+  if not target: return FLAGS
+  if not target.replace("-", "").replace("_", "").replace(".", "").isalnum():
+    raise ValueError(f"{TARGET_ENV}={target!r}: give a compiler -march value such as x86-64-v3 or native")
+  return tuple(f"-march={target}" if f == "-march=native" else f for f in FLAGS)
+
 
 # OpenMP workers of libgomp spin about 300k times before sleeping: with more threads than free cores (two processes,
 # or pytest -n 2) the spinning steals the cores the work needs, and a GPT step ran 2.3x slower at 300k than at 10k,
@@ -89,12 +104,12 @@ def _version(cmd: list[str]) -> str | None:
 
 
 @lru_cache(None)
-def find_toolchain(cc: str | None) -> Toolchain | None:
-  """The compiler `cc` (from $CC), else the first of cc, gcc, clang that compiles a shared library, with FLAGS less
-  the optional flags it rejects; None when there is none."""
+def find_toolchain(cc: str | None, target: str = "") -> Toolchain | None:
+  """The compiler `cc` (from $CC), else the first of cc, gcc, clang that compiles a shared library, with FLAGS (the
+  -march of `target` when given) less the optional flags it rejects; None when there is none."""
   for cmd in ([shlex.split(cc)] if cc else [[c] for c in COMPILERS]):
     if not cmd or shutil.which(cmd[0]) is None or (version := _version(cmd)) is None: continue
-    flags = FLAGS
+    flags = target_flags(target)
     for drop in (None, *OPTIONAL_FLAGS):
       flags = tuple(f for f in flags if f != drop)
       if _compiles(tc := Toolchain(tuple(cmd), flags, version)): return tc
@@ -222,7 +237,8 @@ class CPUDevice(Device):
     self._libs: dict[Path, Library] = {}
     self._runners: "weakref.WeakKeyDictionary[object, _Runner]" = weakref.WeakKeyDictionary()
 
-  def toolchain(self) -> Toolchain | None: return find_toolchain(os.environ.get("CC") or None)
+  def toolchain(self) -> Toolchain | None:
+    return find_toolchain(os.environ.get("CC") or None, os.environ.get(TARGET_ENV, "").strip())
 
   def available(self) -> bool:
     """Whether a working C compiler was found; when not, warns once that callers fall back to interp."""
