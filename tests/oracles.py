@@ -17,10 +17,46 @@ FLOATS = ["float32", "float16", "bfloat16"]
 INTS = ["int8", "int16", "int32", "uint8", "uint16", "uint32"]
 ALL = ["bool"] + INTS + FLOATS
 
-TOL = {"float32": (2e-5, 1e-6), "float16": (2e-3, 1e-4), "bfloat16": (2e-2, 1e-3), "float64": (1e-12, 1e-14)}
-
 
 def np_dtype(name: str) -> np.dtype: return dtypes.as_dtype(name).np
+
+
+def eps(dtype="float32") -> float:
+  """The dtype's machine epsilon (the gap above 1.0): the unit every tolerance here is written in, so that a float16
+  or bfloat16 output is judged by its own precision."""
+  return float(ml_dtypes.finfo(np_dtype(dtype) if isinstance(dtype, str) else dtype).eps)
+
+
+def ulps(n: float, dtype="float32") -> float:
+  """n units of the dtype's precision, for an rtol or atol."""
+  return n * eps(dtype)
+
+
+def tol(dtype="float32", rel: float | None = None, absolute: float | None = None) -> dict:
+  """rtol and atol for outputs of `dtype`: `rel` and `absolute` ulps of it (default: ULPS[dtype])."""
+  name = str(np_dtype(dtype) if isinstance(dtype, str) else np.dtype(dtype))
+  r, a = ULPS.get(name, ULPS["float32"])
+  return dict(rtol=ulps(r if rel is None else rel, name), atol=ulps(a if absolute is None else absolute, name))
+
+
+def assert_ulps_close(got, want, rel: float | None = None, absolute: float | None = None, err: str = ""):
+  """got equals want in shape and dtype and, for floats, within `rel` ulps of each value plus `absolute` ulps of the
+  largest magnitude in want (ulps of want's dtype; defaults from ULPS); other dtypes exactly."""
+  got, want = np.asarray(got), np.asarray(want)
+  assert got.dtype == want.dtype and got.shape == want.shape, f"{err}: {got.dtype}{got.shape} != {want.dtype}{want.shape}"
+  if want.dtype.kind not in "fV" and want.dtype != ml_dtypes.bfloat16:
+    return np.testing.assert_array_equal(got, want, err_msg=err)
+  w = want.astype(np.float64)
+  scale = max(1.0, float(np.abs(w[np.isfinite(w)]).max(initial=0)))
+  t = tol(want.dtype, rel, absolute)
+  np.testing.assert_allclose(got.astype(np.float64), w, rtol=t["rtol"], atol=t["atol"] * scale, equal_nan=True,
+                             err_msg=err)
+
+
+# (rtol, atol) in ulps of the output dtype for results computed in another order than numpy's (accumulations over a
+# few hundred terms in float32; one rounding to the narrow type for float16 and bfloat16)
+ULPS = {"float32": (160, 8), "float16": (2, 0.125), "bfloat16": (2.5, 0.125), "float64": (4500, 45)}
+TOL = {name: tuple(ulps(n, name) for n in pair) for name, pair in ULPS.items()}
 
 
 def shapes(min_dims=0, max_dims=3, min_side=1, max_side=5):
