@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 # every program the suite compiles for the cpu is also rendered for CUDA and compiled to PTX, when NVRTC is installed
 if importlib.util.find_spec("cuda") and importlib.util.find_spec("cuda.bindings"):
@@ -13,9 +13,14 @@ import tracegrad  # noqa: E402
 from tracegrad import run  # noqa: E402
 
 _QUIET = [HealthCheck.too_slow, HealthCheck.data_too_large]
-settings.register_profile("ci", derandomize=True, max_examples=25, deadline=None, suppress_health_check=_QUIET)
+# the suite's profiles report a failing example as found, without shrinking it (which can take minutes of compiles);
+# HYPOTHESIS_PROFILE=dev shrinks it to the smallest
+_NO_SHRINK = [Phase.explicit, Phase.reuse, Phase.generate]
+settings.register_profile("ci", derandomize=True, max_examples=25, deadline=None, suppress_health_check=_QUIET,
+                          phases=_NO_SHRINK, print_blob=True)
 # on the compiled backend every new shape is a new C program to compile, so its run draws fewer examples
-settings.register_profile("ci-cpu", derandomize=True, max_examples=6, deadline=None, suppress_health_check=_QUIET)
+settings.register_profile("ci-cpu", derandomize=True, max_examples=6, deadline=None, suppress_health_check=_QUIET,
+                          phases=_NO_SHRINK, print_blob=True)
 settings.register_profile("dev", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if tracegrad.default_backend() == "interp" else "ci-cpu"))
 
