@@ -1,8 +1,15 @@
-"""What every device answers (its name, and how it evaluates the nodes of a graph whose leaves are concrete) and the
-Program a compiling device runs."""
+"""What every device answers (its name, and how it evaluates the nodes of a graph whose leaves are concrete), the
+Program a compiling device runs, and the directories devices keep their caches in (`cache_dir`)."""
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import stat
+import tempfile
+import threading
+import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
@@ -17,6 +24,90 @@ def cache_root() -> Path:
   """Where the devices keep what they compile and what search found: $TRACEGRAD_CACHE_DIR, default
   ~/.cache/tracegrad."""
   return Path(os.environ.get("TRACEGRAD_CACHE_DIR") or Path.home() / ".cache" / "tracegrad")
+
+
+STALE_SECONDS = 600   # a temporary file this old was left by a process killed while writing it
+_distrusted: dict[str, str] = {}   # directories found unusable while writing, and why
+_warned: set[str] = set()
+_swept: set[str] = set()
+_private: list[Path] = []
+_private_lock = threading.Lock()
+
+
+def cache_dir(platform: str) -> Path:
+  """cache_root()/`platform`, created private (0700): the directory a device keeps compiled code and search results
+  in. It and the root must be real directories (not symbolic links), owned by this user, writable, and closed to
+  writes by anyone else, since what is loaded from there runs; otherwise one RuntimeWarning says why and how to fix
+  it, and this process uses a private temporary directory (no disk cache). Stale temporaries are removed on first
+  use."""
+  root = cache_root()
+  d = root / platform
+  bad, why = root, _unusable(root)
+  if not why: bad, why = d, _distrusted.get(str(d)) or _unusable(d)
+  if why:
+    _warn(bad, why)
+    d = _private_root() / platform
+    d.mkdir(mode=0o700, exist_ok=True)
+  if str(d) not in _swept:
+    _swept.add(str(d))
+    sweep(d, "*.tmp")
+  return d
+
+
+def distrust(d: Path, error: OSError) -> None:
+  """Use no disk cache in `d` from now on in this process: writing there failed with `error`."""
+  _distrusted[str(d)] = f"writing there failed ({error.strerror or error})"
+
+
+def _unusable(d: Path) -> str:
+  """Why directory d cannot hold code this process runs ('' when it can), after creating it (0700) if absent."""
+  try:
+    try:
+      st = os.lstat(d)
+    except FileNotFoundError:
+      d.mkdir(mode=0o700, parents=True)
+      st = os.lstat(d)
+  except OSError as e:
+    return f"it cannot be created ({e.strerror or e})"
+  if stat.S_ISLNK(st.st_mode): return "it is a symbolic link"
+  if not stat.S_ISDIR(st.st_mode): return "it is not a directory"
+  if st.st_uid != os.geteuid(): return f"it is owned by another user (uid {st.st_uid})"
+  if st.st_mode & 0o022: return f"others may write to it (mode {stat.S_IMODE(st.st_mode):o})"
+  if not os.access(d, os.W_OK | os.X_OK): return "it is not writable"
+  return ""
+
+
+def _warn(d: Path, why: str) -> None:
+  if str(d) in _warned: return
+  _warned.add(str(d))
+  fix = f"chmod 700 {d}" if "others may write" in why else f"make {d} a writable directory of yours, mode 700"
+  warnings.warn(f"tracegrad: not using the cache directory {d}: {why}; compiled code goes to a private temporary "
+                f"directory for this process instead (no disk cache). To fix: {fix}, or set TRACEGRAD_CACHE_DIR to "
+                "such a directory", RuntimeWarning, stacklevel=3)
+
+
+def _private_root() -> Path:
+  """This process's private cache directory (mkdtemp: 0700), removed when it exits."""
+  with _private_lock:
+    if not _private:
+      _private.append(Path(tempfile.mkdtemp(prefix="tracegrad-cache-")))
+      pid = os.getpid()
+      atexit.register(lambda: os.getpid() == pid and shutil.rmtree(_private[0], ignore_errors=True))
+    return _private[0]
+
+
+def sweep(d: Path, pattern: str) -> None:
+  """Remove what `pattern` matches in d that this user owns and that has not changed for STALE_SECONDS: what a killed
+  process left half written."""
+  cutoff = time.time() - STALE_SECONDS
+  for p in d.glob(pattern):
+    try:
+      st = os.lstat(p)
+      if st.st_uid != os.geteuid() or st.st_mtime > cutoff: continue
+      if stat.S_ISDIR(st.st_mode): shutil.rmtree(p)
+      else: p.unlink()
+    except OSError:
+      continue
 
 
 def numbered(source: str) -> str:

@@ -10,7 +10,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .base import cache_root, numbered
+from .base import cache_dir, numbered
 from .gpu import GPUDevice, Queue
 
 # exact division and square root, no contraction into fused multiply-adds the source does not ask for (as on cpu)
@@ -68,11 +68,10 @@ def check_ptx(source: str, arch: str = DEFAULT_ARCH) -> None:
   """Compile a CUDA C source to PTX once (remembered in the cache directory), raising as ptx() does: how a machine
   without a GPU proves every kernel it renders for CUDA compiles."""
   key = hashlib.sha256("\0".join([source, arch, nvrtc_version(), *NVRTC_OPTIONS]).encode()).hexdigest()
-  mark = cache_root() / "ptx" / key
+  mark = cache_dir("ptx") / key
   if mark.exists(): return
   ptx(source, arch)
-  mark.parent.mkdir(parents=True, exist_ok=True)
-  mark.touch()
+  mark.touch(mode=0o600)
 
 
 @lru_cache(None)

@@ -14,7 +14,7 @@ from typing import Mapping
 import numpy as np
 
 from ..ir import Buffer, UOp
-from .base import BufferSpec, Device, Program, cache_root
+from .base import BufferSpec, Device, Program, cache_dir
 from .interp import InterpDevice
 
 
@@ -240,8 +240,8 @@ class GPUDevice(Device):
   def compile(self, source: str, names: list[str]) -> dict: raise NotImplementedError
 
   def search_path(self):
-    """The sqlite file of the actions kernel search chose on this platform."""
-    return cache_root() / self.platform / "search.sqlite"
+    """The sqlite file of the actions kernel search chose on this platform (in base.cache_dir)."""
+    return cache_dir(self.platform) / "search.sqlite"
 
   def runner(self, prog: Program, functions: dict, launches: dict) -> Runner:
     """A function running the compiled Program `prog` on numpy inputs, giving its outputs."""
