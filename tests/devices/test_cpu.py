@@ -175,7 +175,7 @@ def test_damaged_entry_and_stale_temporaries(cache):
   src = render_program(prog)
   d = CPUDevice()
   entry = d.library_path(src)
-  cache.mkdir(parents=True)
+  cache.mkdir(parents=True, exist_ok=True)
   entry.write_bytes(b"not a shared library")
   (cache / f"{entry.stem[:16]}-stale.tmp").write_bytes(b"\x7fELF half written")
   lib = d.compile(src)

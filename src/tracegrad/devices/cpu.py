@@ -1,6 +1,11 @@
 """The CPU device: compiles one C source per program with the system compiler, keeps the shared library in a disk
 cache and runs it through cffi (ABI mode). Eager operations run on the interp device and never pay a compile.
 
+The cache holds code that runs: its directory is private (base.cache_dir), an entry `<key>.so` loads only when its
+bytes match the sha256 recorded beside it (`<key>.sha256`) when it was written, and from a private copy of the bytes
+checked; anything else is a miss, built again in its place. A library no program uses is unloaded (the last
+LIBS_KEPT asked for stay loaded).
+
 The source comes from lower/render_c.py and exports `void tg_run(void **bufs)`; it runs the Program of
 devices/base.py whose Kernels (lower/kernel.py) are read by their fields only, since devices do not import the
 lowering. `time_library` times a program in a process of its own (cpu_timer.py), for kernel search.
@@ -8,16 +13,22 @@ lowering. `time_library` times a program in a process of its own (cpu_timer.py),
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
+import re
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import warnings
 import weakref
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -27,7 +38,8 @@ import cffi
 import numpy as np
 
 from ..ir import UOp
-from .base import Device, Program, cache_root, numbered
+from . import base
+from .base import Device, Program, numbered
 from .interp import InterpDevice
 
 FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-fopenmp", "-fwrapv", "-ffp-contract=off", "-fno-math-errno",
@@ -126,8 +138,98 @@ def _cpu_id() -> str:
   return os.uname().machine + "".join(sorted({l for l in lines if l.startswith(("model name", "flags"))}))
 
 
+_timing_swept: list[bool] = []
+
+
 def cache_dir() -> Path:
-  return cache_root() / "cpu"
+  """The cpu's cache directory (base.cache_dir: private, or a temporary one); on first use in a process, the timing
+  directories of killed processes (time_library) are removed from the temporary directory too."""
+  if not _timing_swept:
+    _timing_swept.append(True)
+    base.sweep(Path(tempfile.gettempdir()), "tracegrad-time-*")
+  return base.cache_dir("cpu")
+
+
+class _Unwritable(Exception):
+  """Making a file in a cache directory failed (read-only, no permission): the caller distrusts the directory."""
+
+  def __init__(self, d: Path, error: OSError):
+    super().__init__(f"cpu: cannot write to the cache directory {d}: {error}")
+    self.dir, self.error = d, error
+
+
+def _temp(d: Path, prefix: str) -> tuple[int, str]:
+  """A new private (0600) file in d, named *.tmp so that one a killed process leaves is swept."""
+  try:
+    return tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=d)
+  except OSError as e:
+    raise _Unwritable(d, e) from e
+
+
+def _read(path) -> bytes | None:
+  """The bytes of the regular file at `path`, opened without following a symbolic link; None when there is none."""
+  try:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+  except OSError:
+    return None
+  with open(fd, "rb") as f:
+    return f.read() if stat.S_ISREG(os.fstat(fd).st_mode) else None
+
+
+def _digest_path(path: Path) -> Path: return path.with_suffix(".sha256")
+
+
+def _verified(path: Path) -> bytes | None:
+  """The library at `path` when its bytes match the sha256 recorded beside it when it was written; None (a miss) when
+  either is missing or a symbolic link, or they differ: a truncated, replaced or half-written entry."""
+  data, want = _read(path), _read(_digest_path(path))
+  if data is None or want is None or hashlib.sha256(data).hexdigest().encode() != want.strip(): return None
+  return data
+
+
+def _publish(path: Path, tmp: str, data: bytes) -> None:
+  """Move the library `tmp`, holding `data`, into place as `path`, its digest beside it, each replaced atomically."""
+  fd, digest_tmp = _temp(path.parent, path.stem[:16] + "-")
+  try:
+    with open(fd, "w") as f: f.write(hashlib.sha256(data).hexdigest() + "\n")
+    os.replace(digest_tmp, _digest_path(path))
+  finally:
+    if os.path.exists(digest_tmp): os.unlink(digest_tmp)
+  os.chmod(tmp, 0o600)
+  os.replace(tmp, path)
+
+
+_loads = itertools.count()
+
+
+@contextmanager
+def _loadable(data: bytes, d: Path):
+  """A new file in the private directory d holding exactly `data`, removed after use. Libraries load from such a
+  copy, never from the cache entry: what runs is the bytes verified even when the entry changes between the check
+  and the load, and every load has a name of its own (the loader hands back a library already loaded under the
+  same name)."""
+  fd, tmp = _temp(d, f"load{next(_loads)}-")
+  try:
+    with open(fd, "wb") as f: f.write(data)
+    yield tmp
+  finally:
+    os.unlink(tmp)
+
+
+_pinned: dict[str, object] = {}
+
+
+def _pin_openmp() -> bool:
+  """Hold open for good the OpenMP runtimes loaded programs brought in: unloading one, with the last program that
+  uses it, under its idle worker threads crashes the process. Whether programs may be unloaded (all are held)."""
+  try:
+    with open("/proc/self/maps") as f: paths = {line.split(maxsplit=5)[-1].strip() for line in f if "omp" in line}
+    for p in paths:
+      if p.startswith("/") and re.match(r"lib[gi]?omp", os.path.basename(p)) and p not in _pinned:
+        _pinned[p] = _omp_ffi.dlopen(p)
+  except OSError:
+    return False
+  return True
 
 
 class _Runner:
@@ -177,11 +279,13 @@ class _Runner:
 
 
 class Library:
-  """A loaded shared library: `tg_run(ptrs)` runs the program whose buffers `ptrs` points at."""
+  """A loaded shared library, the verified bytes of the cache entry `path`: `tg_run(ptrs)` runs the program whose
+  buffers `ptrs` points at. Unloaded once nothing holds it."""
 
-  def __init__(self, path: Path):
+  def __init__(self, path: Path, data: bytes):
     self.path = path
-    self._lib = _ffi.dlopen(str(path))
+    with _loadable(data, path.parent) as file: self._lib = _ffi.dlopen(file)
+    if _pin_openmp(): weakref.finalize(self, _ffi.dlclose, self._lib).atexit = False
     self.tg_run = self._lib.tg_run
 
   def times(self, ns) -> None:
@@ -203,28 +307,32 @@ def _run_compiler(cmd: list[str], source: str | None, timeout: float | None, wha
     raise RuntimeError(f"cpu: the C compiler failed ({' '.join(cmd)}):\n{r.stderr.strip()}\n\nsource:\n{what}")
 
 
-def _build(tc: Toolchain, source: str, path: Path, timeout: float | None = None) -> None:
-  """Compile into a temporary file beside `path` and move it into place, so `path` is whole or absent. A long
-  source that declares two units (render_c.UNITS) compiles as two objects at once, then links."""
-  fd, tmp = tempfile.mkstemp(prefix=path.stem[:16] + "-", suffix=".tmp", dir=path.parent)
+def _build(tc: Toolchain, source: str, path: Path, timeout: float | None = None) -> bytes:
+  """The library of `source`, compiled into a temporary file beside `path`, then moved into place with its digest,
+  so `path` is whole or absent. A long source that declares two units (render_c.UNITS) compiles as two objects at
+  once, then links."""
+  fd, tmp = _temp(path.parent, path.stem[:16] + "-")
   os.close(fd)
   try:
     if len(source) < UNIT_MIN_CHARS or "TG_UNIT == 1" not in source or (os.cpu_count() or 1) < 2:
       _run_compiler(tc.command(tmp), source, timeout, numbered(source))
     else:
-      with tempfile.TemporaryDirectory(dir=path.parent) as d:
+      with tempfile.TemporaryDirectory(suffix=".tmp", dir=path.parent) as d:
         objs = [os.path.join(d, f"unit{i}.o") for i in range(2)]
         flags = [f for f in tc.flags if f != "-shared"]
         cmds = [[*tc.cmd, *flags, f"-DTG_UNIT={i}", "-c", "-x", "c", "-", "-o", o] for i, o in enumerate(objs)]
         with ThreadPoolExecutor(2) as pool:
           for f in [pool.submit(_run_compiler, c, source, timeout, numbered(source)) for c in cmds]: f.result()
         _run_compiler([*tc.cmd, *tc.flags, *objs, "-o", tmp, "-lm"], None, timeout, "(linking the two units)")
-    os.replace(tmp, path)
+    if (data := _read(tmp)) is None: raise RuntimeError(f"cpu: the C compiler left no library at {tmp}")
+    _publish(path, tmp, data)
+    return data
   finally:
     if os.path.exists(tmp): os.unlink(tmp)
 
 
 _warned: set[str | None] = set()
+LIBS_KEPT = 64   # libraries kept loaded after the last program using them is gone, for one compiled again soon
 
 
 class CPUDevice(Device):
@@ -234,7 +342,9 @@ class CPUDevice(Device):
   def __init__(self, id: int = 0):
     self.id = id
     self._interp = InterpDevice(id)
-    self._libs: dict[Path, Library] = {}
+    self._libs: "weakref.WeakValueDictionary[Path, Library]" = weakref.WeakValueDictionary()   # loaded, in use
+    self._recent: OrderedDict[Path, Library] = OrderedDict()   # the last LIBS_KEPT asked for
+    self._lock = threading.Lock()   # search compiles from several threads
     self._runners: "weakref.WeakKeyDictionary[object, _Runner]" = weakref.WeakKeyDictionary()
 
   def toolchain(self) -> Toolchain | None:
@@ -266,19 +376,25 @@ class CPUDevice(Device):
     earlier compile left it there. A compile error (or one past `timeout` seconds) raises RuntimeError with the
     compiler's message and the source."""
     path = self.library_path(source)
-    if path in self._libs: return self._libs[path]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lib = None
-    if path.exists():
-      try:
-        lib = Library(path)
-      except OSError:
-        path.unlink(missing_ok=True)   # a damaged entry: build it again
+    lib = self._libs.get(path)
     if lib is None:
-      _build(self.toolchain(), source, path, timeout)
-      lib = Library(path)
-    self._libs[path] = lib
+      try:
+        lib = self._load(source, path, timeout)
+      except _Unwritable as e:
+        base.distrust(e.dir, e.error)   # warns; from now on this process compiles into a private directory
+        path = self.library_path(source)
+        lib = self._load(source, path, timeout)
+    with self._lock:
+      self._libs[path] = self._recent[path] = lib
+      self._recent.move_to_end(path)
+      while len(self._recent) > LIBS_KEPT: self._recent.popitem(last=False)
     return lib
+
+  def _load(self, source: str, path: Path, timeout: float | None) -> Library:
+    """The library of `source`: the cache entry `path` when its digest matches, else built again in its place."""
+    data = _verified(path)
+    if data is None: data = _build(self.toolchain(), source, path, timeout)
+    return Library(path, data)
 
   def runner(self, prog: Program, lib: Library) -> _Runner:
     """A function running the compiled Program `prog` on numpy inputs (in the order of prog.inputs), giving its
@@ -295,10 +411,11 @@ class CPUDevice(Device):
                    timeout: float = 10.0) -> tuple[float, list[np.ndarray]] | None:
     """(best seconds of one run, the stored buffers after the first run) of a library's program on `arrays` (one
     per buffer), run in a process of its own; None when it crashed, hung past `timeout` or failed."""
-    with tempfile.TemporaryDirectory(prefix="tracegrad-time-") as d:
+    if (data := _verified(lib.path)) is None: return None
+    with tempfile.TemporaryDirectory(prefix="tracegrad-time-") as d, _loadable(data, lib.path.parent) as file:
       job = Path(d)
       np.savez(job / "inputs.npz", *arrays)
-      (job / "job.json").write_text(json.dumps({"library": str(lib.path), "stored": stored, "min_time": min_time}))
+      (job / "job.json").write_text(json.dumps({"library": file, "stored": stored, "min_time": min_time}))
       try:
         r = subprocess.run([sys.executable, str(Path(__file__).with_name("cpu_timer.py")), d], capture_output=True,
                            text=True, timeout=timeout)
