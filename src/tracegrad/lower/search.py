@@ -17,6 +17,9 @@ import hashlib
 import json
 import os
 import sqlite3
+import stat
+import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -41,26 +44,90 @@ def search_width() -> int:
     raise ValueError(f"TRACEGRAD_SEARCH={os.environ['TRACEGRAD_SEARCH']!r}: give a beam width, an int >= 0") from None
 
 
+_CORRUPT = ("SQLITE_NOTADB", "SQLITE_CORRUPT")
+
+
 class Cache:
-  """Searched action sets by kernel key, in the device's `search.sqlite` (beside its compiled code)."""
+  """Searched action sets by kernel key, in the device's `search.sqlite` (beside its compiled code), private to this
+  user. A file that is not a database is moved aside, with a warning, and a new one made; a row that does not hold
+  an action set is a miss, and is deleted."""
 
   def __init__(self, device):
     self.path = device.search_path()
 
   def _db(self) -> sqlite3.Connection:
-    self.path.parent.mkdir(parents=True, exist_ok=True)
+    st = _lstat(self.path)
+    if st is not None and not stat.S_ISREG(st.st_mode): self._move_aside("is not a regular file")
+    if st is None or not stat.S_ISREG(st.st_mode):   # made here, so sqlite's journals get its mode too
+      try: os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+      except FileExistsError: pass
+    elif st.st_mode & 0o077 and st.st_uid == os.geteuid():
+      os.chmod(self.path, 0o600)
     db = sqlite3.connect(self.path, timeout=60)
-    db.execute("CREATE TABLE IF NOT EXISTS search (key TEXT PRIMARY KEY, opts TEXT NOT NULL, seconds REAL)")
+    try:
+      db.execute("CREATE TABLE IF NOT EXISTS search (key TEXT PRIMARY KEY, opts TEXT NOT NULL, seconds REAL)")
+    except BaseException:
+      db.close()
+      raise
     return db
 
+  def _run(self, fn):
+    """fn(db) in one transaction; a corrupt file is moved aside and fn runs on a new one."""
+    for retry in (False, True):
+      try:
+        db = self._db()
+        try:
+          with db: return fn(db)
+        finally:
+          db.close()
+      except sqlite3.DatabaseError as e:
+        if retry or getattr(e, "sqlite_errorname", "") not in _CORRUPT: raise
+        self._move_aside(f"is not a database ({e})")
+
+  def _move_aside(self, why: str) -> None:
+    aside = self.path.with_name(f"{self.path.name}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}")
+    for suffix in ("", "-journal", "-wal", "-shm"):
+      try: os.replace(f"{self.path}{suffix}", f"{aside}{suffix}")
+      except FileNotFoundError: pass
+    warnings.warn(f"search: the cache {self.path} {why}; moved it to {aside} and started a new one", RuntimeWarning,
+                  stacklevel=4)
+
   def get(self, key: str) -> dict | None:
-    with self._db() as db:
+    def read(db):
       row = db.execute("SELECT opts FROM search WHERE key = ?", (key,)).fetchone()
-    return None if row is None else json.loads(row[0])
+      opts = None if row is None else _opts(row[0])
+      if row is not None and opts is None: db.execute("DELETE FROM search WHERE key = ?", (key,))
+      return opts
+    return self._run(read)
 
   def put(self, key: str, opts: dict, seconds: float) -> None:
-    with self._db() as db:
-      db.execute("INSERT OR REPLACE INTO search VALUES (?, ?, ?)", (key, json.dumps(opts, sort_keys=True), seconds))
+    self._run(lambda db: db.execute("INSERT OR REPLACE INTO search VALUES (?, ?, ?)",
+                                    (key, json.dumps(opts, sort_keys=True), seconds)))
+
+
+def _lstat(path) -> os.stat_result | None:
+  try:
+    return os.lstat(path)
+  except FileNotFoundError:
+    return None
+
+
+def _opts(text) -> dict | None:
+  """The action set a row holds: a JSON object of action names to ints; None for anything else."""
+  try:
+    opts = json.loads(text)
+  except (TypeError, ValueError):
+    return None
+  ok = isinstance(opts, dict) and all(isinstance(k, str) and type(v) is int for k, v in opts.items())
+  return opts if ok else None
+
+
+def _applies(k: Kernel, opts: dict, target: str) -> bool:
+  try:
+    opt.apply(k, opts, target)
+  except ValueError:
+    return False
+  return True
 
 
 def _gpu(device) -> bool: return device.platform in opt.GPU_TARGETS
@@ -136,7 +203,7 @@ def best_opts(k: Kernel, width: int, device, progress=None) -> dict:
   if opt.shape(k, target) is None: return {}
   cache, key = Cache(device), kernel_key(k, device)
   hit = cache.get(key)
-  if hit is not None: return hit
+  if hit is not None and _applies(k, hit, target): return hit
   arrays = _arrays(k, np.random.default_rng(0))
   prog, stored = _program(k)
 
