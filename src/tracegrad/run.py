@@ -2,6 +2,7 @@
 operation) or compiled (a jitted Graph becomes one native program on the cpu device)."""
 from __future__ import annotations
 
+import copy
 import os
 import time
 import weakref
@@ -160,7 +161,9 @@ class Executable:
   def __init__(self, graph: Graph, backend: str, search: int | None = None):
     from .lower.schedule import Unsupported, schedule
     from .lower.search import optimise, search_width
-    self.graph, self.backend, self.program, self.source, self._runner = graph, backend, None, None, None
+    # a copy: _executables holds this weakly keyed by `graph`, which must not be kept alive from here
+    self.graph = copy.copy(graph)
+    self.backend, self.program, self.source, self._runner = backend, None, None, None
     self.resident = False   # whether run_buffers leaves outputs in the device's memory (a GPU backend's program)
     self._device = local_devices(backend)[0]
     if backend == "interp": return
