@@ -5,6 +5,7 @@ import pytest
 import tracegrad as tg
 import tracegrad.numpy as tnp
 from tracegrad import lax
+from oracles import check_grads
 
 
 def close(got, want, rtol=1e-4, atol=1e-5):
@@ -142,6 +143,60 @@ def test_custom_vjp_inside_scan():
   close(tg.grad(f)(np.float32(0.5)), (2 * np.cos(xs * 0.5) * xs).sum())
 
 
+
+# higher derivatives: the vjp of a custom_vjp function is its traced bwd, itself differentiated (through the residuals
+# fwd computes and through the cotangent), as JAX does
+
+@tg.custom_vjp
+def cube(x):
+  return x ** 3
+
+
+cube.defvjp(lambda x: (x ** 3, x), lambda x, g: (3 * x ** 2 * g,))
+
+
+def test_custom_vjp_grad_of_grad_differentiates_bwd():
+  x, g = np.float32(2.0), tg.grad
+  close((g(cube)(x), g(g(cube))(x), g(g(g(cube)))(x)), (12.0, 12.0, 6.0))   # JAX's values
+  close((tg.jacfwd(g(cube))(x), tg.jacfwd(tg.jacfwd(g(cube)))(x), g(tg.jacfwd(g(cube)))(x)), (12.0, 6.0, 6.0))
+  close(tg.jacrev(g(cube))(x), 12.0)
+  close(tg.hessian(lambda v: cube(v).sum())(np.array([1.0, 2.0], np.float32)), np.diag([6.0, 12.0]))
+
+
+def test_custom_vjp_grad_of_grad_under_jit_and_vmap():
+  x, xs, g = np.float32(2.0), np.array([1.0, 2.0, 3.0], np.float32), tg.grad
+  close((tg.jit(g(g(cube)))(x), g(tg.jit(g(cube)))(x), g(g(tg.jit(cube)))(x)), (12.0, 12.0, 12.0))
+  close(tg.vmap(g(g(cube)))(xs), 6 * xs)
+  close(tg.jit(tg.vmap(g(g(cube))))(xs), 6 * xs)
+  close(tg.vmap(tg.jacfwd(g(cube)))(xs), 6 * xs)
+  close(g(lambda xs: tg.vmap(g(cube))(xs).sum())(xs), 6 * xs)
+
+
+def test_custom_vjp_second_derivative_follows_bwd_not_fun():
+  # bwd says 2 cos x: its derivatives are those of 2 cos x, through the residual cos x and through the cotangent
+  for x in (0.3, -1.2):
+    close(tg.grad(tg.grad(sin2))(np.float32(x)), -2 * np.sin(x))
+    close(tg.grad(lambda x: tg.grad(lambda y: x * sin2(y))(x))(np.float32(x)), 2 * np.cos(x) - 2 * x * np.sin(x))
+  check_grads(tg.grad(sin2), (np.float32(0.7),), order=2, modes=("fwd", "rev"))
+  check_grads(tg.grad(lambda x: (sin2(x) * x).sum()), (rand(3),), order=1, modes=("fwd", "rev"))
+  check_grads(tg.grad(cube), (np.float32(1.3),), order=2, modes=("fwd", "rev"))
+
+
+def test_custom_vjp_grad_of_grad_when_fwd_calls_the_function():
+  @tg.custom_vjp
+  def f(x):
+    return tnp.exp(x)
+
+  f.defvjp(lambda x: (f(x), f(x)), lambda y, g: (3.0 * y * g,))
+  # the residual is f(x) itself, whose derivative is again the rule's 3 f(x)
+  close(tg.grad(tg.grad(f))(np.float32(0.5)), 9 * np.exp(0.5))
+
+
+def test_custom_vjp_grad_of_grad_inside_scan():
+  xs = rand(4)
+  f = lambda x: lax.scan(lambda c, t: (c + sin2(t * x), None), np.float32(0.0), xs)[0]
+  close(tg.grad(tg.grad(f))(np.float32(0.5)), (-2 * np.sin(xs * 0.5) * xs * xs).sum())
+
 # ---- custom_jvp
 
 @tg.custom_jvp
@@ -210,6 +265,26 @@ def test_custom_jvp_second_derivative():
   close(tg.hessian(lambda x: log1pexp(x).sum())(np.array([0.0, 1.0], np.float32)),
         np.diag([0.25, _sigmoid(1.0) * (1 - _sigmoid(1.0))]))
 
+
+
+@tg.custom_jvp
+def cube_jvp(x):
+  return x ** 3
+
+
+@cube_jvp.defjvp
+def _cube_jvp_rule(primals, tangents):
+  (x,), (t,) = primals, tangents
+  return cube_jvp(x), 3 * x ** 2 * t
+
+
+def test_custom_jvp_higher_derivatives_in_every_order():
+  x, g, f = np.float32(2.0), tg.grad, tg.jacfwd
+  close((g(cube_jvp)(x), g(g(cube_jvp))(x), g(g(g(cube_jvp)))(x)), (12.0, 12.0, 6.0))   # JAX's values
+  close((f(g(cube_jvp))(x), g(f(cube_jvp))(x), f(f(cube_jvp))(x), f(f(f(cube_jvp)))(x)), (12.0, 12.0, 12.0, 6.0))
+  close(tg.jit(g(g(cube_jvp)))(x), 12.0)
+  close(tg.vmap(g(g(cube_jvp)))(np.array([1.0, 3.0], np.float32)), [6.0, 18.0])
+  check_grads(g(log1pexp), (np.float32(0.4),), order=2, modes=("fwd", "rev"))
 
 def test_custom_jvp_several_args_and_closure():
   @tg.custom_jvp

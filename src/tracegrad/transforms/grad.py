@@ -347,7 +347,7 @@ def _differentiable(u: UOp) -> bool: return u.dtype is void or u.dtype.is_float
 
 def backward(outputs: Sequence[UOp], cts: Sequence[UOp | None], wrt: Sequence[UOp]) -> tuple[list[UOp], list[UOp | None]]:
   """The cotangents of `wrt` given cotangents of `outputs` (None for zero), and the outputs themselves (scans on
-  the path are rebuilt to record their carries for the backward pass)."""
+  the path are rebuilt to record their carries for the backward pass, custom_vjp functions become their fwd)."""
   outputs = list(outputs)
   order = toposort(outputs)
   needs = _needs(order, wrt)
@@ -370,7 +370,19 @@ def backward(outputs: Sequence[UOp], cts: Sequence[UOp | None], wrt: Sequence[UO
     src_cts = VJP_RULES.rewrite(u, grads[u])
     for s, c in zip(u.src, src_cts):
       if c is not None and s in needs: acc(s, c)
-  return outputs, [grads.get(w) for w in wrt]
+  spent = [p for p in prep.values() if p.op is Ops.CUSTOM_VJP]
+  return _inline_fwd(spent, outputs, [grads.get(w) for w in wrt])
+
+
+def _inline_fwd(nodes: list[UOp], outputs: list[UOp], cts: list[UOp | None]) -> tuple[list[UOp], list[UOp | None]]:
+  """outputs and cts with the custom_vjp nodes whose bwd rule was just applied replaced by their fwd, inlined: a later
+  derivative (grad of grad, jvp of grad) then differentiates fwd and the traced bwd like any function, as JAX does."""
+  if not nodes: return outputs, cts
+  calls = {u.proj(i): o for u in nodes for i, o in enumerate(u.arg[0](*u.src))}
+  live = [c for c in cts if c is not None]
+  new = substitute(outputs + live, calls)
+  it = iter(new[len(outputs):])
+  return new[:len(outputs)], [None if c is None else next(it) for c in cts]
 
 
 def _needs(order: list[UOp], wrt) -> set[UOp]:
