@@ -143,7 +143,6 @@ def test_custom_vjp_inside_scan():
   close(tg.grad(f)(np.float32(0.5)), (2 * np.cos(xs * 0.5) * xs).sum())
 
 
-
 # higher derivatives: the vjp of a custom_vjp function is its traced bwd, itself differentiated (through the residuals
 # fwd computes and through the cotangent), as JAX does
 
@@ -196,6 +195,7 @@ def test_custom_vjp_grad_of_grad_inside_scan():
   xs = rand(4)
   f = lambda x: lax.scan(lambda c, t: (c + sin2(t * x), None), np.float32(0.0), xs)[0]
   close(tg.grad(tg.grad(f))(np.float32(0.5)), (-2 * np.sin(xs * 0.5) * xs * xs).sum())
+
 
 # ---- custom_jvp
 
@@ -266,7 +266,6 @@ def test_custom_jvp_second_derivative():
         np.diag([0.25, _sigmoid(1.0) * (1 - _sigmoid(1.0))]))
 
 
-
 @tg.custom_jvp
 def cube_jvp(x):
   return x ** 3
@@ -285,6 +284,7 @@ def test_custom_jvp_higher_derivatives_in_every_order():
   close(tg.jit(g(g(cube_jvp)))(x), 12.0)
   close(tg.vmap(g(g(cube_jvp)))(np.array([1.0, 3.0], np.float32)), [6.0, 18.0])
   check_grads(g(log1pexp), (np.float32(0.4),), order=2, modes=("fwd", "rev"))
+
 
 def test_custom_jvp_several_args_and_closure():
   @tg.custom_jvp
