@@ -1,6 +1,7 @@
 """Kernel IR to C: the rendered text, and compiled programs checked against the interp device bit for bit (with a
 tolerance only for transcendental functions and float sums)."""
 import math
+import platform
 
 import ml_dtypes
 import numpy as np
@@ -334,6 +335,39 @@ def test_empty_reduce(cpu):
   assert np.all(got == -np.inf)
 
 
+def _avx2_host() -> bool:
+  try:
+    return platform.machine() == "x86_64" and "avx2" in open("/proc/cpuinfo").read().split()
+  except OSError:
+    return False
+
+
+@pytest.mark.parametrize("target", ["native", "x86-64-v3"])
+def test_int_max_min_of_compares(cpu, monkeypatch, target):
+  """Short rows of an int max or min of compares: gcc 12 vectorising them unrolled for AVX2 took the compare's mask
+  (-1) for the int, so that max(x > 0) came out 0 where some x > 0."""
+  if target != "native":
+    if not _avx2_host(): pytest.skip("compiling for x86-64-v3 needs an x86-64 host with AVX2")
+    monkeypatch.setenv("TRACEGRAD_CPU_TARGET", target)
+  rng = np.random.default_rng(3)
+  for n, m in ((2, 4), (3, 4), (5, 8)):
+    x = rng.standard_normal(n * m).astype(np.float32)
+    i, j = UOp.param((), I64), UOp.param((), I64)
+    a, acc = UOp.param((n * m,), dtypes.float32), UOp.param((), dtypes.int32)
+    hit = like(acc, 0.5, dtypes.float32).alu(Ops.CMPLT, at(a, i * K(m) + j).alu(Ops.MAX, -at(a, i * K(m) + j)))
+    kernels = []
+    for op in (Ops.REDUCE_MAX, Ops.REDUCE_MIN):
+      out = UOp.param((n,), dtypes.int32)
+      kernels.append(Kernel(f"reduce_{op.name.lower()}", (out, a), (Loop(i, n),), (Store(out, i, acc),),
+                            Reduce(op, acc, (Loop(j, m),), hit.cast(dtypes.int32))))
+    prog = Program(kernels, [(1, 0), (2, 0)], [BufferSpec(n * m, dtypes.float32)] + [BufferSpec(n, dtypes.int32)] * 2,
+                   [0], [(1, (n,)), (2, (n,))])
+    got_max, got_min = run(cpu, prog, [x])
+    want = (np.abs(x) > 0.5).astype(np.int32).reshape(n, m)
+    np.testing.assert_array_equal(got_max, want.max(1), err_msg=f"max over rows of {m}, {target}")
+    np.testing.assert_array_equal(got_min, want.min(1), err_msg=f"min over rows of {m}, {target}")
+
+
 # ---- sequential scatter with each store mode ----
 
 MODES = [None, "set", "add", "mul", "min", "max"]
@@ -398,7 +432,7 @@ def test_pragmas():
   assert "#pragma" not in render_kernel(seq)
   assert "reduction(+:acc)" in render_kernel(reduce_program(Ops.REDUCE_SUM, dtypes.float32, 4, 4))
   assert "reduction(max:acc) reduction(|:nan)" in render_kernel(reduce_program(Ops.REDUCE_MAX, dtypes.float32, 4, 4))
-  assert "#pragma" not in render_kernel(reduce_program(Ops.REDUCE_MAX, dtypes.int32, 4, 4))
+  assert "reduction(max:acc)" in render_kernel(reduce_program(Ops.REDUCE_MAX, dtypes.int32, 4, 4))
 
 
 def test_program_entry():

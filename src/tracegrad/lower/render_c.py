@@ -361,9 +361,12 @@ def _loop_pragmas(k: Kernel) -> dict[int, str]:
 
 
 def _reduce_pragma(k: Kernel) -> str | None:
-  d = k.reduce.acc.dtype
-  if k.reduce.op not in SIMD_REDUCTION or d.is_bool or d in HALF: return None
-  return f"#pragma omp simd reduction({SIMD_REDUCTION[k.reduce.op]}:acc)"
+  d, op = k.reduce.acc.dtype, k.reduce.op
+  # integer max and min too: a short one left unrolled goes to gcc 12's straight-line vectoriser, which for AVX2 may
+  # read a bool cast to int as the compare's mask, -1 (a max of (x > 0).astype(int) came out 0)
+  if d.is_int and op in NAN_REDUCTION: return f"#pragma omp simd reduction({NAN_REDUCTION[op][1]}:acc)"
+  if op not in SIMD_REDUCTION or d.is_bool or d in HALF: return None
+  return f"#pragma omp simd reduction({SIMD_REDUCTION[op]}:acc)"
 
 
 def _loop(var: str, extent: int) -> str: return f"for (int64_t {var} = 0; {var} < {extent}; {var}++)"
