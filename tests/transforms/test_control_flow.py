@@ -1,5 +1,7 @@
 """lax control flow (cond, switch, select, scan, fori_loop, while_loop, stop_gradient) against Python loops,
 and under grad, jvp and vmap."""
+import platform
+
 import numpy as np
 import pytest
 
@@ -459,6 +461,89 @@ def test_vmap_grad_cond_batched_predicate():
   xs = np.array([-1.0, 0.5, 2.0], np.float32)
   g = tg.vmap(tg.grad(lambda x: lax.cond(x > 0, tnp.sin, lambda a: a**3, x)))(xs)
   close(g, [np.cos(x) if x > 0 else 3 * x**2 for x in xs.astype(np.float64)])
+
+
+# ---- jit and vmap in every order, against a numpy loop per element (in float32, so step counts agree exactly)
+
+def _newton(a):
+  x, n = a, np.int32(0)
+  while n < 20: x, n = (x + a / x) / np.float32(2), n + 1
+  return x
+
+
+def _newton_tol(a):
+  x, n = a, np.int32(0)
+  while abs(x * x - a) > np.float32(1e-4) * a: x, n = (x + a / x) / np.float32(2), n + 1
+  return x, n
+
+
+def _horner(a):
+  c = np.float32(1)
+  for i in range(5): c = c * a + np.float32(i)
+  return c
+
+
+def _halvings(a):
+  c = np.float32(1)
+  for _ in range(int(a * np.float32(2))): c = c * np.float32(0.5) + a
+  return c
+
+
+def _np_decay(a):
+  c, ys = np.float32(0), []
+  for t in np.arange(4, dtype=np.float32):
+    ys.append(c)
+    c = c * np.float32(0.5) + t * a
+  return c, np.array(ys)
+
+
+LOOPS = {   # (function of one scalar, the same as a numpy loop)
+  "while_count": (lambda a: lax.while_loop(lambda c: c[1] < 20, lambda c: ((c[0] + a / c[0]) / 2, c[1] + 1), (a, 0))[0],
+                  _newton),
+  "while_batched_pred": (lambda a: lax.while_loop(lambda c: tnp.abs(c[0] * c[0] - a) > 1e-4 * a,
+                                                  lambda c: ((c[0] + a / c[0]) / 2, c[1] + 1), (a, 0)), _newton_tol),
+  "fori_static": (lambda a: lax.fori_loop(0, 5, lambda i, c: c * a + i, np.float32(1)), _horner),
+  "fori_batched_bound": (lambda a: lax.fori_loop(0, (a * 2).astype(tnp.int32), lambda i, c: c * 0.5 + a, np.float32(1)),
+                         _halvings),
+  "scan": (lambda a: lax.scan(lambda c, t: (c * 0.5 + t * a, c), np.float32(0), tnp.arange(4.0)), _np_decay),
+}
+
+COMPOSED = {   # (transform of a scalar function, rank of its batched argument)
+  "jit(vmap)": (lambda f: tg.jit(tg.vmap(f)), 1),
+  "vmap(jit)": (lambda f: tg.vmap(tg.jit(f)), 1),
+  "jit(vmap(vmap))": (lambda f: tg.jit(tg.vmap(tg.vmap(f))), 2),
+  "vmap(jit(vmap))": (lambda f: tg.vmap(tg.jit(tg.vmap(f))), 2),
+  "vmap(vmap(jit))": (lambda f: tg.vmap(tg.vmap(tg.jit(f))), 2),
+}
+
+
+def _avx2_host() -> bool:
+  try:
+    return platform.machine() == "x86_64" and "avx2" in open("/proc/cpuinfo").read().split()
+  except OSError:
+    return False
+
+
+@pytest.fixture(params=["native", "x86-64-v3"])
+def cpu_target(request, monkeypatch):
+  """The -march the cpu backend compiles for: this host's, and (on a host with AVX2) one with AVX2 but no AVX-512."""
+  if request.param != "native":
+    if tg.default_backend() != "cpu" or not _avx2_host(): pytest.skip("needs the cpu backend on an x86-64 host with AVX2")
+    monkeypatch.setenv("TRACEGRAD_CPU_TARGET", request.param)
+  return request.param
+
+
+@pytest.mark.parametrize("how", COMPOSED)
+@pytest.mark.parametrize("loop", LOOPS)
+def test_jit_and_vmap_of_loops_against_numpy(loop, how, cpu_target):
+  f, f_np = LOOPS[loop]
+  transform, rank = COMPOSED[how]
+  xs = np.arange(1, 13, dtype=np.float32).reshape(3, 4)[0 if rank == 1 else slice(None)] / np.float32(1.5)
+  got = tg.tree.leaves(transform(f)(xs))
+  per = [tg.tree.leaves(f_np(x)) for x in xs.reshape(-1)]
+  for k, g in enumerate(got):
+    want = np.stack([p[k] for p in per]).reshape(g.shape)
+    np.testing.assert_allclose(np.asarray(g), want, rtol=1e-6, err_msg=f"{how} of {loop}, output {k}")
 
 
 # ---- the finite-difference and slice-and-stack oracles (f in float64, so inits follow x's dtype)

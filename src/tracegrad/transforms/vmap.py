@@ -107,9 +107,7 @@ def _scan(c, u):
   return out_carry + [B.moveaxis(y, 1, 0) for y in res[n_carry:]]
 
 
-def _any(pred: UOp) -> UOp:
-  n = pred.cast(dtypes.int32).reduce(Ops.REDUCE_MAX, (0,)).reshape(())
-  return B.eq(n, UOp.const(dtypes.int32, 1))
+def _any(pred: UOp) -> UOp: return pred.reduce(Ops.REDUCE_MAX, (0,)).reshape(())
 
 
 def _while(c, u):
