@@ -10,6 +10,7 @@ from hypothesis import given, settings, strategies as st
 import tracegrad as tg
 import tracegrad.numpy as tnp
 from tracegrad import lax
+from oracles import ulps
 
 B = 2
 H = 1e-4
@@ -163,7 +164,8 @@ def test_hessian(name):
 
 def test_hessian_of_quadratic_is_exact():
   x = draw_input("quadratic", [])
-  np.testing.assert_allclose(np.asarray(tg.hessian(FUNCS["quadratic"][0])(x)), A + A.T, rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(np.asarray(tg.hessian(FUNCS["quadratic"][0])(x)), A + A.T, rtol=ulps(84),
+                             atol=ulps(84))
 
 
 def test_grad_of_grad_scalar():
@@ -173,7 +175,7 @@ def test_grad_of_grad_scalar():
   s, c, q = np.sin(x), np.cos(x), 1 + x * x
   u, du, d2u = x * s * s, s * s + 2 * x * s * c, 4 * s * c + 2 * x * (c * c - s * s)
   d2 = d2u / q - 2 * du * 2 * x / q**2 - u * 2 / q**2 + u * 8 * x * x / q**3
-  np.testing.assert_allclose(np.asarray(tg.grad(tg.grad(f))(np.float32(x))), d2, rtol=1e-4)
+  np.testing.assert_allclose(np.asarray(tg.grad(tg.grad(f))(np.float32(x))), d2, rtol=ulps(840))
 
 
 # ---- random programs
@@ -224,7 +226,7 @@ def test_random_program(prog):
   xs64 = [x.astype(np.float64) for x in xs]
   f = lambda *a: run_program(tnp, steps, *a)
   nf = lambda *a: run_program(np, steps, *a)
-  tol = dict(rtol=2e-3, atol=2e-4 * max(1.0, abs(float(nf(*xs64)))))
+  tol = dict(rtol=ulps(16800), atol=ulps(1680) * max(1.0, abs(float(nf(*xs64)))))
   np.testing.assert_allclose(np.asarray(f(*xs)), nf(*xs64), **tol)
   np.testing.assert_allclose(np.asarray(tg.jit(f)(*xs)), nf(*xs64), **tol)
   grads = tg.grad(f, argnums=tuple(range(n_in)))(*xs)
