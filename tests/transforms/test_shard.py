@@ -10,6 +10,7 @@ import tracegrad.numpy as tnp
 from tracegrad import lax
 from tracegrad.sharding import Mesh, NamedSharding, P
 from tracegrad.transforms.shard import partition
+from oracles import ulps
 
 RNG = np.random.default_rng(0)
 X = RNG.standard_normal((8, 4)).astype(np.float32)
@@ -25,14 +26,15 @@ def mesh(four_devices):
 def _named(mesh, specs): return tuple(NamedSharding(mesh, s) for s in specs)
 
 
-def _check(mesh, f, args, ins, outs=None, rtol=1e-5):
-  """f jitted with shardings equals f unsharded; the results are laid out as out_shardings say."""
+def _check(mesh, f, args, ins, outs=None, n_ulps=84):
+  """f jitted with shardings equals f unsharded (within n_ulps of float32); the results are laid out as out_shardings
+  say."""
   want = tg.jit(f)(*args)
   sh = tg.jit(f, in_shardings=_named(mesh, ins),
               out_shardings=None if outs is None else NamedSharding(mesh, outs))
   got = sh(*args)
   for g, w in zip(tg.tree.leaves(got), tg.tree.leaves(want)):
-    np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=ulps(n_ulps), atol=ulps(n_ulps))
     assert isinstance(g.sharding, NamedSharding) and g.sharding.mesh == mesh
     if outs is not None: assert g.sharding == NamedSharding(mesh, outs)
   return got
@@ -71,12 +73,12 @@ def test_results_stay_in_per_device_blocks(mesh):
   y = tg.jit(lambda x, w: x @ w, out_shardings=NamedSharding(mesh, P("data", "model")))(X, W)
   shards = y.addressable_shards
   assert [s.device for s in shards] == list(mesh.devices.flat)
-  np.testing.assert_allclose(np.asarray(shards[1].data), (X @ W)[:4, 3:], rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(np.asarray(shards[1].data), (X @ W)[:4, 3:], rtol=ulps(84), atol=ulps(84))
   assert shards[1].index == (slice(0, 4), slice(3, 6))
   # a sharded result fed back in is used where it is, and its layout carries through
   z = tg.jit(lambda a: tnp.exp(a) * 2)(y)
   assert z.sharding.spec == P("data", "model")
-  np.testing.assert_allclose(np.asarray(z), np.exp(X @ W) * 2, rtol=1e-5)
+  np.testing.assert_allclose(np.asarray(z), np.exp(X @ W) * 2, rtol=ulps(84))
 
 
 PROGRAMS = {
@@ -123,7 +125,7 @@ SPECS = [P(), P("data"), P("model"), P(None, "data"), P(None, "model"), P("data"
 def test_any_layouts_of_a_small_network(four_devices, xs, ws, outs):
   mesh = Mesh(np.array(four_devices).reshape(2, 2), ("data", "model"))
   f = lambda x, w: tg.nn.gelu(x @ w.T) @ w + x.sum(1, keepdims=True)
-  _check(mesh, f, (X, X[::-1] * 0.5), (xs, ws), outs, rtol=1e-4)
+  _check(mesh, f, (X, X[::-1] * 0.5), (xs, ws), outs, n_ulps=840)
 
 
 def _mlp_loss(p, x, y):
@@ -150,7 +152,7 @@ def test_training_step_equals_one_device(mesh, layout):
   batch = NamedSharding(mesh, P("data"))
   got = tg.jit(step)(params, tg.device_put(X, batch), tg.device_put(LABELS, batch))
   for k in want:
-    np.testing.assert_allclose(np.asarray(got[k]), np.asarray(want[k]), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(got[k]), np.asarray(want[k]), rtol=ulps(84), atol=ulps(8))
     assert got[k].sharding == NamedSharding(mesh, specs[k])
 
 
@@ -170,9 +172,9 @@ def test_lookups_in_a_split_table_stay_in_place(mesh):
 def test_grad_and_vmap_of_a_sharded_jit_inline_it(mesh):
   f = tg.jit(lambda x, w: tnp.sum(tnp.tanh(x @ w)), in_shardings=_named(mesh, (P("data"), P(None, "model"))))
   g = tg.grad(f, argnums=1)(X, W)
-  np.testing.assert_allclose(np.asarray(g), X.T @ (1 - np.tanh(X @ W) ** 2), rtol=1e-4, atol=1e-5)
+  np.testing.assert_allclose(np.asarray(g), X.T @ (1 - np.tanh(X @ W) ** 2), rtol=ulps(840), atol=ulps(84))
   out = tg.vmap(f, in_axes=(0, None))(np.stack([X, 2 * X]), W)
-  np.testing.assert_allclose(np.asarray(out), [np.tanh(X @ W).sum(), np.tanh(2 * X @ W).sum()], rtol=1e-5)
+  np.testing.assert_allclose(np.asarray(out), [np.tanh(X @ W).sum(), np.tanh(2 * X @ W).sum()], rtol=ulps(84))
 
 
 def test_errors(mesh, four_devices):
@@ -202,13 +204,13 @@ def test_sharding_constraints_lay_out_intermediates(mesh):
   split over "model" though the inputs are replicated), survives grad and vmap, and on a concrete value puts it."""
   split = NamedSharding(mesh, P(None, "model"))
   f = lambda x, w: tnp.sum(tnp.tanh(lax.with_sharding_constraint(x @ w, split)) ** 2)
-  np.testing.assert_allclose(np.asarray(tg.jit(f)(X, W)), np.sum(np.tanh(X @ W) ** 2), rtol=1e-5)
+  np.testing.assert_allclose(np.asarray(tg.jit(f)(X, W)), np.sum(np.tanh(X @ W) ** 2), rtol=ulps(84))
   h = tg.jit(lambda x, w: lax.with_sharding_constraint(x @ w, split))(X, W)
   assert h.sharding == split
   g = tg.jit(tg.grad(f, argnums=1))(X, W)
-  np.testing.assert_allclose(np.asarray(g), np.asarray(tg.grad(f, argnums=1)(X, W)), rtol=1e-4, atol=1e-5)
+  np.testing.assert_allclose(np.asarray(g), np.asarray(tg.grad(f, argnums=1)(X, W)), rtol=ulps(840), atol=ulps(84))
   v = tg.jit(tg.vmap(lambda x: lax.with_sharding_constraint(x @ W, split)))(np.stack([X, -X]))
-  np.testing.assert_allclose(np.asarray(v), np.stack([X @ W, -X @ W]), rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(np.asarray(v), np.stack([X @ W, -X @ W]), rtol=ulps(84), atol=ulps(84))
   assert v.sharding == NamedSharding(mesh, P(None, None, "model"))
   assert lax.with_sharding_constraint(X, split).sharding == split
   with pytest.raises(ValueError, match=r"with_sharding_constraint: dimension 1 of shape \(8, 3\) has size 3"):

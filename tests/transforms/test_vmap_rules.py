@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 import tracegrad as tg
 import tracegrad.numpy as tnp
-from oracles import check_vmap, primitives_of, x64
+from oracles import check_vmap, primitives_of, ulps, x64
 from tracegrad.ir import Ops
 from tracegrad.ir.ops import COLLECTIVE
 
@@ -299,12 +299,12 @@ def test_tables_cover_every_primitive():
 @FEW
 @given(data=st.data())
 def test_contractions(data):
-  draw_check(data, lambda x, y: x @ y, [(F, (3, 4)), (F, (4, 2))], rtol=1e-5, atol=1e-5)
-  draw_check(data, lambda x, y: x @ y, [(F, (4,)), (F, (4,))], rtol=1e-5, atol=1e-5)
-  draw_check(data, lambda x, y: tnp.einsum("ij,jk->ki", x, y), [(F, (2, 3)), (F, (3, 2))], rtol=1e-5, atol=1e-5)
-  draw_check(data, tnp.linalg.solve, [(WELL, (3, 3)), (F, (3,))], rtol=1e-4, atol=1e-5)
-  draw_check(data, tnp.linalg.det, [(WELL, (3, 3))], batched=[True], rtol=1e-4, atol=1e-5)
-  draw_check(data, tnp.linalg.inv, [(WELL, (3, 3))], batched=[True], rtol=1e-4, atol=1e-5)
+  draw_check(data, lambda x, y: x @ y, [(F, (3, 4)), (F, (4, 2))], rtol=ulps(84), atol=ulps(84))
+  draw_check(data, lambda x, y: x @ y, [(F, (4,)), (F, (4,))], rtol=ulps(84), atol=ulps(84))
+  draw_check(data, lambda x, y: tnp.einsum("ij,jk->ki", x, y), [(F, (2, 3)), (F, (3, 2))], rtol=ulps(84), atol=ulps(84))
+  draw_check(data, tnp.linalg.solve, [(WELL, (3, 3)), (F, (3,))], rtol=ulps(840), atol=ulps(84))
+  draw_check(data, tnp.linalg.det, [(WELL, (3, 3))], batched=[True], rtol=ulps(840), atol=ulps(84))
+  draw_check(data, tnp.linalg.inv, [(WELL, (3, 3))], batched=[True], rtol=ulps(840), atol=ulps(84))
   draw_check(data, lambda x: (tnp.trace(x), tnp.diagonal(x), tnp.tril(x, -1), tnp.diag(x[0])), [(F, (3, 3))])
   draw_check(data, lambda x, y: (tnp.kron(x, y), tnp.outer(x, y)), [(F, (2,)), (I, (3,))])
   draw_check(data, lambda x: (tnp.tile(x, (2, 1)), tnp.repeat(x, 2, axis=0)), [(I, (2, 3))])
@@ -395,6 +395,6 @@ def test_vmap_of_grad_and_grad_of_vmap():
   rng = np.random.default_rng(5)
   xs = F(rng, (3, 4))
   f = lambda x: (tnp.sin(x) * x).sum()
-  check_vmap(tg.grad(f), (xs,), rtol=1e-5, atol=1e-6)
+  check_vmap(tg.grad(f), (xs,), rtol=ulps(84), atol=ulps(8))
   g = tg.grad(lambda xs: tg.vmap(f)(xs).sum())(xs)
-  np.testing.assert_allclose(np.asarray(g), np.cos(xs) * xs + np.sin(xs), rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(np.asarray(g), np.cos(xs) * xs + np.sin(xs), rtol=ulps(84), atol=ulps(8))
