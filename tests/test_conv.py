@@ -8,7 +8,7 @@ import pytest
 import tracegrad as tg
 import tracegrad.numpy as tnp
 from tracegrad import lax
-from oracles import check_grads
+from oracles import check_grads, ulps
 
 rng = np.random.default_rng(0)
 
@@ -50,8 +50,8 @@ def test_conv_matches_the_direct_sum(case):
   pads = same_pads(xs[2:], ws[2:], strides, dil) if padding == "SAME" else [(0, 0)] * 2 if padding == "VALID" else padding
   want = ref_conv(x, w, strides, pads, dil, groups)
   f = lambda x, w: lax.conv_general_dilated(x, w, strides, padding, rhs_dilation=dil, feature_group_count=groups)
-  np.testing.assert_allclose(np.asarray(f(x, w)), want, rtol=1e-4, atol=1e-4)
-  np.testing.assert_allclose(np.asarray(tg.jit(f)(x, w)), want, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(np.asarray(f(x, w)), want, rtol=ulps(840), atol=ulps(840))
+  np.testing.assert_allclose(np.asarray(tg.jit(f)(x, w)), want, rtol=ulps(840), atol=ulps(840))
   check_grads(lambda x, w: f(x, w).sum() * 0.1, (x, w), modes=("rev",))
 
 
@@ -61,19 +61,19 @@ def test_conv_matches_jax_in_value_and_gradient(case):
   xs, ws, strides, padding, dil, groups = CASES[case]
   x, w = rng.standard_normal(xs).astype(np.float32), rng.standard_normal(ws).astype(np.float32)
   f = lambda lx, x, w: lx.conv_general_dilated(x, w, strides, padding, rhs_dilation=dil, feature_group_count=groups)
-  np.testing.assert_allclose(np.asarray(f(lax, x, w)), np.asarray(f(jax.lax, x, w)), rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(np.asarray(f(lax, x, w)), np.asarray(f(jax.lax, x, w)), rtol=ulps(840), atol=ulps(840))
   ct = rng.standard_normal(np.shape(f(jax.lax, x, w))).astype(np.float32)
   loss = lambda lx, tnp_: lambda x, w: tnp_.sum(f(lx, x, w) * ct)
   got = tg.grad(loss(lax, tnp), argnums=(0, 1))(x, w)
   want = jax.grad(loss(jax.lax, jax.numpy), argnums=(0, 1))(x, w)
-  for g, wg in zip(got, want): np.testing.assert_allclose(np.asarray(g), np.asarray(wg), rtol=1e-4, atol=1e-4)
+  for g, wg in zip(got, want): np.testing.assert_allclose(np.asarray(g), np.asarray(wg), rtol=ulps(840), atol=ulps(840))
 
 
 def test_layouts_and_errors():
   x, w = rng.standard_normal((2, 6, 5, 3)).astype(np.float32), rng.standard_normal((3, 3, 3, 4)).astype(np.float32)
   got = lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
   want = lax.conv_general_dilated(x.transpose(0, 3, 1, 2), w.transpose(3, 2, 0, 1), (1, 1), "SAME")
-  np.testing.assert_allclose(np.asarray(got), np.asarray(want).transpose(0, 2, 3, 1), rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(np.asarray(got), np.asarray(want).transpose(0, 2, 3, 1), rtol=ulps(84), atol=ulps(84))
   one_d = lax.conv(rng.standard_normal((2, 3, 9)).astype(np.float32), rng.standard_normal((5, 3, 4)).astype(np.float32),
                    (2,), "VALID")
   assert one_d.shape == (2, 5, 3)
@@ -101,17 +101,17 @@ def test_lhs_dilation_is_a_convolution_of_the_zero_dilated_input(case):
           max(-padding[1][0], 0):xd.shape[3] - max(-padding[1][1], 0)]
   want = ref_conv(xd, w, strides, [(max(lo, 0), max(hi, 0)) for lo, hi in padding], rd, 1)
   f = lambda m, x, w: m.conv_general_dilated(x, w, strides, padding, lhs_dilation=ld, rhs_dilation=rd)
-  np.testing.assert_allclose(np.asarray(f(lax, x, w)), want, rtol=1e-4, atol=1e-4)
-  np.testing.assert_allclose(np.asarray(tg.jit(lambda x, w: f(lax, x, w))(x, w)), want, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(np.asarray(f(lax, x, w)), want, rtol=ulps(840), atol=ulps(840))
+  np.testing.assert_allclose(np.asarray(tg.jit(lambda x, w: f(lax, x, w))(x, w)), want, rtol=ulps(840), atol=ulps(840))
   jax = pytest.importorskip("jax")
-  np.testing.assert_allclose(np.asarray(f(jax.lax, x, w)), want, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(np.asarray(f(jax.lax, x, w)), want, rtol=ulps(840), atol=ulps(840))
   loss = lambda m: lambda x, w: (f(m, x, w) ** 2).sum()
   got, want_g = tg.grad(loss(lax), argnums=(0, 1))(x, w), jax.grad(loss(jax.lax), argnums=(0, 1))(x, w)
-  for g, wg in zip(got, want_g): np.testing.assert_allclose(np.asarray(g), wg, rtol=1e-4, atol=1e-4)
+  for g, wg in zip(got, want_g): np.testing.assert_allclose(np.asarray(g), wg, rtol=ulps(840), atol=ulps(840))
   t = rng.standard_normal(xs).astype(np.float32)
   _, got_t = tg.jvp(lambda x: f(lax, x, w), (x,), (t,))
   want_t = jax.jvp(lambda x: f(jax.lax, x, w), (x,), (t,))[1]
-  np.testing.assert_allclose(np.asarray(got_t), want_t, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(np.asarray(got_t), want_t, rtol=ulps(840), atol=ulps(840))
 
 
 def test_lhs_dilation_errors():

@@ -6,7 +6,7 @@ import pytest
 import tracegrad as tg
 import tracegrad.numpy as tnp
 from tracegrad import nn, random
-from oracles import assert_close, check_grads
+from oracles import assert_close, check_grads, ulps
 
 RNG = np.random.default_rng(0)
 
@@ -22,7 +22,7 @@ def test_linear_matches_numpy_and_init_range():
   assert lin.weight.shape == (3, 5) and lin.bias.shape == (3,)
   assert np.abs(np.asarray(lin.weight)).max() <= 1 / np.sqrt(5)
   x = _x(4, 5)
-  assert_close(lin(x), x @ np.asarray(lin.weight).T + np.asarray(lin.bias), rtol=1e-5, atol=1e-6)
+  assert_close(lin(x), x @ np.asarray(lin.weight).T + np.asarray(lin.bias), rtol=ulps(84), atol=ulps(8))
   assert nn.Linear(5, 3, key=random.key(0), use_bias=False).bias is None
   with pytest.raises(ValueError, match=r"Linear: .*in_features=5.*\(4, 6\)"):
     lin(_x(4, 6))
@@ -47,8 +47,8 @@ def test_conv2d_matches_numpy(stride, padding, pad):
   conv = nn.Conv2d(3, 4, 3, stride=stride, padding=padding, key=random.key(1))
   x = _x(2, 3, 7, 7)
   want = _conv_ref(x, np.asarray(conv.weight), np.asarray(conv.bias), stride, pad)
-  assert_close(conv(x), want, rtol=1e-4, atol=1e-5, check_dtype=False)
-  assert_close(conv(x[0]), want[0], rtol=1e-4, atol=1e-5, check_dtype=False)   # unbatched CHW
+  assert_close(conv(x), want, rtol=ulps(840), atol=ulps(84), check_dtype=False)
+  assert_close(conv(x[0]), want[0], rtol=ulps(840), atol=ulps(84), check_dtype=False)   # unbatched CHW
 
 
 def test_conv2d_errors():
@@ -73,12 +73,12 @@ def test_layernorm_and_rmsnorm():
   ln = nn.LayerNorm(6)
   ln = tg.tree.map(lambda a: a + 0.5, ln)    # non-trivial weight and bias
   mu, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
-  assert_close(ln(x), (x - mu) / np.sqrt(var + 1e-5) * 1.5 + 0.5, rtol=1e-5, atol=1e-5)
+  assert_close(ln(x), (x - mu) / np.sqrt(var + 1e-5) * 1.5 + 0.5, rtol=ulps(84), atol=ulps(84))
   ln2 = nn.LayerNorm((4, 6))
   mu, var = x.mean((1, 2), keepdims=True), x.var((1, 2), keepdims=True)
-  assert_close(ln2(x), (x - mu) / np.sqrt(var + 1e-5), rtol=1e-5, atol=1e-5)
+  assert_close(ln2(x), (x - mu) / np.sqrt(var + 1e-5), rtol=ulps(84), atol=ulps(84))
   rms = nn.RMSNorm(6)
-  assert_close(rms(x), x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6), rtol=1e-5, atol=1e-6)
+  assert_close(rms(x), x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6), rtol=ulps(84), atol=ulps(8))
   with pytest.raises(ValueError, match=r"LayerNorm: .*\(5,\).*\(3, 4, 6\)"):
     nn.LayerNorm(5)(x)
 
@@ -88,19 +88,19 @@ def test_batchnorm_training_inference_and_running_stats():
   x = _x(4, 3, 2, 2) * 2 + 1
   mean, var = x.mean((0, 2, 3)), x.var((0, 2, 3))
   y, new = nn.apply(bn, x, training=True)
-  assert_close(y, (x - mean[:, None, None]) / np.sqrt(var[:, None, None] + 1e-5), rtol=1e-4, atol=1e-5)
-  assert_close(new.running_mean.value, 0.2 * mean, rtol=1e-5, atol=1e-6)
-  assert_close(new.running_var.value, 0.8 + 0.2 * var, rtol=1e-5, atol=1e-6)
+  assert_close(y, (x - mean[:, None, None]) / np.sqrt(var[:, None, None] + 1e-5), rtol=ulps(840), atol=ulps(84))
+  assert_close(new.running_mean.value, 0.2 * mean, rtol=ulps(84), atol=ulps(8))
+  assert_close(new.running_var.value, 0.8 + 0.2 * var, rtol=ulps(84), atol=ulps(8))
   assert np.array_equal(bn.running_mean.value, np.zeros(3))        # the input model is unchanged
   rm, rv = np.asarray(new.running_mean.value), np.asarray(new.running_var.value)
-  assert_close(new(x), (x - rm[:, None, None]) / np.sqrt(rv[:, None, None] + 1e-5), rtol=1e-4, atol=1e-5)
+  assert_close(new(x), (x - rm[:, None, None]) / np.sqrt(rv[:, None, None] + 1e-5), rtol=ulps(840), atol=ulps(84))
   # under jit the update comes back too, and equals the eager one
   _, jitted = tg.jit(lambda m, x: nn.apply(m, x, training=True))(bn, x)
-  assert_close(jitted.running_var.value, new.running_var.value, rtol=1e-5, atol=1e-6)
+  assert_close(jitted.running_var.value, new.running_var.value, rtol=ulps(84), atol=ulps(8))
   # channels-last
   bn_last = nn.BatchNorm(3, axis=-1)
   y, _ = nn.apply(bn_last, x.transpose(0, 2, 3, 1), training=True)
-  assert_close(y, (x.transpose(0, 2, 3, 1) - mean) / np.sqrt(var + 1e-5), rtol=1e-4, atol=1e-5)
+  assert_close(y, (x.transpose(0, 2, 3, 1) - mean) / np.sqrt(var + 1e-5), rtol=ulps(840), atol=ulps(84))
   with pytest.raises(ValueError, match=r"BatchNorm: .*num_features=3.*\(4, 5\)"):
     bn(np.zeros((4, 5), np.float32))
 
@@ -130,10 +130,10 @@ def _attention_ref(q, k, v, causal):
 def test_dot_product_attention(causal):
   q, k, v = _x(2, 5, 3, 4), _x(2, 5, 3, 4), _x(2, 5, 3, 4)
   assert_close(nn.dot_product_attention(q, k, v, is_causal=causal), _attention_ref(q, k, v, causal),
-               rtol=1e-4, atol=1e-5, check_dtype=False)
+               rtol=ulps(840), atol=ulps(84), check_dtype=False)
   jax = pytest.importorskip("jax")
   want = jax.nn.dot_product_attention(q, k, v, is_causal=causal)
-  assert_close(nn.dot_product_attention(q, k, v, is_causal=causal), np.asarray(want), rtol=1e-4, atol=1e-5)
+  assert_close(nn.dot_product_attention(q, k, v, is_causal=causal), np.asarray(want), rtol=ulps(840), atol=ulps(84))
 
 
 def test_dot_product_attention_errors():
@@ -148,10 +148,10 @@ def test_multi_head_attention_matches_reference_and_is_causal():
   heads = lambda a: a.reshape(2, 6, 2, 4)
   ref = _attention_ref(heads(lin(mha.query, x)), heads(lin(mha.key, x)), heads(lin(mha.value, x)), True)
   y = mha(x, causal=True)
-  assert_close(y, lin(mha.out, ref.reshape(2, 6, 8)), rtol=1e-4, atol=1e-5, check_dtype=False)
+  assert_close(y, lin(mha.out, ref.reshape(2, 6, 8)), rtol=ulps(840), atol=ulps(84), check_dtype=False)
   x2 = x.copy()
   x2[:, 4:] += 1.0
-  assert_close(mha(x2, causal=True)[:, :4], y[:, :4], rtol=1e-5, atol=1e-6)   # no looking ahead
+  assert_close(mha(x2, causal=True)[:, :4], y[:, :4], rtol=ulps(84), atol=ulps(8))   # no looking ahead
   with pytest.raises(ValueError, match="embed_dim=8 must divide by num_heads=3"):
     nn.MultiHeadAttention(8, 3, key=random.key(0))
 
@@ -165,13 +165,13 @@ def test_models_are_pytrees_under_grad_jit_and_vmap():
   model, x = _small_model(), _x(3, 4)
   g = tg.grad(lambda m: tnp.sum(m(x) ** 2))(model)
   assert tg.tree.structure(g) == tg.tree.structure(model)
-  assert_close(tg.jit(lambda m, x: m(x))(model, x), model(x), rtol=1e-5, atol=1e-6)
+  assert_close(tg.jit(lambda m, x: m(x))(model, x), model(x), rtol=ulps(84), atol=ulps(8))
   check_grads(lambda m: m(x), (model,), modes=("fwd", "rev"), atol=1e-4, rtol=1e-4)
   # an ensemble: a model whose leaves carry a leading axis, vmapped, equals each member on its own
   members = [nn.Sequential(nn.Linear(4, 2, key=random.key(i)), nn.relu) for i in range(3)]
   stacked = tg.tree.map(lambda *ls: tnp.stack(ls), *members)
   out = tg.vmap(lambda m, x: m(x), in_axes=(0, None))(stacked, x)
-  assert_close(out, np.stack([np.asarray(m(x)) for m in members]), rtol=1e-5, atol=1e-6)
+  assert_close(out, np.stack([np.asarray(m(x)) for m in members]), rtol=ulps(84), atol=ulps(8))
 
 
 def test_sequential_key_goes_to_dropout_and_indexing():
@@ -207,7 +207,7 @@ def test_pooling_layers():
   want_max = x.reshape(2, 3, 3, 2, 3, 2).max((3, 5))
   assert_close(nn.MaxPool2d(2)(x), want_max)
   want_avg = x.reshape(2, 3, 3, 2, 3, 2).mean((3, 5))
-  assert_close(nn.AvgPool2d(2)(x), want_avg, rtol=1e-5, atol=1e-6)
+  assert_close(nn.AvgPool2d(2)(x), want_avg, rtol=ulps(84), atol=ulps(8))
   assert nn.MaxPool2d(3, stride=1, padding="SAME")(x).shape == (2, 3, 6, 6)
   assert nn.Flatten()(x).shape == (2, 108)
 
