@@ -101,6 +101,18 @@ def test_a_broadcast_is_never_materialised():
   np.testing.assert_allclose(run_program(prog, [X])[0], X.sum() * 2 ** 21, rtol=1e-4)
 
 
+def test_a_reduction_over_a_broadcast_loops_over_its_source_only():
+  # sum and max over the copies a broadcast makes: over the source, the sum times the count (in int32, 2**32 + 1
+  # threes sum to 3, as adding them would)
+  f = lambda x: ((tnp.broadcast_to(x, (2 ** 30, 4, 8)) * 2.0).sum(0) + tnp.full((2 ** 32 + 1,), 3, tnp.int32).sum()
+                 + tnp.broadcast_to(x.max(1), (2 ** 40, 4)).max(0)[:, None])
+  prog = schedule(tg.make_graph(f)(X))
+  extents = [l.extent for k in prog.kernels for l in (*k.loops, *(k.reduce.loops if k.reduce else ()))]
+  assert max(extents) == X.shape[1]
+  want = X * 2.0 * 2 ** 30 + 3 + X.max(1, keepdims=True)
+  np.testing.assert_allclose(run_program(prog, [X])[0], want, rtol=1e-6)
+
+
 def test_a_broadcast_read_by_two_kernels_keeps_its_source_in_a_buffer():
   def f(h, w):  # the backward pass of a matmul reads the broadcast activations again
     return tg.grad(lambda h: (tnp.maximum(h, 0) @ w).sum())(h)

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, strategies as st
 from hypothesis.extra import numpy as hnp
 
+import tracegrad as tg
 import tracegrad.numpy as tnp
 from oracles import ALL, FLOATS, INTS, arrays, check, np_dtype, shapes
 
@@ -399,3 +400,29 @@ def test_out_is_rejected():
 def test_weak_type_preserved_for_python_scalars():
   assert tnp.sum(3.0).weak_type and not tnp.sum(3.0, dtype="float32").weak_type
   assert tnp.argmax(3.0).dtype == tnp.int32
+
+
+N40 = 2 ** 40
+# a reduction of a broadcast constant takes no loop over its copies; the values are jax.jit's (XLA folds these too):
+# an int32 sum wraps as adding the copies would
+HUGE = [
+  (lambda: tnp.ones((N40,), bool).sum(), 0, "int32"),
+  (lambda: tnp.full((2 ** 33,), 2, tnp.int8).sum(), 0, "int32"),
+  (lambda: tnp.full((2 ** 32 + 3,), 5, tnp.int32).sum(), 15, "int32"),
+  (lambda: tnp.ones((N40,), tnp.int32).sum(), 0, "int32"),
+  (lambda: tnp.zeros((N40,)).sum(), 0.0, "float32"),
+  (lambda: tnp.ones((N40,)).sum(), float(N40), "float32"),
+  (lambda: tnp.full((N40,), 0.1).sum(), float(np.float32(0.1)) * N40, "float32"),
+  (lambda: tnp.ones((N40,)).mean(), 1.0, "float32"),
+  (lambda: tnp.full((N40,), 2.0).mean(), 2.0, "float32"),
+  (lambda: tnp.full((N40,), -7.0).max(), -7.0, "float32"),
+  (lambda: (tnp.zeros((2 ** 20, 2 ** 20)) + 3).min(axis=0)[:2], [3.0, 3.0], "float32"),
+]
+
+
+@pytest.mark.parametrize("i", range(len(HUGE)))
+def test_reducing_a_huge_broadcast_constant_eagerly_and_under_jit(i):
+  make, want, dtype = HUGE[i]
+  for out in (make(), tg.jit(lambda z: make() + z)(tnp.zeros((), dtype))):
+    assert out.dtype is getattr(tnp, dtype) and out.tolist() == want
+

@@ -1,11 +1,13 @@
 """The reference device: evaluates each primitive with numpy. Always available; the oracle in tests."""
 from __future__ import annotations
 
+import math
 from typing import Mapping
 
 import numpy as np
 
 from ..ir import Ops, UOp
+from ..ir.dtypes import count_value
 from .base import Device
 
 
@@ -64,6 +66,16 @@ def _max_ident(d):
   return max_value(d)
 
 
+def _cast(x: np.ndarray, src, dst) -> np.ndarray:
+  """x converted to dst; a float to an integer as XLA converts: NaN to 0, beyond the range to its nearest end, else
+  truncated toward zero (numpy's astype leaves those to the platform)."""
+  if not (src.is_float and dst.is_int): return x.astype(dst.np)
+  info, f = np.iinfo(dst.np), np.asarray(x, np.float64)   # exact for every float type
+  top = float(info.max) + 1.0   # a power of two
+  inside = np.clip(np.where(np.isnan(f), 0.0, f), float(info.min), np.nextafter(top, 0.0)).astype(dst.np)
+  return np.where(f >= top, dst.np.type(info.max), inside)
+
+
 # op -> numpy implementation, called as fn(*source values) for elementwise ops
 ELEMENTWISE = {
   Ops.NEG: np.negative, Ops.RECIP: np.reciprocal, Ops.SQRT: np.sqrt, Ops.EXP2: np.exp2, Ops.LOG2: np.log2,
@@ -86,12 +98,46 @@ MOVEMENT = {
 }
 
 
+def _spread(x: UOp) -> set[int]:
+  """The axes along which a BROADCAST node repeats its source."""
+  if x.op is not Ops.BROADCAST: return set()
+  s = (1,) * (x.ndim - x.src[0].ndim) + x.src[0].shape
+  return {i for i, (m, n) in enumerate(zip(s, x.shape)) if m == 1 and n != 1}
+
+
 def _contraction(u: UOp):
-  """REDUCE_SUM(MUL(a, b)) with a broadcast operand: the operands under the broadcasts, for np.einsum."""
+  """REDUCE_SUM(MUL(a, b)) with a broadcast operand: the operands under the broadcasts, for np.einsum (not when both
+  repeat along a summed axis: the product is then a repeated value, which _reduce_repeated sums without a loop)."""
   if u.op is not Ops.REDUCE_SUM or u.src[0].op is not Ops.MUL or u.dtype.np not in (np.float32, np.float64): return None
   a, b = u.src[0].src
-  if Ops.BROADCAST not in (a.op, b.op): return None
+  if Ops.BROADCAST not in (a.op, b.op) or _spread(a) & _spread(b) & set(u.arg): return None
   return tuple(x.src[0] if x.op is Ops.BROADCAST else x for x in (a, b))
+
+
+def _repeated(vals: list, ndim: int) -> list[int]:
+  """The axes of length > 1 along which every value repeats one entry (a broadcast view: stride 0)."""
+  if not all(isinstance(v, np.ndarray) and v.ndim == ndim for v in vals): return []
+  return [i for i in range(ndim) if vals[0].shape[i] > 1 and all(v.strides[i] == 0 for v in vals)]
+
+
+def _first(v: np.ndarray, axes) -> np.ndarray:
+  return v[tuple(slice(0, 1) if i in axes else slice(None) for i in range(v.ndim))]
+
+
+def _elementwise(fn, vals: list, shape) -> np.ndarray:
+  """fn over values of one shape; along axes where all of them repeat one entry, fn runs once and is broadcast."""
+  if not (axes := _repeated(vals, len(shape))): return fn(*vals)
+  return np.broadcast_to(fn(*(_first(v, axes) for v in vals)), shape)
+
+
+def _reduce_repeated(op: Ops, x: np.ndarray, axes, dtype) -> np.ndarray | None:
+  """A sum, max or min over axes along which x repeats one entry: of that entry (times the count, for a sum)."""
+  if op not in (Ops.REDUCE_SUM, Ops.REDUCE_MAX, Ops.REDUCE_MIN) or (op is Ops.REDUCE_SUM and dtype.is_bool): return None
+  if not (rep := [a for a in _repeated([x], x.ndim) if a in axes]): return None
+  count = 1 if op is not Ops.REDUCE_SUM else count_value(dtype, math.prod(x.shape[a] for a in rep))
+  if count is None: return None
+  r = REDUCE[op](_first(x, rep), axes, dtype)
+  return r if count == 1 else r * np.array(count, dtype.np)
 
 
 def _einsum(u: UOp, ops, vals):
@@ -155,12 +201,12 @@ def evaluate(u: UOp, vals: list):
   if op is Ops.IOTA: return _iota(dt, *arg)
   if op is Ops.PARAM: raise TracedValueError("a traced value was evaluated")
   if (ops := _contraction(u)) is not None: return _einsum(u, ops, vals)
-  if op in ELEMENTWISE:
-    out = ELEMENTWISE[op](*vals)
-    return np.asarray(out, dtype=dt.np)
-  if op is Ops.CAST: return vals[0].astype(dt.np)
+  if op in ELEMENTWISE: return _elementwise(lambda *v: np.asarray(ELEMENTWISE[op](*v), dtype=dt.np), vals, u.shape)
+  if op is Ops.CAST: return _elementwise(lambda v: _cast(v, u.src[0].dtype, dt), vals, u.shape)
   if op is Ops.BITCAST: return np.array(vals[0], order="C", copy=True).view(dt.np)   # same itemsize: same shape
-  if op in REDUCE: return np.asarray(REDUCE[op](vals[0], arg, dt), dtype=dt.np)
+  if op in REDUCE:
+    if (r := _reduce_repeated(op, vals[0], arg, dt)) is not None: return r
+    return np.asarray(REDUCE[op](vals[0], arg, dt), dtype=dt.np)
   if op in MOVEMENT: return MOVEMENT[op](vals[0], arg)
   if op is Ops.CONCAT: return np.concatenate(vals, axis=arg)
   if op is Ops.GATHER: return _gather(*vals)

@@ -165,6 +165,19 @@ def promote_types(a, b) -> DType:
 def finfo_max(d: DType) -> float: return float(ml_dtypes.finfo(d.np).max)
 
 
+def count_value(d: DType, n: int) -> int | float | None:
+  """The count n as a value of type d, as a sum of n ones would give it in d: an integer wraps modulo 2**bits, a
+  float is rounded (None where it overflows d).
+
+  >>> count_value(int32, 2**32 + 3), count_value(float16, 70000)
+  (3, None)
+  """
+  if d.is_int:
+    n %= 1 << d.bits
+    return n - (1 << d.bits) if not d.is_unsigned and n >> (d.bits - 1) else n
+  return float(n) if float(n) <= finfo_max(d) else None
+
+
 @lru_cache(maxsize=None)
 def min_value(d: DType):
   """The identity of max: -inf for floats, the smallest integer, False."""

@@ -45,6 +45,40 @@ INLINE = PatternMatcher([
 ])
 
 
+# ---- and repeated values are reduced without a loop over their copies ----
+
+def _padded(b: UOp) -> tuple[int, ...]: return (1,) * (b.ndim - b.src[0].ndim) + b.src[0].shape
+
+
+def _under_broadcast(u: UOp) -> UOp | None:
+  """An elementwise op of broadcasts that all repeat along some axis: the op without those copies, broadcast."""
+  if any(s.op is not Ops.BROADCAST for s in u.src): return None
+  pads = [_padded(s) for s in u.src]
+  common = tuple(1 if all(p[i] == 1 for p in pads) else n for i, n in enumerate(u.shape))
+  if common == u.shape: return None
+  src = tuple(s.src[0].reshape(p).broadcast(common) for s, p in zip(u.src, pads))
+  return UOp(u.op, u.dtype, src, u.arg).broadcast(u.shape)
+
+
+def _reduce_broadcast(r: UOp, b: UOp) -> UOp | None:
+  """A sum, max or min over axes along which b repeats its source: reduced over the source's other axes (and for a
+  sum, times the number of copies, in r's dtype: an int32 sum of 2**32 ones wraps to 0 as adding them would)."""
+  if r.op is Ops.REDUCE_PROD or (r.op is Ops.REDUCE_SUM and r.dtype.is_bool) or b.size == 0: return None
+  x, s = b.src[0], _padded(b)
+  rep = [a for a in r.arg if s[a] == 1 and b.shape[a] > 1]
+  count = 1 if r.op is not Ops.REDUCE_SUM else dtypes.count_value(r.dtype, math.prod(b.shape[a] for a in rep))
+  if not rep or count is None: return None
+  out = x.reshape(s).reduce(r.op, [a for a in r.arg if a not in rep])
+  if count != 1: out = out * UOp.const(r.dtype, count, out.shape)
+  return out.broadcast(r.shape)
+
+
+FOLD = PatternMatcher([
+  (UPat(ELEMENTWISE, name="u"), _under_broadcast),
+  (UPat(REDUCE, src=(UPat(Ops.BROADCAST, name="b"),), name="r"), _reduce_broadcast),
+])
+
+
 def _i(v: int) -> UOp: return UOp.const(I64, v)
 
 
@@ -166,7 +200,7 @@ class _Scheduler:
 
   def __init__(self, graph: Graph, buffers: list[BufferSpec] | None = None, fresh_outputs: bool = False):
     self.graph, self.fresh = graph, fresh_outputs
-    self.outs = graph_rewrite_many(list(graph.outputs), INLINE)
+    self.outs = graph_rewrite_many(list(graph.outputs), INLINE + FOLD)
     order = toposort(self.outs)
     self.buffers: list[BufferSpec] = [] if buffers is None else buffers
     self.bufnum: dict[UOp, int] = {}
