@@ -78,7 +78,7 @@ class Array:
   def _value(self, what: str = "Array") -> np.ndarray:
     if self._uop.op is Ops.BUFFER: return self._uop.arg.data
     if self._uop.traced: raise TracedValueError(_traced_message(self, what))
-    v = run.realize([self._uop])[0]
+    v = run.realize([self._uop], what)[0]
     if self._uop.depth > 0: self._uop = UOp.buffer(v)
     return v
 

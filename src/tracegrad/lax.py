@@ -8,6 +8,7 @@ Array(6, dtype=int32)
 from __future__ import annotations
 
 import builtins
+import operator
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -154,7 +155,13 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
   xl, x_tree = _avals(xs, "scan")
   lengths = {x.shape[0] if x.ndim else None for x in xl}
   if None in lengths: raise ValueError("scan: every leaf of xs needs a leading axis to scan over; got a scalar")
-  if length is not None: lengths.add(int(length))
+  if length is not None:
+    try:
+      length = operator.index(length)
+    except TypeError:
+      raise TypeError(f"scan: length must be an int, got {length!r}") from None
+    if length < 0: raise ValueError(f"scan: length must be >= 0 (the number of steps), got {length}")
+    lengths.add(length)
   if len(lengths) > 1:
     raise ValueError(f"scan: xs leaves and length must agree on the number of steps, got leading sizes "
                      f"{[x.shape[0] for x in xl]}" + (f" and length={length}" if length is not None else ""))

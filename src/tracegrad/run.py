@@ -11,6 +11,7 @@ import numpy as np
 
 from .devices import CPUDevice, CUDADevice, Device, InterpDevice, OpenCLDevice, TracedValueError
 from .ir import Buffer, Graph, UOp
+from .ir.shapes import INT64_MAX, fmt
 
 _DEVICES: dict[str, list[Device]] = {}
 _realized: "weakref.WeakKeyDictionary[UOp, np.ndarray]" = weakref.WeakKeyDictionary()
@@ -132,11 +133,31 @@ def default_device() -> Device:
   return _state["local"][default_backend()][0]
 
 
+def host_memory() -> int:
+  """Bytes of physical memory on this host (no bound where the system does not say)."""
+  if "memory" not in _state:
+    try:
+      _state["memory"] = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+      _state["memory"] = INT64_MAX
+  return _state["memory"]
+
+
+def _check_fits(u: UOp, what: str) -> None:
+  nbytes, mem = u.size * u.dtype.itemsize, host_memory()
+  if nbytes > mem:
+    raise MemoryError(f"{what}: an array of shape {fmt(u.shape)} and dtype {u.dtype} takes {nbytes} bytes "
+                      f"({nbytes / 2**30:.1f} GiB), more than this host's {mem / 2**30:.1f} GiB of memory; reduce it "
+                      f"(sum, max, ...) or slice it before reading it")
+
+
 def realize(uops: list[UOp], what: str = "value") -> list[np.ndarray]:
-  """The values of concrete nodes (no PARAM below them), computed on the default device and remembered."""
+  """The values of concrete nodes (no PARAM below them), computed on the default device and remembered. A value
+  larger than the host's memory raises MemoryError (it may still be reduced inside a graph: only results are held)."""
   for u in uops:
     if u.traced: raise TracedValueError(what)
   todo = [u for u in uops if u not in _realized]
+  for u in todo: _check_fits(u, what)
   if todo:
     for u, v in zip(todo, default_device().execute(todo, _realized)):
       if v.flags.writeable: v.flags.writeable = False
@@ -230,7 +251,7 @@ class Executable:
       return out
     from .ir import substitute
     mapping = {p: UOp.buffer(v) for p, v in zip(self.graph.inputs, leaves)}
-    return realize(substitute(list(self.graph.outputs), mapping))
+    return realize(substitute(list(self.graph.outputs), mapping), "run_graph")
 
 
 _executables: "weakref.WeakKeyDictionary[Graph, dict[str, Executable]]" = weakref.WeakKeyDictionary()

@@ -148,3 +148,16 @@ def test_rewrite_random_chains_match_a_direct_fold(chain):
   for c in stack: want = want.alu(ops[c])
   assert graph_rewrite(y, _fold_neg()) is want
   assert graph_rewrite(y, _fold_neg(), bottom_up=False) is want
+
+
+def test_impossible_shapes_fail_when_the_node_is_built():
+  with pytest.raises(ValueError, match=r"iota: negative dimensions are not allowed, got shape \(-2, 2\)"):
+    UOp.iota((-2, 2), 0, i32)
+  with pytest.raises(ValueError, match=r"param: negative dimensions are not allowed, got shape \(3, -1\)"):
+    UOp.param((3, -1), f32)
+  with pytest.raises(ValueError, match=r"broadcast: shape \(9223372036854775808,\) has 9223372036854775808 elements"):
+    UOp.const(f32, 0.0).broadcast((2 ** 63,))
+  with pytest.raises(MemoryError, match=r"broadcast: an array of shape \(2147483648, 2147483648\) and dtype float32 "
+                                        r"takes 18446744073709551616 bytes"):
+    UOp.const(f32, 0.0).broadcast((2 ** 31, 2 ** 31))
+  assert UOp.const(dtypes.bool_, True).broadcast((2 ** 31, 2 ** 31)).size == 2 ** 62   # 2**62 bytes: can exist lazily

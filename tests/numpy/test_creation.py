@@ -73,3 +73,28 @@ def test_dtypes_are_callable_as_in_jax():
   assert float(tnp.float32(3.5)) == 3.5 and tnp.float32(3.5).shape == ()
   with pytest.raises(TypeError):
     tnp.float32("x")
+
+
+@pytest.mark.parametrize("make,error,match", [
+  (lambda: tnp.ones((2 ** 31, 2 ** 31)), MemoryError,
+   r"ones: an array of shape \(2147483648, 2147483648\) and dtype float32 takes 18446744073709551616 bytes"),
+  (lambda: tnp.empty((2 ** 62,)), MemoryError, r"empty: an array of shape \(4611686018427387904,\) and dtype float32"),
+  (lambda: tnp.zeros((2 ** 63,)), ValueError, r"zeros: shape \(9223372036854775808,\) has 9223372036854775808 "),
+  (lambda: tnp.full((3, 2 ** 62), 1), ValueError, r"full: shape \(3, 4611686018427387904\) has 13835058055282163712 "),
+  (lambda: tnp.eye(-2), ValueError, "eye: negative dimensions are not allowed, got N=-2 and M=None"),
+  (lambda: tnp.eye(2, -1), ValueError, "eye: negative dimensions are not allowed, got N=2 and M=-1"),
+  (lambda: tnp.identity(-1), ValueError, "eye: negative dimensions are not allowed, got N=-1"),
+  (lambda: tnp.tri(-1), ValueError, "tri: negative dimensions are not allowed, got N=-1"),
+  (lambda: tnp.eye(2.5), TypeError, "eye: N and M must be integers, got 2.5"),
+])
+def test_impossible_shapes_raise_at_the_call(make, error, match):
+  with pytest.raises(error, match=match): make()
+
+
+def test_a_huge_constant_is_lazy_until_read_whole():
+  x = tnp.zeros((2 ** 40,))   # 4 TiB as an array, one number as a graph
+  assert x.shape == (2 ** 40,) and float(x.sum()) == 0.0 and x[:3].tolist() == [0.0, 0.0, 0.0]
+  for read in (np.asarray, repr, str):
+    with pytest.raises(MemoryError, match=r"an array of shape \(1099511627776,\) and dtype float32 takes 4398046511104 "
+                                          r"bytes \(4096.0 GiB\), more than this host's"):
+      read(x)

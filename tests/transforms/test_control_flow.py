@@ -100,6 +100,15 @@ def test_scan_length_matching_xs():
   close(ys, [0.0, 0.0, 1.0, 3.0])
 
 
+def test_scan_length_must_be_a_non_negative_int():
+  body = lambda c, _: (c, c)
+  with pytest.raises(ValueError, match="scan: length must be >= 0 \\(the number of steps\\), got -1"):
+    lax.scan(body, 0.0, None, length=-1)
+  with pytest.raises(TypeError, match="scan: length must be an int, got 2.5"):
+    lax.scan(body, 0.0, None, length=2.5)
+  assert lax.scan(body, 0.0, None, length=0)[1].shape == (0,)
+
+
 def test_scan_pytree_carry_and_ys():
   xs = {"u": rand(4, 2, seed=1), "v": (rand(4, seed=2),)}
 

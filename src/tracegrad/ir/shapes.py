@@ -16,6 +16,21 @@ def fmt(shape: Shape) -> str: return "(" + ", ".join(map(str, shape)) + ("," if 
 def _err(op: Ops, msg: str) -> ValueError: return ValueError(f"{op.name.lower()}: {msg}")
 
 
+INT64_MAX = (1 << 63) - 1
+
+
+def check_size(shape: Shape, dtype: DType, fn: str) -> None:
+  """Raise unless `shape` can hold an array of `dtype`: no negative dimension (ValueError), an element count that
+  fits int64 (ValueError) and a byte size that fits int64, more than any machine can address (MemoryError)."""
+  if any(n < 0 for n in shape): raise ValueError(f"{fn}: negative dimensions are not allowed, got shape {fmt(shape)}")
+  n = math.prod(shape)
+  if n > INT64_MAX:
+    raise ValueError(f"{fn}: shape {fmt(shape)} has {n} elements, more than int64 can count; use a smaller shape")
+  if n * dtype.itemsize > INT64_MAX:
+    raise MemoryError(f"{fn}: an array of shape {fmt(shape)} and dtype {dtype} takes {n * dtype.itemsize} bytes, "
+                      f"more than any machine can address; use a smaller shape")
+
+
 def _check_axes(op: Ops, axes, ndim: int, shape: Shape):
   if any(not isinstance(a, int) or not 0 <= a < ndim for a in axes) or len(set(axes)) != len(axes):
     raise _err(op, f"axes {axes} are not distinct axes of an array of shape {fmt(shape)}")
@@ -176,6 +191,7 @@ def _multi(op, dtype, src, arg):
       _expect(op, "branch outputs", _avals(b.outputs), _avals(branches[0].outputs))
   elif op is Ops.SCAN:
     body, n_consts, n_carry, length, _ = arg
+    if not isinstance(length, int) or length < 0: raise _err(op, f"length must be an int >= 0, got {length!r}")
     xs = ins[n_consts + n_carry:]
     if any(not s or s[0] != length for s, _ in xs): raise _err(op, f"every xs must have leading size {length}, got {_show(xs)}")
     _expect(op, "body inputs", _avals(body.inputs), ins[:n_consts + n_carry] + [(s[1:], d) for s, d in xs])
@@ -248,4 +264,7 @@ RULES = {Ops.RESHAPE: _reshape, Ops.BROADCAST: _broadcast, Ops.PERMUTE: _permute
 
 
 def infer_shape(op: Ops, dtype: DType, src: tuple, arg) -> Shape:
-  return RULES[op](op, dtype, src, arg)
+  shape = RULES[op](op, dtype, src, arg)
+  if shape and (min(shape) < 0 or math.prod(shape) * max(dtype.itemsize, 1) > INT64_MAX):
+    check_size(shape, dtype, op.name.lower())
+  return shape

@@ -9,6 +9,7 @@ import numpy as np
 from ..array import Array, to_array
 from ..ir.dtypes import DType
 from ..ir import Ops, UOp, dtypes
+from ..ir.shapes import check_size
 from .core import normalize_axis
 
 __all__ = ["array", "asarray", "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like",
@@ -54,8 +55,13 @@ def full(shape, fill_value, dtype=None) -> Array:
   >>> tnp.full((2,), 7)
   Array([7, 7], dtype=int32)
   """
-  shape = _shape(shape, "full")
-  v = to_array(fill_value, _dt(dtype, "full"), fn="full")
+  return _full(shape, fill_value, dtype, "full")
+
+
+def _full(shape, fill_value, dtype, fn: str) -> Array:
+  shape = _shape(shape, fn)
+  v = to_array(fill_value, _dt(dtype, fn), fn=fn)
+  check_size(shape, v.dtype, fn)
   return Array(v.uop.broadcast(shape))
 
 
@@ -63,11 +69,11 @@ def zeros(shape, dtype=None) -> Array:
   """>>> tnp.zeros((2, 2)).shape
   (2, 2)
   """
-  return full(shape, 0, dtype or dtypes.default_float())
+  return _full(shape, 0, dtype or dtypes.default_float(), "zeros")
 
 
-def ones(shape, dtype=None) -> Array: return full(shape, 1, dtype or dtypes.default_float())
-def empty(shape, dtype=None) -> Array: return zeros(shape, dtype)
+def ones(shape, dtype=None) -> Array: return _full(shape, 1, dtype or dtypes.default_float(), "ones")
+def empty(shape, dtype=None) -> Array: return _full(shape, 0, dtype or dtypes.default_float(), "empty")
 
 
 def _like(a, dtype, shape):
@@ -151,13 +157,26 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype=None) -> Array:
   Array([[1., 0.],
          [0., 1.]], dtype=float32)
   """
-  M = N if M is None else M
-  d = _dt(dtype, "eye") or dtypes.default_float()
+  N, M, d = _square(N, M, dtype, "eye")
   i, j = UOp.iota((N, M), 0, dtypes.int32), UOp.iota((N, M), 1, dtypes.int32)
   return Array((i + UOp.const(dtypes.int32, k, (N, M))).alu(Ops.CMPEQ, j).cast(d))
 
 
 def identity(n: int, dtype=None) -> Array: return eye(n, dtype=dtype)
+
+
+def _square(N, M, dtype, fn: str):
+  """eye's and tri's N and M as ints (M defaults to N) and their dtype, checked."""
+  try:
+    N, M = operator.index(N), None if M is None else operator.index(M)
+  except TypeError:
+    raise TypeError(f"{fn}: N and M must be integers, got {N!r} and {M!r}") from None
+  if N < 0 or (M is not None and M < 0):
+    raise ValueError(f"{fn}: negative dimensions are not allowed, got N={N} and M={M}")
+  M = N if M is None else M
+  d = _dt(dtype, fn) or dtypes.default_float()
+  check_size((N, M), d, fn)
+  return N, M, d
 
 
 def _lower_mask(N, M, k):
@@ -166,8 +185,14 @@ def _lower_mask(N, M, k):
 
 
 def tri(N: int, M: int | None = None, k: int = 0, dtype=None) -> Array:
-  M = N if M is None else M
-  return Array(_lower_mask(N, M, k).cast(_dt(dtype, "tri") or dtypes.default_float()))
+  """Ones at and below the k-th diagonal of an N x M array.
+
+  >>> tnp.tri(2, dtype=int)
+  Array([[1, 0],
+         [1, 1]], dtype=int32)
+  """
+  N, M, d = _square(N, M, dtype, "tri")
+  return Array(_lower_mask(N, M, k).cast(d))
 
 
 def _tri_select(m, k, lower: bool, fn: str):
