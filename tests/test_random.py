@@ -9,6 +9,8 @@ import tracegrad as tg
 import tracegrad.numpy as tnp
 from tracegrad import random as tr
 
+from oracles import x64
+
 N = 20000
 
 
@@ -32,11 +34,54 @@ def test_keys_split_and_fold_in():
   ks = np.asarray(tr.split(k, 5))
   assert ks.shape == (5, 2) and len({tuple(r) for r in ks}) == 5
   assert not np.array_equal(np.asarray(tr.fold_in(k, 1)), np.asarray(tr.fold_in(k, 2)))
-  np.testing.assert_array_equal(np.asarray(tr.key(2 ** 40 + 7)), [256, 7])
+  np.testing.assert_array_equal(np.asarray(tr.key(2 ** 40 + 7)), [0, 7])
   with pytest.raises(TypeError, match="uint32\\[2\\]"):
     tr.uniform(np.zeros(3, np.uint32))
   with pytest.raises(TypeError, match="integer scalar"):
     tr.key(1.5)
+
+
+# jax.random.key_data(jax.random.key(seed)) (and jax.random.PRNGKey(seed)) in JAX 0.10.2: the seed's low 32 bits,
+# after its high 32 bits as an int64 with jax_enable_x64 on (else 0)
+JAX_KEYS = [   # seed, words with x64 off, words with x64 on
+  (-1, [0, 4294967295], [4294967295, 4294967295]),
+  (-5, [0, 4294967291], [4294967295, 4294967291]),
+  (-2 ** 31, [0, 2147483648], [4294967295, 2147483648]),
+  (-2 ** 31 - 1, [0, 2147483647], [4294967295, 2147483647]),
+  (2 ** 31 - 1, [0, 2147483647], [0, 2147483647]),
+  (2 ** 32 - 1, [0, 4294967295], [0, 4294967295]),
+  (2 ** 32, [0, 0], [1, 0]),
+  (2 ** 63 - 1, [0, 4294967295], [2147483647, 4294967295]),
+  (-2 ** 63, [0, 0], [2147483648, 0]),
+  (0, [0, 0], [0, 0]),
+  (42, [0, 42], [0, 42]),
+]
+
+
+@pytest.mark.parametrize("seed,off,on", JAX_KEYS)
+def test_key_words_match_jax(seed, off, on):
+  np.testing.assert_array_equal(np.asarray(tr.key(seed)), off)
+  np.testing.assert_array_equal(np.asarray(tr.PRNGKey(seed)), off)
+  with x64():
+    np.testing.assert_array_equal(np.asarray(tr.key(seed)), on)
+
+
+def test_key_from_an_array_seed_matches_jax():
+  for seed, off, on in [(np.int64(-1), [0, 4294967295], [4294967295, 4294967295]),
+                        (np.int64(2 ** 40 + 7), [0, 7], [256, 7]), (np.int8(-1), [0, 4294967295], [0, 4294967295])]:
+    np.testing.assert_array_equal(np.asarray(tr.key(seed)), off)
+    with x64():
+      np.testing.assert_array_equal(np.asarray(tr.key(seed)), on)
+      np.testing.assert_array_equal(np.asarray(tg.jit(tr.key)(seed)), on)
+  np.testing.assert_array_equal(np.asarray(tr.key(True)), [0, 1])   # a Python bool is an int, as in JAX
+  with pytest.raises(TypeError, match="key: the seed must be an integer scalar, got bool"):
+    tr.key(tnp.asarray(True))
+
+
+@pytest.mark.parametrize("seed", [2 ** 63, -2 ** 63 - 1, 2 ** 64, 2 ** 70])
+def test_key_seed_beyond_int64_raises_as_in_jax(seed):
+  with pytest.raises(OverflowError, match=f"key: the seed {seed} does not fit in int64"):
+    tr.key(seed)
 
 
 DRAWS = {
@@ -115,6 +160,41 @@ def test_discrete_distributions():
   np.testing.assert_allclose([np.mean(weighted == v) for v in (5, 6, 7)], p, atol=0.015)
   with pytest.raises(ValueError, match="without replacement"):
     tr.choice(k5, 3, (4,), replace=False)
+
+
+def test_choice_checks_its_arguments():
+  k = tr.key(0)
+  with pytest.raises(ValueError, match=r"choice: p must be .*1-D.* \(a = 3\), got p of shape \(2,\)"):
+    tr.choice(k, 3, (2,), p=tnp.asarray([0.5, 0.5]))
+  with pytest.raises(ValueError, match=r"choice: p .*\(a.shape\[axis\] = 4\), got p of shape \(1, 4\)"):
+    tr.choice(k, tnp.ones((3, 4)), (2,), axis=1, p=tnp.ones((1, 4)) / 4)
+  with pytest.raises(ValueError, match="choice: a must be greater than 0 unless no samples are taken"):
+    tr.choice(k, 0, (2,))
+  with pytest.raises(ValueError, match="choice: axis 2 is out of bounds"):
+    tr.choice(k, tnp.ones((3, 4)), (2,), axis=2)
+  with pytest.raises(ValueError, match=r"choice: shape must hold non-negative ints, got \(-1,\)"):
+    tr.choice(k, 3, (-1,))
+  assert tr.choice(k, 0, (0,)).shape == (0,)
+  assert set(np.asarray(tr.choice(k, tnp.asarray(3), (20,))).tolist()) <= {0, 1, 2}   # a scalar array is an int
+
+
+@pytest.mark.parametrize("draw", [
+  lambda k: tr.uniform(k, (3,), minval=tnp.zeros((2, 3))),
+  lambda k: tr.randint(k, (3,), tnp.zeros((2, 3), tnp.int32), 5),
+  lambda k: tr.bernoulli(k, tnp.full((2, 3), 0.5), (3,)),
+  lambda k: tr.truncated_normal(k, tnp.zeros((2, 3)), 1.0, (3,)),
+  lambda k: tr.categorical(k, tnp.zeros((2, 3, 4)), shape=(3,)),
+])
+def test_parameters_must_broadcast_to_the_shape(draw):
+  with pytest.raises(ValueError, match=r"parameter shapes .*\(2, 3\).* must broadcast to the shape argument \(3,\)"):
+    draw(tr.key(0))
+
+
+def test_parameters_may_broadcast_up_to_the_shape():
+  k = tr.key(0)
+  assert tr.uniform(k, (2, 3), minval=tnp.zeros(3)).shape == (2, 3)
+  assert tr.bernoulli(k, tnp.full((3,), 0.5), (2, 3)).shape == (2, 3)
+  assert tr.categorical(k, tnp.zeros((3, 4)), shape=(5, 3)).shape == (5, 3)
 
 
 def test_truncated_normal():

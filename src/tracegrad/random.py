@@ -17,6 +17,7 @@ from . import numpy as tnp
 from . import portable_math as pm
 from .array import Array, to_array
 from .ir import dtypes
+from .numpy.core import normalize_axis
 
 __all__ = ["key", "PRNGKey", "key_data", "split", "fold_in", "bits", "uniform", "normal", "truncated_normal", "randint",
            "bernoulli", "gumbel", "exponential", "categorical", "permutation", "choice"]
@@ -41,18 +42,22 @@ def threefry2x32(k0, k1, x0, x1) -> tuple[Array, Array]:
 
 
 def key(seed) -> Array:
-  """A key from an integer seed, as jax.random.key (here a uint32[2] array, as jax.random.PRNGKey gives).
+  """A key from an integer seed, as jax.random.key (here a uint32[2] array, as jax.random.PRNGKey gives): the seed's
+  low 32 bits, after its high 32 bits when 64-bit types are enabled (else 0). A Python int must fit in int64.
 
   >>> tracegrad.random.key(42)
   Array([ 0, 42], dtype=uint32)
   """
-  if isinstance(seed, int) and not isinstance(seed, bool):
-    s = seed % (1 << 64)
-    return tnp.asarray([s >> 32, s & 0xffffffff], dtype=tnp.uint32)
+  if isinstance(seed, int):   # a Python bool is an int here, as in JAX
+    if not -(1 << 63) <= seed < 1 << 63:
+      raise OverflowError(f"key: the seed {seed} does not fit in int64; pass a seed in [-2**63, 2**63)")
+    hi = (seed % (1 << 64)) >> 32 if dtypes.x64_enabled() else 0
+    return tnp.asarray([hi, seed & 0xffffffff], dtype=tnp.uint32)
   s = to_array(seed, fn="key")
-  if s.shape != () or not (s.dtype.is_int or s.dtype.is_bool):
-    raise TypeError(f"key: the seed must be an integer scalar, got {s.aval_str()}")
-  return tnp.stack([tnp.zeros((), tnp.uint32), s.astype(tnp.uint32)])
+  if s.shape != () or not s.dtype.is_int:
+    raise TypeError(f"key: the seed must be an integer scalar, got {s.aval_str()}; for several keys, vmap over seeds")
+  hi = (s >> 32).astype(tnp.uint32) if s.dtype.itemsize == 8 else tnp.zeros((), tnp.uint32)
+  return tnp.stack([hi, s.astype(tnp.uint32)])
 
 
 PRNGKey = key
@@ -76,6 +81,17 @@ def _shape(shape, fn: str) -> tuple[int, ...]:
   if any(not isinstance(n, int) or n < 0 for n in shape):
     raise ValueError(f"{fn}: shape must hold non-negative ints, got {shape}")
   return shape
+
+
+def _check_shape(fn: str, shape: tuple, *params: tuple) -> None:
+  """The parameters' shapes must broadcast to `shape` itself, as in JAX."""
+  try:
+    out = tnp.broadcast_shapes(shape, *params)
+  except ValueError:
+    out = None
+  if out != shape:
+    raise ValueError(f"{fn}: parameter shapes {', '.join(map(str, params))} must broadcast to the shape argument "
+                     f"{shape}; pass a shape they broadcast to")
 
 
 def _bits(k: Array, n: int) -> Array:
@@ -138,6 +154,7 @@ def uniform(k, shape=(), dtype=tnp.float32, minval=0.0, maxval=1.0) -> Array:
   """
   d, shape = _float(dtype, "uniform"), _shape(shape, "uniform")
   lo, hi = (tnp.asarray(v, dtype=d) for v in (minval, maxval))
+  _check_shape("uniform", shape, lo.shape, hi.shape)
   u = _unit(_key(k, "uniform"), shape, d)
   return tnp.maximum(lo, lo + (hi - lo) * u)
 
@@ -167,7 +184,8 @@ def truncated_normal(k, lower=-2.0, upper=2.0, shape=None, dtype=tnp.float32) ->
   CDF of a uniform value between the bounds' CDFs)."""
   d = _float(dtype, "truncated_normal")
   lo, hi = tnp.asarray(lower, tnp.float32), tnp.asarray(upper, tnp.float32)
-  shape = tnp.broadcast_shapes(lo.shape, hi.shape) if shape is None else _shape(shape, "truncated_normal")
+  if shape is None: shape = tnp.broadcast_shapes(lo.shape, hi.shape)
+  else: _check_shape("truncated_normal", _shape(shape, "truncated_normal"), lo.shape, hi.shape)
   from .scipy.special import _erf
   a, b = _erf(lo / math.sqrt(2), pm.exp), _erf(hi / math.sqrt(2), pm.exp)
   edge = 1 - 2.0 ** -23
@@ -194,6 +212,7 @@ def randint(k, shape, minval, maxval, dtype=tnp.int32) -> Array:
   (maxval - minval) / 2^32)."""
   d, shape = dtypes.canonicalize(dtypes.as_dtype(dtype, "randint")), _shape(shape, "randint")
   if not d.is_int: raise TypeError(f"randint: dtype must be an integer type, got {d}")
+  _check_shape("randint", shape, tnp.shape(minval), tnp.shape(maxval))
   lo, hi = tnp.broadcast_to(tnp.asarray(minval, d), shape), tnp.broadcast_to(tnp.asarray(maxval, d), shape)
   span = (hi.astype(tnp.int64 if d.itemsize == 8 else tnp.int32) - lo).astype(tnp.uint32)
   r = bits(k, shape) % tnp.maximum(span, 1)
@@ -203,7 +222,8 @@ def randint(k, shape, minval, maxval, dtype=tnp.int32) -> Array:
 def bernoulli(k, p=0.5, shape=None) -> Array:
   """True with probability p, as jax.random.bernoulli."""
   p = tnp.asarray(p)
-  shape = p.shape if shape is None else _shape(shape, "bernoulli")
+  if shape is None: shape = p.shape
+  else: _check_shape("bernoulli", shape := _shape(shape, "bernoulli"), p.shape)
   return uniform(k, shape, p.dtype if p.dtype.is_float else tnp.float32) < p
 
 
@@ -212,6 +232,7 @@ def categorical(k, logits, axis: int = -1, shape=None) -> Array:
   plus Gumbel noise)."""
   lg = tnp.moveaxis(tnp.asarray(logits), axis, -1)
   batch = lg.shape[:-1] if shape is None else _shape(shape, "categorical")
+  _check_shape("categorical", batch, lg.shape[:-1])
   noise = gumbel(k, (*batch, lg.shape[-1]), lg.dtype if lg.dtype.is_float else tnp.float32)
   return tnp.argmax(lg + noise, axis=-1)
 
@@ -222,20 +243,34 @@ def permutation(k, x, axis: int = 0) -> Array:
     if x < 0: raise ValueError(f"permutation: x must be >= 0, got {x}")
     return tnp.argsort(bits(k, (x,))).astype(tnp.int32)
   a = tnp.asarray(x)
+  axis = normalize_axis(axis, a.ndim, "permutation")
   return tnp.take(a, tnp.argsort(bits(k, (a.shape[axis],))), axis=axis)
 
 
 def choice(k, a, shape=(), replace: bool = True, p=None, axis: int = 0) -> Array:
-  """Entries of a (or of range(a) for an int) drawn along axis, as jax.random.choice."""
+  """Entries of a (or of range(a) for an int or a scalar array) drawn along axis, with probabilities p (one per
+  entry; default: all equal), as jax.random.choice.
+
+  >>> tracegrad.random.choice(tracegrad.random.key(0), 5, (3,), replace=False).shape
+  (3,)
+  """
   shape = _shape(shape, "choice")
-  n = a if isinstance(a, int) else tnp.asarray(a).shape[axis]
+  if not isinstance(a, int) and (arr := tnp.asarray(a)).ndim == 0: a = int(arr)
+  if isinstance(a, int): n, what = a, "a"
+  else: n, what = arr.shape[normalize_axis(axis, arr.ndim, "choice")], "a.shape[axis]"
   size = math.prod(shape)
+  if n < 0 or (n == 0 and size):
+    raise ValueError(f"choice: {what} must be greater than 0 unless no samples are taken, got {n} for shape {shape}")
   if not replace and size > n:
-    raise ValueError(f"choice: cannot take {size} entries from {n} without replacement")
+    raise ValueError(f"choice: cannot take a sample of {size} (shape {shape}) from a population of {n} without "
+                     f"replacement (replace=False); pass replace=True or a smaller shape")
+  if p is not None and (pa := tnp.asarray(p)).shape != (n,):
+    raise ValueError(f"choice: p must be None or a 1-D array with one probability per choice ({what} = {n}), got p "
+                     f"of shape {pa.shape}")
   if p is None:
     idx = randint(k, shape, 0, n) if replace else permutation(k, n)[:size].reshape(shape)
   else:
-    logp = pm.log(tnp.asarray(p, tnp.float32))
+    logp = pm.log(pa.astype(tnp.float32))
     if replace: idx = categorical(k, logp, shape=shape)
     else: idx = tnp.argsort(-(logp + gumbel(k, (n,))))[:size].reshape(shape)
   return idx if isinstance(a, int) else tnp.take(tnp.asarray(a), idx, axis=axis)
