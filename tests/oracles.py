@@ -91,8 +91,9 @@ def assert_close(got, want, dtype=None, rtol=None, atol=None, check_dtype=True, 
   name = dtype or str(want_a.dtype)
   if want_a.dtype.kind in "fV" or want_a.dtype == ml_dtypes.bfloat16:
     r, a = TOL.get(name, TOL["float32"])
-    np.testing.assert_allclose(got_a.astype(np.float64), want_a.astype(np.float64), rtol=rtol or r, atol=atol or a,
-                               equal_nan=True, err_msg=err)
+    r, a = r if rtol is None else rtol, a if atol is None else atol   # an explicit 0 means none
+    np.testing.assert_allclose(got_a.astype(np.float64), want_a.astype(np.float64), rtol=r, atol=a, equal_nan=True,
+                               err_msg=err)
   else:
     np.testing.assert_array_equal(got_a, want_a, err_msg=err)
 

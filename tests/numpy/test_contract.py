@@ -6,9 +6,9 @@ from hypothesis import given, strategies as st
 import tracegrad
 import tracegrad.numpy as tnp
 from tracegrad.ir import Ops
-from oracles import ALL, arrays, check, np_dtype
+from oracles import ALL, arrays, check, np_dtype, ulps
 
-ATOL = {"float32": 1e-4, "float16": 1e-3, "bfloat16": 1e-2}
+ATOL_ULPS = {"float32": 840, "float16": 1, "bfloat16": 1.25}   # atol in ulps of each output dtype
 
 
 def jax_dtype(*names: str) -> str: return tnp.promote_types(*names).name if len(names) == 2 else names[0]
@@ -28,7 +28,7 @@ def ref(nfn, out: str):
   return f
 
 
-def atol(out: str): return ATOL.get(out)
+def atol(out: str): return ulps(ATOL_ULPS[out], out) if out in ATOL_ULPS else None
 
 
 @st.composite

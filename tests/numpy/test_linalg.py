@@ -7,9 +7,9 @@ from hypothesis import given, strategies as st
 
 import tracegrad
 import tracegrad.numpy as tnp
-from oracles import INTS, arrays, assert_close, check, np_dtype, traced
+from oracles import INTS, arrays, assert_close, check, np_dtype, tol, traced, ulps
 
-TOL = dict(rtol=2e-4, atol=2e-5)
+TOL = tol("float32", 1680, 168)
 
 
 def well_conditioned(rng, batch, n, dtype=np.float32):
@@ -141,6 +141,7 @@ def test_linalg_errors():
 # ---- norms ----
 VECTOR_ORDS = [None, 1, 2, np.inf, -np.inf, 0, 3, 0.5, -1]
 MATRIX_ORDS = [None, "fro", 1, -1, np.inf, -np.inf]
+NORM_ULPS = {"float32": (168, 84), "float16": (2, 0.01), "bfloat16": (2.5, 0.00125)}   # (rtol, atol): atol is 1e-5
 
 
 @st.composite
@@ -165,10 +166,9 @@ def norm_case(draw):
 def test_norm(case):
   x, ord, axis, keepdims, dtype = case
   out = "float32" if dtype in INTS else dtype
-  rtol = {"float32": 2e-5, "float16": 2e-3, "bfloat16": 2e-2}[out]
   check(lambda x: tnp.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims),
         lambda x: np.linalg.norm(x.astype(np.float64), ord=ord, axis=axis, keepdims=keepdims), x,
-        want_dtype=out, rtol=rtol, atol=1e-5)
+        want_dtype=out, **tol(out, *NORM_ULPS[out]))
 
 
 @given(st.data())
@@ -201,22 +201,22 @@ def test_norm_errors():
 def test_aliases():
   rng = np.random.default_rng(1)
   a, b = rng.standard_normal((2, 3, 4)).astype(np.float32), rng.standard_normal((4, 5)).astype(np.float32)
-  check(tnp.linalg.matmul, np.matmul, a, b, atol=1e-5)
+  check(tnp.linalg.matmul, np.matmul, a, b, atol=ulps(84))
   check(tnp.linalg.matrix_transpose, lambda x: np.swapaxes(x, -1, -2), a)
-  check(lambda x, y: tnp.linalg.tensordot(x, y, 1), lambda x, y: np.tensordot(x, y, 1), a, b, atol=1e-5)
-  check(tnp.linalg.vecdot, lambda x, y: np.sum(x * y, -1), a, a[0], atol=1e-5)
+  check(lambda x, y: tnp.linalg.tensordot(x, y, 1), lambda x, y: np.tensordot(x, y, 1), a, b, atol=ulps(84))
+  check(tnp.linalg.vecdot, lambda x, y: np.sum(x * y, -1), a, a[0], atol=ulps(84))
   check(tnp.linalg.outer, np.outer, a[0, 0], b[0])
   with pytest.raises(ValueError, match="outer"):
     tnp.linalg.outer(a, b)
-  check(lambda x: tnp.linalg.trace(x), lambda x: np.trace(x, axis1=-2, axis2=-1), a, atol=1e-5)
-  check(lambda x: tnp.linalg.trace(x, offset=1), lambda x: np.trace(x, 1, axis1=-2, axis2=-1), a, atol=1e-5)
+  check(lambda x: tnp.linalg.trace(x), lambda x: np.trace(x, axis1=-2, axis2=-1), a, atol=ulps(84))
+  check(lambda x: tnp.linalg.trace(x, offset=1), lambda x: np.trace(x, 1, axis1=-2, axis2=-1), a, atol=ulps(84))
   check(lambda x, y, z: tnp.linalg.multi_dot([x, y, z]), lambda x, y, z: np.linalg.multi_dot([x, y, z]),
-        a[0], b, b[0], atol=1e-4)
+        a[0], b, b[0], atol=ulps(840))
 
 
 @pytest.mark.parametrize("n", [0, 1, 2, 3, 5, -1, -2])
 def test_matrix_power(n):
   a = well_conditioned(np.random.default_rng(2), (2,), 3)
-  check(lambda x: tnp.linalg.matrix_power(x, n), lambda x: np.linalg.matrix_power(x, n), a, rtol=1e-4, atol=1e-4)
+  check(lambda x: tnp.linalg.matrix_power(x, n), lambda x: np.linalg.matrix_power(x, n), a, **tol("float32", 840, 840))
   m = np.array([[1, 1], [0, 1]], np.int32)
   if n >= 0: check(lambda x: tnp.linalg.matrix_power(x, n), lambda x: np.linalg.matrix_power(x, n), m)
