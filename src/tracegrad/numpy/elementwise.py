@@ -7,7 +7,7 @@ back, as XLA does. Integer division never reaches a device with a zero (or, for 
 
 >>> import tracegrad.numpy as tnp
 >>> tnp.exp(tnp.arange(3))
-Array([1.       , 2.7182817, 7.3890557], dtype=float32)
+Array([1.       , 2.71828..., 7.38905...], dtype=float32)
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Special functions, as jax.scipy.special.
 
 >>> tracegrad.scipy.special.erf(tnp.asarray([0.0, 1.0]))
-Array([0.       , 0.8427008], dtype=float32)
+Array([0.       , 0.84270...], dtype=float32)
 """
 from __future__ import annotations
 

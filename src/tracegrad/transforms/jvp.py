@@ -5,7 +5,7 @@ and returns u's tangent. An op with several results returns (primal results, tan
 replace u's, so that control flow is run once for both.
 
 >>> tracegrad.jvp(tnp.sin, (0.5,), (1.0,))
-(Array(0.47942555, dtype=float32, weak_type=True), Array(0.87758255, dtype=float32, weak_type=True))
+(Array(0.479425..., dtype=float32, weak_type=True), Array(0.877582..., dtype=float32, weak_type=True))
 """
 from __future__ import annotations
 
