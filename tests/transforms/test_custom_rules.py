@@ -5,10 +5,10 @@ import pytest
 import tracegrad as tg
 import tracegrad.numpy as tnp
 from tracegrad import lax
-from oracles import check_grads
+from oracles import check_grads, ulps
 
 
-def close(got, want, rtol=1e-4, atol=1e-5):
+def close(got, want, rtol=ulps(840), atol=ulps(84)):
   np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64), rtol=rtol, atol=atol)
 
 
