@@ -5,7 +5,7 @@ from hypothesis import given, strategies as st
 
 import tracegrad.numpy as tnp
 
-from oracles import assert_close
+from oracles import assert_close, ulps
 
 
 @pytest.mark.parametrize("fn", ["zeros", "ones", "empty"])
@@ -26,14 +26,15 @@ def test_full_and_full_like():
 @given(st.integers(-5, 5), st.integers(-5, 10), st.integers(1, 3))
 def test_arange(a, b, s):
   assert_close(tnp.arange(a, b, s), np.arange(a, b, s).astype(np.int32))
-  assert_close(tnp.arange(float(a), b, s / 2), np.arange(float(a), b, s / 2).astype(np.float32), rtol=1e-6, atol=1e-6)
+  assert_close(tnp.arange(float(a), b, s / 2), np.arange(float(a), b, s / 2).astype(np.float32),
+               rtol=ulps(8), atol=ulps(8))
   assert_close(tnp.arange(b), np.arange(b).astype(np.int32))
 
 
 @given(st.floats(-10, 10), st.floats(-10, 10), st.integers(0, 20), st.booleans())
 def test_linspace(a, b, n, endpoint):
   assert_close(tnp.linspace(a, b, n, endpoint=endpoint), np.linspace(a, b, n, endpoint=endpoint).astype(np.float32),
-               rtol=1e-5, atol=1e-5)
+               rtol=ulps(84), atol=ulps(84))
 
 
 @given(st.integers(0, 5), st.integers(0, 5), st.integers(-5, 5))
