@@ -2,12 +2,15 @@
 tolerance only for transcendental functions and float sums)."""
 import math
 import platform
+import shutil
+import subprocess
 
 import ml_dtypes
 import numpy as np
 import pytest
 
 from oracles import x64
+from tracegrad.devices.cpu import FLAGS
 from tracegrad.devices.interp import InterpDevice
 from tracegrad.ir import Ops, UOp, dtypes
 from tracegrad.devices.base import BufferSpec, Program
@@ -142,16 +145,27 @@ def test_bool_ops(cpu):
     assert_same(g, w, "bool")
 
 
+def saturating_values(src, dst):
+  """Values of float type src to convert to integer type dst: fractions, NaN, infinities, and the values at and
+  beside dst's bounds and src's largest value (XLA saturates what C leaves undefined)."""
+  info = np.iinfo(dst.np)
+  v = [0.0, -0.0, 0.3, 0.99, -0.7, 1.0, -1.5, 2.5, 99.9, -127.9, math.nan, -math.nan, math.inf, -math.inf]
+  v += [b * f for b in (info.min, info.max + 1.0) for f in (1, -1, 2, 1e10)]
+  with np.errstate(all="ignore"):
+    x = np.concatenate([np.array(v).astype(src.np), np.array([ml_dtypes.finfo(src.np).max], src.np)])
+  bits = np.dtype(f"u{src.itemsize}")
+  own = x[np.isfinite(x.astype(np.float64)) & (x != 0)].view(bits)
+  return np.concatenate([x, (own + 1).view(src.np), (own - 1).view(src.np)])
+
+
 def cast_values(src, dst):
-  """Values of src whose conversion to dst is defined (floats to integers: in range)."""
+  """Values of src to convert to dst."""
   if src.is_bool: return np.array([False, True])
   if src.is_int:
     extra = [(1 << 24) + (1 << 16) + 1, (1 << 24) + 1] if src.bits >= 32 else []
     extra += [(1 << 40) + (1 << 32) + 1, -(1 << 62) - (1 << 54) - 1] if src.bits == 64 else []
     return np.concatenate([int_values(src), np.array(extra, np.int64).astype(src.np)])
-  if dst.is_int:
-    v = [0.0, -0.0, 0.3, 1.0, 2.5, 99.9, 126.7] + ([-0.7, -1.5, -99.9, -127.9] if not dst.is_unsigned else [])
-    return np.array(v, src.np)
+  if dst.is_int: return saturating_values(src, dst)
   extra = [1 + 2**-8 + 2**-30, 1 + 2**-11 + 2**-40, 65519.99, 65520.0, 1e-40, 3e-8] if src is dtypes.float64 else []
   return np.concatenate([float_values(src), np.array(extra, np.float64).astype(src.np)])
 
@@ -169,8 +183,66 @@ def test_casts(cpu, src):
     ins = [np.resize(v, n) for v in for_dst.values()]
     prog = elementwise([lambda *xs, j=j, f=f: f(xs[j]) for j, f in enumerate(fns)], [src] * len(ins), n)
     got = run(cpu, prog, ins)
-    with np.errstate(over="ignore"):
-      for dst, x, g in zip(for_dst, ins, got): assert_same(g, x.astype(dst.np), f"{src} -> {dst}")
+    want = oracle([lambda *xs, j=j, f=f: f(xs[j]) for j, f in enumerate(fns)], ins)
+    for dst, g, w in zip(for_dst, got, want): assert_same(g, w, f"{src} -> {dst}")
+
+
+def gcc(source: str, out, *flags: str) -> subprocess.CompletedProcess:
+  return subprocess.run(["gcc", *(f for f in FLAGS if f != "-shared"), *flags, "-x", "c", "-", "-o", str(out), "-lm"],
+                        input=source, capture_output=True, text=True)
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="no gcc")
+def test_float_to_int_casts_vectorise(tmp_path):
+  """A saturating conversion is compares and selects, and its loop stays vectorised."""
+  for src, dst in [(dtypes.float32, dtypes.int32), (dtypes.float32, dtypes.uint8), (dtypes.float64, dtypes.int32),
+                   (dtypes.float16, dtypes.int16), (dtypes.bfloat16, dtypes.uint32)]:
+    prog = elementwise([lambda a, dst=dst: a.cast(dst)], [src], 4096, parallel=False)
+    r = gcc(render_program(prog), tmp_path / "k.o", "-c", "-fopt-info-vec-optimized")
+    assert r.returncode == 0, r.stderr
+    assert "loop vectorized" in r.stderr, f"{src} -> {dst}"
+
+
+MAIN = r"""
+#include <stdio.h>
+#include <stdlib.h>
+int main(void) {
+  static const long sizes[] = {%s};
+  void *bufs[%d];
+  for (int i = 0; i < %d; i++) bufs[i] = calloc((size_t)sizes[i] + 1, 1);
+  for (int i = 0; i < %d; i++) if (fread(bufs[i], 1, (size_t)sizes[i], stdin) != (size_t)sizes[i]) return 2;
+  tg_run(bufs);
+  for (int i = %d; i < %d; i++) fwrite(bufs[i], 1, (size_t)sizes[i], stdout);
+  return 0;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="no gcc")
+def test_float_to_int_casts_are_defined(tmp_path):
+  """Float to integer conversions of NaN, infinities and values beyond the range run clean under gcc's
+  float-cast-overflow sanitizer (which does catch a plain C cast here), and give what the interp device gives."""
+  flags = ("-fsanitize=float-cast-overflow", "-fno-sanitize-recover=all")
+  probe = gcc("int main(void) { volatile float x = 3e9f; return (int)x == 7; }", tmp_path / "probe", *flags)
+  if probe.returncode != 0: pytest.skip(f"no float-cast-overflow sanitizer: {probe.stderr.strip()[:200]}")
+  assert subprocess.run([str(tmp_path / "probe")], capture_output=True).returncode != 0
+  with x64(True):
+    casts = [(s, d) for s in FLOATS for d in INTS]
+    ins = [saturating_values(s, d) for s, d in casts]
+    n = max(x.size for x in ins)
+    ins = [np.resize(x, n) for x in ins]
+    fns = [lambda *xs, j=j, d=d: xs[j].cast(d) for j, (_, d) in enumerate(casts)]
+    prog = elementwise(fns, [s for s, _ in casts], n)
+    m, sizes = len(ins), [b.size * b.dtype.itemsize for b in prog.buffers]
+    main = MAIN % (", ".join(map(str, sizes)), len(sizes), len(sizes), m, m, len(sizes))
+    r = gcc(render_program(prog) + main, tmp_path / "casts", *flags)
+    assert r.returncode == 0, r.stderr
+    done = subprocess.run([str(tmp_path / "casts")], input=b"".join(x.tobytes() for x in ins), capture_output=True)
+    assert done.returncode == 0 and b"runtime error" not in done.stderr, done.stderr.decode()
+    got = np.frombuffer(done.stdout, np.uint8)
+    offsets = np.cumsum([0] + sizes[m:])
+    for j, ((s, d), w) in enumerate(zip(casts, oracle(fns, ins))):
+      assert_same(got[offsets[j]:offsets[j + 1]].view(d.np), w, f"{s} -> {d}")
 
 
 def rounding_cases(d):

@@ -4,6 +4,8 @@ numpy references are computed in the dtype JAX computes in: the promoted dtype f
 integer inputs of float functions and for float16/bfloat16 transcendentals (XLA widens half types), then cast to
 the dtype JAX returns, which the result must have.
 """
+import math
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -11,7 +13,7 @@ from hypothesis import given, strategies as st
 from hypothesis.extra import numpy as hnp
 
 import tracegrad.numpy as tnp
-from oracles import ALL, FLOATS, INTS, arrays, assert_close, check, np_dtype, shapes
+from oracles import ALL, FLOATS, INTS, arrays, assert_close, check, np_dtype, shapes, traced, x64
 
 NUMERIC = INTS + FLOATS
 F32 = np.float32
@@ -518,6 +520,66 @@ def test_kind_errors():
   with pytest.raises(TypeError, match="nonzero"): tnp.where(f > 0)
   with pytest.raises(TypeError, match="nonzero"): tnp.where(f > 0, f)
   with pytest.raises(ValueError, match="where"): tnp.where(np.ones((2, 3), bool), np.ones(3), np.ones(2))
+
+
+# ---- float to integer conversion: saturating, as XLA converts ----
+
+TARGETS = INTS + ["int64", "uint64"]
+
+
+def saturated(x: np.ndarray, name: str) -> np.ndarray:
+  """XLA's conversion, one value at a time: NaN to 0, beyond the range to its nearest end, else truncated."""
+  info = np.iinfo(np_dtype(name))
+
+  def one(v: float) -> int:
+    if math.isnan(v): return 0
+    if math.isinf(v): return int(info.max) if v > 0 else int(info.min)
+    return min(max(math.trunc(v), int(info.min)), int(info.max))
+  return np.array([one(v) for v in np.asarray(x, np.float64).ravel().tolist()], np_dtype(name)).reshape(x.shape)
+
+
+def conversion_edges(src: str) -> np.ndarray:
+  """NaN, infinities, fractions, src's largest value, and every target's bounds, as src holds them, with their
+  neighbours in src."""
+  v = [math.nan, math.inf, 0.0, -0.0, 0.5, 0.99, 1.5, 2.7, 3e9, 1e30]
+  for name in TARGETS:
+    info = np.iinfo(np_dtype(name))
+    v += [float(info.min), float(info.min) - 1, float(info.max), float(info.max) + 1, float(info.max) + 0.5]
+  with np.errstate(all="ignore"): x = np.array(v + [float(ml_dtypes.finfo(np_dtype(src)).max)]).astype(np_dtype(src))
+  bits = np.dtype(f"u{x.dtype.itemsize}")
+  own = x[np.isfinite(x.astype(np.float64)) & (x != 0)].view(bits)
+  x = np.concatenate([x, (own + 1).view(x.dtype), (own - 1).view(x.dtype)])
+  return np.concatenate([x, -x])
+
+
+@pytest.mark.parametrize("src", FLOATS + ["float64"])
+def test_float_to_int_saturates(src):
+  """A float to an integer saturates as XLA's conversion does (C and numpy leave NaN and values beyond the range to
+  the platform), eagerly and traced; a float to bool is x != 0."""
+  with x64():
+    x = conversion_edges(src)
+    f = lambda a: tuple(a.astype(n) for n in TARGETS + ["bool"])
+    want = [saturated(x, n) for n in TARGETS] + [x.astype(np.float64) != 0]
+    for how, got in (("eager", f(tnp.asarray(x))), ("traced", traced(f, tnp.asarray(x)))):
+      for n, g, w in zip(TARGETS + ["bool"], got, want):
+        g = np.asarray(g)
+        assert g.dtype == w.dtype, (how, src, n)
+        np.testing.assert_array_equal(g, w, err_msg=f"{how} {src} -> {n} of {x}")
+
+
+@given(st.sampled_from(FLOATS), st.sampled_from(INTS), st.data())
+def test_float_to_int_saturates_random(src, dst, data):
+  el = st.floats(width=32) | st.floats(-300, 300, width=32) | st.floats(-5e9, 5e9, width=32)
+  x = cast(data.draw(hnp.arrays(F32, shapes(min_dims=1, max_dims=2, max_side=6), elements=el)), src)
+  check(lambda a: tnp.asarray(a).astype(dst), lambda a: saturated(a, dst), x)
+
+
+def test_float_to_int_as_jax():
+  """The values jnp.array(..., float32).astype(...) gives."""
+  x = np.array([np.nan, np.inf, -np.inf, 3e9, -3e9, 2.7, -2.7], F32)
+  big, small = 2 ** 31 - 1, -2 ** 31
+  check(lambda a: tnp.asarray(a).astype(tnp.int32), lambda a: np.array([0, big, small, big, small, 2, -2], np.int32), x)
+  check(lambda a: tnp.asarray(a).astype(tnp.uint8), lambda a: np.array([0, 255, 0, 255, 0, 2, 0], np.uint8), x)
 
 
 def test_all_names_exist():

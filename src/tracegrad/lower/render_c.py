@@ -96,6 +96,18 @@ TG_INLINE float tg_u64_odd(uint64_t u) {
   return (float)m * tg_ffrom((uint32_t)(127 + s) << 23);
 }
 TG_INLINE float tg_i64_odd(int64_t x) { return x < 0 ? -tg_u64_odd(-(uint64_t)x) : tg_u64_odd((uint64_t)x); }
+
+/* x clamped to [lo, hi], NaN to 0: a float in the range of the integer type it is then converted to */
+TG_INLINE float tg_clampf(float x, float lo, float hi) {
+  float c = x > lo ? x : lo;
+  c = c < hi ? c : hi;
+  return x == x ? c : 0.0f;
+}
+TG_INLINE double tg_clampd(double x, double lo, double hi) {
+  double c = x > lo ? x : lo;
+  c = c < hi ? c : hi;
+  return x == x ? c : 0.0;
+}
 """ + MATH
 PRELUDE = C_HEAD + HELPERS
 
@@ -216,8 +228,26 @@ ALU = {
 }
 
 
+def _below(hi: int, fd: DType) -> float:
+  """The largest value of the float type fd at most hi (an integer type's maximum, 2^k - 1)."""
+  f = fd.np.type(hi)
+  return float(np.nextafter(f, fd.np.type(0)) if int(f) > hi else f)
+
+
+def _saturate(src: DType, dst: DType, x: str) -> str:
+  """A float to an integer as XLA converts: NaN to 0, beyond the range to its nearest end, else truncated toward zero
+  (C leaves the rest undefined). Clamped in float to bounds the float holds, so the conversion is always in range, and
+  the maximum selected after where the float cannot hold it: compares and selects only, which vectorise."""
+  fd = dtypes.float64 if src is dtypes.float64 else dtypes.float32
+  lo, hi = dtypes.min_value(dst), dtypes.max_value(dst)
+  top = _float_literal(_below(hi, fd), fd)
+  out = f"({CTYPE[dst]})tg_clamp{'d' if fd is dtypes.float64 else 'f'}({x}, {_float_literal(float(lo), fd)}, {top})"
+  return out if _below(hi, fd) == hi else f"{x} > {top} ? {_int_literal(hi, dst)} : {out}"
+
+
 def render_cast(src: DType, dst: DType, x: str) -> str:
   if dst.is_bool: return f"{x} != 0"
+  if src.is_float and dst.is_int: return _saturate(src, dst, x)
   if dst in HALF:
     if src is dtypes.float64: x = f"tg_d2f_odd({x})"
     elif src.is_int and src.bits >= 32: x = f"tg_{'u' if src.is_unsigned else 'i'}64_odd({x})"
