@@ -126,6 +126,25 @@ def test_staged_reductions_compute_the_same(name):
     _same(got, want, f"{name}: {[k.opts for k in p.kernels if hasattr(k, 'opts')]}")
 
 
+def test_long_float_sums_add_blocks_and_carry_their_error():
+  """Every way a GPU item adds up a long float sum (alone, in a tile, in a work-group, staged) cuts it into blocks
+  and adds their sums exactly but for a carried error: 0.1 added 2^17 times, which a running float32 sum gets
+  thousands of ulps wrong, comes out within numpy's few; a matmul's blocks are longer (fewer extra operations), and
+  its 4096 steps within 16 ulps (a running sum: 517)."""
+  dev = _opencl()
+  rows = np.full((4, 1 << 17), 0.1, np.float32)
+  a, b = np.full((16, 4096), 0.1, np.float32), np.ones((4096, 16), np.float32)
+  cases = [(lambda x: x.sum(1), (rows,), [{"group": 0}, {"group": 0, "upcast": 2}, {"group": 1}], 4),
+           (lambda x, y: x @ y, (a, b), [{"group": 0, "grid": 8, "stage": 16}, {"group": 0, "upcast": 2}, {"group": 1}],
+            16)]
+  for f, args, sets, n in cases:
+    prog = schedule(tg.make_graph(f)(*args))
+    variants = [dataclasses.replace(prog, kernels=[opt.apply(prog.kernels[0], o, "opencl")]) for o in sets]
+    exact = f(*(x.astype(np.float64) for x in args))
+    for o, (got,) in zip(sets, _run_all(dev, variants, list(args))):
+      assert np.abs(got - exact).max() <= n * np.spacing(np.float32(exact.max())), (o, got.ravel()[:4], exact.max())
+
+
 @st.composite
 def _action_sets(draw, k):
   """A legal action set of k, drawn one action at a time."""

@@ -390,7 +390,7 @@ def test_long_float_sums_are_accurate(cpu):
   k = Kernel("ones", (out, one), (), (Store(out, K(0), acc),), Reduce(Ops.REDUCE_SUM, acc, (Loop(j, 2 ** 31),),
                                                                       at(one, K(0))))
   prog = Program([k], [(1, 0)], [BufferSpec(1, dtypes.float32)] * 2, [0], [(1, (1,))])
-  assert "#pragma omp parallel for reduction(+:acc)" in render_program(prog)
+  assert "#pragma omp parallel for reduction(+:acc,comp)" in render_program(prog)
   assert run(cpu, prog, [np.ones(1, np.float32)])[0][0] == 2.0 ** 31
   n, m = 3, 300_001
   x = np.random.default_rng(0).random(n * m).astype(np.float32)

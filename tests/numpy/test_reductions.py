@@ -105,6 +105,35 @@ def test_sum_small_float_accumulates_in_float32():
   assert out.dtype == tnp.bfloat16
 
 
+def within_numpy(got, exact, want, slack: int = 4):
+  """got is as close to the exact float32 result as numpy's `want` is, give or take `slack` ulps of it."""
+  got, exact = np.asarray(got, np.float64), np.asarray(exact, np.float64)
+  allowed = np.abs(np.asarray(want, np.float64) - exact) + slack * np.spacing(np.abs(exact).astype(np.float32))
+  assert np.all(np.abs(got - exact) <= allowed), (got.ravel()[:4], exact.ravel()[:4], np.asarray(want).ravel()[:4])
+
+
+def test_long_float32_sum_is_as_accurate_as_numpy():
+  """2^24 + 2^25 ones (a running float32 sum stops at 2^24): a sum adds blocks, each summed on its own, exactly."""
+  n = 2 ** 24 + 2 ** 25
+  x = np.ones(n, np.float32)
+  for got in (tnp.ones(n).sum(), tnp.asarray(x).sum(), tg.jit(lambda a: a.sum())(x)):
+    within_numpy(got, float(n), x.sum())
+
+
+def test_long_float32_mean_is_as_accurate_as_numpy():
+  x = np.full(2 ** 25, 0.1, np.float32)
+  for got in (tnp.full(x.size, 0.1, tnp.float32).mean(), tnp.asarray(x).mean(), tg.jit(lambda a: a.mean())(x)):
+    within_numpy(got, float(x[0]), x.mean())
+
+
+@pytest.mark.parametrize("shape,axis", [((1 << 20, 4), 0), ((3, 1 << 20), 1), ((512, 3, 2048), (0, 2)),
+                                        ((2048, 7, 300), (0, 1)), ((128, 256, 256), None)], ids=str)
+def test_long_float32_sums_over_axes_are_as_accurate_as_numpy(shape, axis):
+  """0.1 summed a million times along axes of several layouts (a constant's rounding errors add up rather than cancel)."""
+  x = np.full(shape, 0.1, np.float32)
+  within_numpy(tg.jit(lambda a: a.sum(axis))(x), x.astype(np.float64).sum(axis), x.sum(axis))
+
+
 @given(case(dtypes=NUMERIC), st.data())
 def test_sum_prod_where_initial(c, data):
   dtype, a, axis, keepdims = c

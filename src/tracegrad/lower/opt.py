@@ -115,13 +115,11 @@ def stage_shape(k: Kernel, opts: dict, load: UOp) -> tuple[int, int]:
 
 def _stages(k: Kernel, opts: dict) -> tuple:
   """The chunks `stage` may take beside the other actions of opts."""
-  from .render_c import SUM_BLOCK
   r, g, local = k.reduce, opts.get("grid", 0), opts.get("local", GPU_DEFAULTS["local"])
   if not g or g >= local or r.stores or k.epilogue: return ()
   loads = stage_loads(k)
   if not loads: return ()
   steps = r.loops[-1].extent
-  if r.op is Ops.REDUCE_SUM and r.acc.dtype.is_float and steps > SUM_BLOCK: return ()   # blocked sums stay unstaged
   if (k.loops[-1].extent // opts.get("upcast", 1)) % g or (k.loops[-2].extent // opts.get("upcast_rows", 1)) % (local // g):
     return ()   # a group with items past the edge would leave before a barrier
   def fits(c):

@@ -16,7 +16,11 @@ static void neg(float *restrict b0) {
 Each expression node becomes one `T vN = ...;` statement, so shared subexpressions are computed once. float16 and
 bfloat16 values live in float and are rounded back after every operation (as numpy and ml_dtypes compute them);
 their buffers hold the bits as uint16_t. Integer arithmetic wraps: the source is compiled with -fwrapv. exp2, log2, sin
-and cos of float32 (and of the half types) call c_math's functions, which gcc vectorises; float64 calls libm.
+and cos of float32 (and of the half types) call c_math's functions, which gcc vectorises; float64 calls libm. A float
+converted to an integer saturates as XLA converts it: NaN to 0, beyond the range to its nearest end.
+
+A long float sum adds up blocks of its values, each summed on its own, and the blocks' sums exactly but for a carried
+rounding error (TwoSum), so its error grows with the block, not with its length (numpy's pairwise sum: with log n).
 """
 from __future__ import annotations
 
@@ -128,6 +132,12 @@ ROUNDED = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.DIV, Ops.MOD, Ops.RECIP, Ops
 
 PARALLEL_MIN_STEPS = 32768
 COLLAPSE_MIN = 64
+SUM_BLOCK = 1024   # a long float sum adds up blocks of at most this many values, each summed on its own, and the
+                   # blocks' sums with their rounding errors carried: its error grows with the block, not its length
+SUM_LANES = 256    # bytes of the partial sums a block of a contiguous sum keeps, one per vector lane (64 floats: 16
+                   # values each, as in numpy's pairwise sum), added up as a tree
+POINT_BLOCK = 128  # a block of a register block's sums (_emit_block), each point's added in turn
+DOT_LANES = 16     # a block of dot products (_emit_dots) spans this many blocks' steps: each lane adds about a block
 
 
 # ---- constants ----
@@ -298,6 +308,8 @@ class _Body:
   """The statements of one kernel function; each value is named once per scope, and read again from memory after a
   store to a buffer it loads from."""
 
+  sum_block, sum_lanes = SUM_BLOCK, SUM_LANES   # how a long float sum is cut (see _emit_blocked_sum)
+
   def __init__(self, k: Kernel):
     self.bufs = {b: f"b{i}" for i, b in enumerate(k.bufs)}
     self.names: dict[UOp, str] = {}
@@ -354,8 +366,6 @@ REDUCE_ALU = {Ops.REDUCE_SUM: Ops.ADD, Ops.REDUCE_PROD: Ops.MUL, Ops.REDUCE_MAX:
 BOOL_ALU = {Ops.ADD: Ops.OR, Ops.MUL: Ops.AND, Ops.MAX: Ops.OR, Ops.MIN: Ops.AND}
 STORE_ALU = {"add": Ops.ADD, "mul": Ops.MUL, "min": Ops.MIN, "max": Ops.MAX}
 SIMD_REDUCTION = {Ops.REDUCE_SUM: "+", Ops.REDUCE_PROD: "*"}
-SUM_BLOCK = 4096   # a long float sum adds up blocks of this many values, each summed on its own: its rounding error
-                   # grows with SUM_BLOCK + n / SUM_BLOCK rather than with n
 NAN_REDUCTION = {Ops.REDUCE_MAX: (">", "max"), Ops.REDUCE_MIN: ("<", "min")}
 
 
@@ -417,28 +427,107 @@ def _emit_reduce(b: _Body, k: Kernel):
   if r.op in NAN_REDUCTION and r.acc.dtype in (dtypes.float32, dtypes.float64):
     _emit_nan_reduce(b, r)
     return
-  last = len(r.loops) - 1
-  if r.op is Ops.REDUCE_SUM and r.acc.dtype.is_float and r.loops and r.loops[last].extent > SUM_BLOCK:
-    with ExitStack() as loops:
-      for j, l in enumerate(r.loops[:last]): loops.enter_context(b.block(_loop(f"r{j}", l.extent)))
-      n = r.loops[last].extent
-      threads = k.parallel and not k.loops and last == 0 and n >= PARALLEL_MIN_STEPS   # a sum to one value
-      loops.enter_context(b.block(f"for (int64_t rb = 0; rb < {n}; rb += {SUM_BLOCK})",
-                                  "#pragma omp parallel for reduction(+:acc)" if threads else None))
-      b.line(f"const int64_t re = rb + {SUM_BLOCK} < {n} ? rb + {SUM_BLOCK} : {n};")
-      b.line(f"{CTYPE[r.acc.dtype]} part = {render_const(0.0, r.acc.dtype)};")
-      with b.block(f"for (int64_t r{last} = rb; r{last} < re; r{last}++)", _reduce_pragma(k).replace(":acc", ":part")):
-        b.names[r.acc] = "part"
-        b.line(f"part = {b.emit([step])[0]};")
-        for s in r.stores: _emit_store(b, s)
-      b.names[r.acc] = "acc"
-      b.line("acc = acc + part;")
+  if sum_plan(r, b.sum_block) is not None:
+    _emit_blocked_sum(b, k, step)
     return
+  last = len(r.loops) - 1
   with ExitStack() as loops:
     for j, l in enumerate(r.loops):
       loops.enter_context(b.block(_loop(f"r{j}", l.extent), _reduce_pragma(k) if j == last else None))
     b.line(f"acc = {b.emit([step])[0]};")
     for s in r.stores: _emit_store(b, s)
+
+
+def sum_plan(r, block: int = SUM_BLOCK) -> tuple[int, int] | None:
+  """Where a long float sum is cut into blocks of at most `block` steps: (j, c), its loop j running in chunks of c
+  steps and the loops inside j whole in each; None for a short sum or another reduction."""
+  if r is None or r.op is not Ops.REDUCE_SUM or not r.acc.dtype.is_float: return None
+  inner = 1
+  for j in reversed(range(len(r.loops))):
+    if inner * r.loops[j].extent > block: return j, block // inner
+    inner *= r.loops[j].extent
+  return None
+
+
+def is_product(v: UOp) -> bool:
+  """Whether a reduction's value is a product (a matmul's), perhaps converted."""
+  while v.op is Ops.CAST: v = v.src[0]
+  return v.op is Ops.MUL
+
+
+def open_blocks(b: _Body, r, plan: tuple[int, int], stack: ExitStack, pragma: str | None = None):
+  """Open the loops around one block of a long sum: the sum's loops outside the cut one, and `rb` over its chunks (the
+  chunk is [rb, re)). `pragma` goes on the outermost, collapsing them all."""
+  j, c = plan
+  heads = [_loop(f"r{i}", r.loops[i].extent) for i in range(j)]
+  n = r.loops[j].extent
+  heads.append(f"for (int64_t rb = 0; rb < {n}; rb += {c})")
+  if pragma and len(heads) > 1: pragma += f" collapse({len(heads)})"
+  for i, h in enumerate(heads): stack.enter_context(b.block(h, None if i else pragma))
+  b.line(f"const int64_t re = rb + {c} < {n} ? rb + {c} : {n};")
+
+
+def block_loop(r, plan: tuple[int, int], i: int) -> str:
+  """The header of a long sum's loop i inside a block: the cut loop over the chunk, a loop inside it whole."""
+  return f"for (int64_t r{i} = rb; r{i} < re; r{i}++)" if i == plan[0] else _loop(f"r{i}", r.loops[i].extent)
+
+
+def add_exactly(acc: str, comp: str, part: str, ct: str) -> str:
+  """C adding part into acc, the rounding error into comp (TwoSum: exact whatever the magnitudes)."""
+  return f"{{ const {ct} s = {acc} + {part}, d = s - {acc}; {comp} += ({acc} - (s - d)) + ({part} - d); {acc} = s; }}"
+
+
+def add_error(acc: str, comp: str) -> str:
+  """C folding the carried error into the sum (an infinite or NaN sum has a NaN error and stays as it is)."""
+  return f"if ({acc} - {acc} == 0) {acc} = {acc} + {comp};"
+
+
+def _emit_blocked_sum(b: _Body, k: Kernel, step: UOp):
+  """A long float sum: each block summed on its own into `part`, and added to acc exactly but for an error kept in
+  comp; threaded over the blocks when the sum is one value. Where the last loop is long enough, a block keeps a
+  partial sum per vector lane (b.sum_lanes bytes of them, added up as a tree), which breaks the chain of additions
+  and gives each few values to add."""
+  r, ct = k.reduce, CTYPE[k.reduce.acc.dtype]
+  plan, zero, last = sum_plan(r, b.sum_block), render_const(0.0, r.acc.dtype), len(r.loops) - 1
+  lanes = b.sum_lanes // r.acc.dtype.itemsize
+  if r.loops[last].extent < lanes: lanes = 0
+  b.line(f"{ct} comp = {zero};")
+  steps = math.prod(l.extent for l in r.loops)
+  threads = k.parallel and not k.loops and steps >= PARALLEL_MIN_STEPS and dict(k.opts).get("threads", 1)
+
+  def point(part: str):
+    b.names[r.acc] = part
+    b.line(f"{part} = {b.emit([step])[0]};")
+    for s in r.stores: _emit_store(b, s)
+
+  with ExitStack() as loops:
+    open_blocks(b, r, plan, loops, "#pragma omp parallel for reduction(+:acc,comp)" if threads else None)
+    if lanes:
+      b.line(f"{ct} part[{lanes}];")
+      b.line(f"for (int64_t l = 0; l < {lanes}; l++) part[l] = {zero};")
+      with ExitStack() as inner:
+        for i in range(plan[0], last): inner.enter_context(b.block(block_loop(r, plan, i)))
+        lo, hi = ("rb", "re") if plan[0] == last else ("0", str(r.loops[last].extent))
+        with b.block(f"for (int64_t rv = {lo}; rv + {lanes} <= {hi}; rv += {lanes})"), \
+             b.block(f"for (int64_t l = 0; l < {lanes}; l++)", "#pragma omp simd"):
+          b.line(f"const int64_t r{last} = rv + l;")
+          point("part[l]")
+        b.line(f"const int64_t rt = {hi} - ({hi} - {lo}) % {lanes};")
+        with b.block(f"for (int64_t r{last} = rt; r{last} < {hi}; r{last}++)"): point(f"part[r{last} - rt]")
+      w = lanes
+      while (w := w // 2): b.line(f"for (int64_t l = 0; l < {w}; l++) part[l] = part[l] + part[l + {w}];")
+      total = "part[0]"
+    else:
+      b.line(f"{ct} part = {zero};")
+      with ExitStack() as inner:
+        for i in range(plan[0], len(r.loops)):
+          pragma = _reduce_pragma(k).replace(":acc", ":part") if i == last else None
+          inner.enter_context(b.block(block_loop(r, plan, i), pragma))
+        point("part")
+      total = "part"
+    b.names[r.acc] = "acc"
+    b.line(add_exactly("acc", "comp", total, ct))
+  b.line(add_error("acc", "comp"))
 
 
 def _step(b: _Body, r) -> str:
@@ -557,10 +646,12 @@ def _emit_dot_blocked(b: _Body, k: Kernel, pragmas: dict[int, str]):
 def _emit_dots(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str, str]):
   r, n = k.reduce, len(k.loops)
   lanes, m = f"(TG_VREG / (int64_t)sizeof({ct}))", len(r.loops) - 1
-  ext = r.loops[-1].extent
+  ext, plan = r.loops[-1].extent, sum_plan(r, DOT_LANES * b.sum_block)   # per lane, a block's worth of steps
   b.line(f"{ct} accs[{size[0]}][{size[1]}][TG_VREG / sizeof({ct})];")
-  b.line(f"for (int64_t q = 0; q < {nr}; q++) for (int64_t c = 0; c < {nc}; c++) "
-         f"for (int64_t l = 0; l < {lanes}; l++) accs[q][c][l] = 0;")
+  zero = (f"for (int64_t q = 0; q < {nr}; q++) for (int64_t c = 0; c < {nc}; c++) "
+          f"for (int64_t l = 0; l < {lanes}; l++) accs[q][c][l] = 0;")
+  if plan: _declare_sums(b, nr, nc, ct, size, "c")
+  else: b.line(zero)
   for j, l in enumerate(r.loops): b.names[l.var] = f"r{j}"
   unroll = "#pragma GCC unroll 16" if nr == size[0] else None
 
@@ -569,29 +660,52 @@ def _emit_dots(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str, 
     b.line(f"const int64_t i{n - 1} = jb + c;")
     b.names[k.loops[-2].var], b.names[k.loops[-1].var] = f"i{n - 2}", f"i{n - 1}"
 
-  with ExitStack() as rloops:
-    for j, l in enumerate(r.loops[:-1]): rloops.enter_context(b.block(_loop(f"r{j}", l.extent)))
-    for main in (True, False):
-      head = (f"for (int64_t rv = 0; rv + {lanes} <= {ext}; rv += {lanes})" if main else
-              f"for (int64_t r{m} = {ext} - {ext} % {lanes}; r{m} < {ext}; r{m}++)")
-      n_unroll = dict(k.opts).get("unroll")
-      with b.block(head, f"#pragma GCC unroll {n_unroll}" if n_unroll and main else None), b.block(f"for (int64_t q = 0; q < {nr}; q++)", unroll), \
-           b.block(f"for (int64_t c = 0; c < {nc}; c++)", unroll):
-        lane = "l" if main else "0"
-        with ExitStack() as simd:
-          if main:
-            simd.enter_context(b.block(f"for (int64_t l = 0; l < {lanes}; l++)", "#pragma omp simd"))
-            b.line(f"const int64_t r{m} = rv + l;")
-          point()
-          b.line(f"{ct} acc = accs[q][c][{lane}];")
-          b.names[r.acc] = "acc"
-          b.line(f"accs[q][c][{lane}] = {_step(b, r)};")
+  lo, hi = ("rb", "re") if plan and plan[0] == m else ("0", str(ext))
+  with ExitStack() as blocks:
+    if plan:
+      open_blocks(b, r, plan, blocks)
+      b.line(zero)
+    with ExitStack() as rloops:
+      for j in range(plan[0] if plan else 0, m):
+        rloops.enter_context(b.block(block_loop(r, plan, j) if plan else _loop(f"r{j}", r.loops[j].extent)))
+      for main in (True, False):
+        head = (f"for (int64_t rv = {lo}; rv + {lanes} <= {hi}; rv += {lanes})" if main else
+                f"for (int64_t r{m} = {hi} - {hi if lo == '0' else f'({hi} - {lo})'} % {lanes}; r{m} < {hi}; r{m}++)")
+        n_unroll = dict(k.opts).get("unroll")
+        with b.block(head, f"#pragma GCC unroll {n_unroll}" if n_unroll and main else None), \
+             b.block(f"for (int64_t q = 0; q < {nr}; q++)", unroll), \
+             b.block(f"for (int64_t c = 0; c < {nc}; c++)", unroll):
+          lane = "l" if main else "0"
+          with ExitStack() as simd:
+            if main:
+              simd.enter_context(b.block(f"for (int64_t l = 0; l < {lanes}; l++)", "#pragma omp simd"))
+              b.line(f"const int64_t r{m} = rv + l;")
+            point()
+            b.line(f"{ct} acc = accs[q][c][{lane}];")
+            b.names[r.acc] = "acc"
+            b.line(f"accs[q][c][{lane}] = {_step(b, r)};")
+    if plan:
+      with b.block(f"for (int64_t q = 0; q < {nr}; q++)"), b.block(f"for (int64_t c = 0; c < {nc}; c++)"):
+        b.line(f"{ct} part = 0;")
+        b.line(f"for (int64_t l = 0; l < {lanes}; l++) part += accs[q][c][l];")
+        b.line(add_exactly("sums[q][c]", "errs[q][c]", "part", ct))
   with b.block(f"for (int64_t q = 0; q < {nr}; q++)"), b.block(f"for (int64_t c = 0; c < {nc}; c++)"):
     point()
-    b.line(f"{ct} acc = 0;")
-    b.line(f"for (int64_t l = 0; l < {lanes}; l++) acc += accs[q][c][l];")
+    if plan:
+      b.line(f"{ct} acc = sums[q][c];")
+      b.line(add_error("acc", "errs[q][c]"))
+    else:
+      b.line(f"{ct} acc = 0;")
+      b.line(f"for (int64_t l = 0; l < {lanes}; l++) acc += accs[q][c][l];")
     b.names[r.acc] = "acc"
     for s in k.stores: _emit_store(b, s)
+
+
+def _declare_sums(b: _Body, nr: str, nc: str, ct: str, size: tuple[str, str], col: str):
+  """The blocked sums of a register block's points, and their carried errors, zeroed."""
+  b.line(f"{ct} sums[{size[0]}][{size[1]}], errs[{size[0]}][{size[1]}];")
+  b.line(f"for (int64_t q = 0; q < {nr}; q++) for (int64_t {col} = 0; {col} < {nc}; {col}++) "
+         f"sums[q][{col}] = errs[q][{col}] = 0;")
 
 
 def _emit_interchanged(b: _Body, k: Kernel, pragmas: dict[int, str]):
@@ -625,9 +739,13 @@ def _emit_interchanged(b: _Body, k: Kernel, pragmas: dict[int, str]):
 
 def _emit_block(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str, str]):
   r, n = k.reduce, len(k.loops)
+  # each point adds its steps in turn: a plain sum's blocks are shorter, a product's (a matmul's) as long as usual
+  plan = sum_plan(r, b.sum_block if is_product(r.value) else POINT_BLOCK)
   b.line(f"{ct} accs[{size[0]}][{size[1]}];")
   ident = render_const(_identity(r.op, r.acc.dtype), r.acc.dtype)
-  b.line(f"for (int64_t q = 0; q < {nr}; q++) for (int64_t j = 0; j < {nc}; j++) accs[q][j] = {ident};")
+  zero = f"for (int64_t q = 0; q < {nr}; q++) for (int64_t j = 0; j < {nc}; j++) accs[q][j] = {ident};"
+  if plan: _declare_sums(b, nr, nc, ct, size, "j")
+  else: b.line(zero)
   for j, l in enumerate(r.loops): b.names[l.var] = f"r{j}"
 
   def point():
@@ -638,20 +756,31 @@ def _emit_block(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str,
     b.names[k.loops[-1].var] = f"i{n - 1}"
 
   unroll = dict(k.opts).get("unroll")
-  with ExitStack() as rloops:
-    for j, l in enumerate(r.loops):
-      last = j == len(r.loops) - 1
-      rloops.enter_context(b.block(_loop(f"r{j}", l.extent), f"#pragma GCC unroll {unroll}" if unroll and last else None))
-    with b.block(f"for (int64_t q = 0; q < {nr}; q++)", "#pragma GCC unroll 16" if nr == size[0] else None):
-      with b.block(f"for (int64_t j = 0; j < {nc}; j++)", "#pragma omp simd"):
-        point()
-        b.line(f"{ct} acc = accs[q][j];")
-        b.names[r.acc] = "acc"
-        b.line(f"accs[q][j] = {_step(b, r)};")
+  with ExitStack() as blocks:
+    if plan:
+      open_blocks(b, r, plan, blocks)
+      b.line(zero)
+    with ExitStack() as rloops:
+      for j in range(plan[0] if plan else 0, len(r.loops)):
+        last = j == len(r.loops) - 1
+        head = block_loop(r, plan, j) if plan else _loop(f"r{j}", r.loops[j].extent)
+        rloops.enter_context(b.block(head, f"#pragma GCC unroll {unroll}" if unroll and last else None))
+      with b.block(f"for (int64_t q = 0; q < {nr}; q++)", "#pragma GCC unroll 16" if nr == size[0] else None):
+        with b.block(f"for (int64_t j = 0; j < {nc}; j++)", "#pragma omp simd"):
+          point()
+          b.line(f"{ct} acc = accs[q][j];")
+          b.names[r.acc] = "acc"
+          b.line(f"accs[q][j] = {_step(b, r)};")
+    if plan:
+      with b.block(f"for (int64_t q = 0; q < {nr}; q++)"), b.block(f"for (int64_t j = 0; j < {nc}; j++)"):
+        b.line(add_exactly("sums[q][j]", "errs[q][j]", "accs[q][j]", ct))
   with b.block(f"for (int64_t q = 0; q < {nr}; q++)"):
     with b.block(f"for (int64_t j = 0; j < {nc}; j++)"):
       point()
-      b.line(f"const {ct} acc = accs[q][j];")
+      if plan:
+        b.line(f"{ct} acc = sums[q][j];")
+        b.line(add_error("acc", "errs[q][j]"))
+      else: b.line(f"const {ct} acc = accs[q][j];")
       b.names[r.acc] = "acc"
       for s in k.stores: _emit_store(b, s)
 

@@ -5,8 +5,9 @@ stores, reductions and the helpers (half types, math) are render_c's, so every t
 Each point of a parallel kernel's outer loops is one work item (global id = the points in row-major order); its
 reduction and epilogue run in that item. A reduction with few outer points and many inner ones runs as a work-group
 per outer point (`group`): each item folds a stride of the inner points, then the group combines its partial results
-through local (shared) memory with barriers. A sequential kernel runs as one item. The host runs the Program's
-control flow (devices/gpu.py) with the launch sizes `launches` gives.
+through local (shared) memory with barriers. A sequential kernel runs as one item. An item adds up a long float sum
+in short blocks, each summed on its own, and adds their sums as render_c does. The host runs the Program's control flow
+(devices/gpu.py) with the launch sizes `launches` gives.
 
 The kernel's actions (lower/opt.py) change the mapping: `local` sizes the groups, `group` turns the work-group
 reduction on or off, `upcast` and `upcast_rows` give an item a tile of points of the last two loops (the loop
@@ -39,8 +40,9 @@ from ..devices.base import Program
 from ..ir import Ops, UOp, dtypes, substitute
 from .kernel import Control, Kernel, Loop, Store
 from .opt import gpu_default, grouped, stage_loads, stage_shape
-from .render_c import CTYPE, HELPERS, LOAD, MEMTYPE, REDUCE_ALU, STORE, SUM_BLOCK, _Body, _combine, _emit_reduce, _emit_store, \
-    _identity, _loop, _order, c_name, render_const
+from .render_c import CTYPE, HELPERS, LOAD, MEMTYPE, REDUCE_ALU, STORE, _Body, _combine, _emit_reduce, _emit_store, \
+    _identity, _loop, _order, add_error, add_exactly, block_loop, c_name, is_product, open_blocks, render_const, \
+    sum_plan
 from .symbolic import _linear, simplify
 
 _INTS = """typedef {i8} int8_t; typedef short int16_t; typedef int int32_t; typedef {i64} int64_t;
@@ -116,6 +118,10 @@ TARGETS = {
 }
 
 LOCAL = 64            # work items of a group: a plain kernel's, and a grouped reduction's
+SUM_BLOCK = 16        # steps of a long float sum an item adds in turn before it adds their sum exactly (numpy's pairwise
+                      # sum adds 16 in turn)
+PRODUCT_BLOCK = 128   # ... of a sum of products (a matmul's: fewer extra operations), or a staged one (a multiple of
+                      # every stage chunk)
 VECTOR_BYTES = 16     # the widest vector load or store
 COMPONENTS = "xyzw"
 
@@ -123,6 +129,8 @@ COMPONENTS = "xyzw"
 class _GPUBody(_Body):
   """render_c's statements without its OpenMP pragmas, with vector loads of the buffers in `vector` (ones the
   kernel never stores to) and vector stores of a tile's results."""
+
+  sum_block, sum_lanes = SUM_BLOCK, 0   # an item's blocks are short, and keep one partial sum
 
   def __init__(self, k: Kernel, target: Target):
     super().__init__(k)
@@ -211,6 +219,7 @@ def render_kernel(k: Kernel, target: str, name: str | None = None, restrict: boo
   params = ", ".join(f"{t.space}{'' if p in stored else 'const '}{'uint8_t' if p.dtype.is_bool else MEMTYPE[p.dtype]} "
                      f"*{t.restrict + ' ' if restrict else ''}{n}" for p, n in b.bufs.items())
   local = opts.get("local", LOCAL)
+  if k.reduce is not None and (is_product(k.reduce.value) or opts.get("stage")): b.sum_block = PRODUCT_BLOCK
   if grouped(k, opts):
     launch = ((math.prod(l.extent for l in k.loops) * local,), (local,))
     _grouped_body(b, k, t, local)
@@ -305,9 +314,9 @@ class _Stage:
       swap[load] = arr.gather(here.reshape((1,)))
     self.value = substitute([r.value], swap)[0]
 
-  def emit(self, b: _GPUBody, step) -> None:
-    """The chunk loop: copies, a barrier, the chunk's steps, a barrier."""
-    with b.block(_loop("kc", self.steps // self.chunk)):
+  def emit(self, b: _GPUBody, step, lo: str = "0", hi: str | None = None) -> None:
+    """The chunk loop (chunks lo to hi): copies, a barrier, the chunk's steps, a barrier."""
+    with b.block(f"for (int64_t kc = {lo}; kc < {hi or self.steps // self.chunk}; kc++)"):
       for arr, e, index, buf in self.copies:
         with b.block(f"for (int64_t e = lid; e < {arr.shape[0]}; e += {self.local})"):
           b.names[e] = "e"
@@ -344,32 +353,36 @@ def _emit_tile(b: _GPUBody, k: Kernel, tile: list[dict], ranges: dict, stage: _S
       value = r.value if stage is None else stage.value
       steps = [_combine(REDUCE_ALU[r.op], a, sub(value, m)) for a, m in zip(accs, tile)]
       stores = [sub_store(s, m) for m in tile for s in r.stores]
-      last = len(r.loops) - 1
-      blocked = r.op is Ops.REDUCE_SUM and r.acc.dtype.is_float and bool(r.loops) and r.loops[last].extent > SUM_BLOCK
+      last, plan = len(r.loops) - 1, sum_plan(r, b.sum_block)
 
       def step():
         b.preload(steps)
         for a, v in zip(accs, b.emit(steps)): b.line(f"{b.names[a]} = {v};")
         for s in stores: _emit_store(b, s)
 
-      with ExitStack() as outer:
-        for j, l in enumerate(r.loops):
-          b.names[l.var] = f"r{j}"
-          if j < last: outer.enter_context(b.block(_loop(f"r{j}", l.extent)))
-        if blocked:   # a long float sum adds up blocks, each summed on its own
-          n = r.loops[last].extent
-          outer.enter_context(b.block(f"for (int64_t rb = 0; rb < {n}; rb += {SUM_BLOCK})"))
-          b.line(f"const int64_t re = rb + {SUM_BLOCK} < {n} ? rb + {SUM_BLOCK} : {n};")
+      def steps_of(j: int):   # the loops from j in, the last one (or the stage's chunks) running `step`
+        with ExitStack() as inner:
+          for i in range(j, last):
+            inner.enter_context(b.block(block_loop(r, plan, i) if plan else _loop(f"r{i}", r.loops[i].extent)))
+          if stage is not None:
+            if plan and plan[0] == last: stage.emit(b, step, f"rb / {stage.chunk}", f"re / {stage.chunk}")
+            else: stage.emit(b, step)
+          elif r.loops:
+            with b.block(block_loop(r, plan, last) if plan else _loop(f"r{last}", r.loops[last].extent)): step()
+          else: step()
+
+      for j, l in enumerate(r.loops): b.names[l.var] = f"r{j}"
+      if plan:   # a long float sum adds up blocks, each summed on its own, and carries the rounding error
+        for i in range(len(accs)): b.line(f"{ct} comp{i} = {zero};")
+        with ExitStack() as outer:
+          open_blocks(b, r, plan, outer)
           for i, a in enumerate(accs):
             b.line(f"{ct} part{i} = {zero};")
             b.names[a] = f"part{i}"
-          with b.block(f"for (int64_t r{last} = rb; r{last} < re; r{last}++)"): step()
-          for i in range(len(accs)): b.line(f"acc{i} = acc{i} + part{i};")
-        elif stage is not None:
-          stage.emit(b, step)
-        elif r.loops:
-          with b.block(_loop(f"r{last}", r.loops[last].extent)): step()
-        else: step()
+          steps_of(plan[0])
+          for i in range(len(accs)): b.line(add_exactly(f"acc{i}", f"comp{i}", f"part{i}", ct))
+        for i in range(len(accs)): b.line(add_error(f"acc{i}", f"comp{i}"))
+      else: steps_of(0)
       for i, a in enumerate(accs): b.names[a] = f"acc{i}"
     for j, l in enumerate(k.epilogue):
       b.names[l.var] = f"e{j}"
@@ -387,9 +400,24 @@ def _grouped_body(b: _Body, k: Kernel, t: Target, local: int) -> None:
   b.line(f"{t.local} {ct} part[{local}];")
   b.line(f"{ct} acc = {render_const(_identity(r.op, r.acc.dtype), r.acc.dtype)};")
   b.names[r.acc] = "acc"
-  with b.block(f"for (int64_t rr = lid; rr < {steps}; rr += {local})"):
-    _split(b, "rr", r.loops, "r")
-    b.line(f"acc = {b.emit([_combine(REDUCE_ALU[r.op], r.acc, r.value)])[0]};")
+  span = b.sum_block * local
+  if r.op is not Ops.REDUCE_SUM or not r.acc.dtype.is_float or steps <= span:
+    with b.block(f"for (int64_t rr = lid; rr < {steps}; rr += {local})"):
+      _split(b, "rr", r.loops, "r")
+      b.line(f"acc = {b.emit([_combine(REDUCE_ALU[r.op], r.acc, r.value)])[0]};")
+  else:   # a long float sum: the item adds up blocks of its steps, each summed on its own, carrying the rounding error
+    zero = render_const(0.0, r.acc.dtype)
+    b.line(f"{ct} comp = {zero};")
+    with b.block(f"for (int64_t rb = lid; rb < {steps}; rb += {span})"):
+      b.line(f"const int64_t re = rb + {span} < {steps} ? rb + {span} : {steps};")
+      b.line(f"{ct} blk = {zero};")
+      b.names[r.acc] = "blk"
+      with b.block(f"for (int64_t rr = rb; rr < re; rr += {local})"):
+        _split(b, "rr", r.loops, "r")
+        b.line(f"blk = {b.emit([_combine(REDUCE_ALU[r.op], r.acc, r.value)])[0]};")
+      b.line(add_exactly("acc", "comp", "blk", ct))
+    b.names[r.acc] = "acc"
+    b.line(add_error("acc", "comp"))
   b.line("part[lid] = acc;")
   b.line(t.barrier)
   mine, other = UOp.param((), r.acc.dtype), UOp.param((), r.acc.dtype)
