@@ -9,7 +9,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from oracles import x64
+from oracles import ulps, x64
 from tracegrad.devices.cpu import FLAGS
 from tracegrad.devices.interp import InterpDevice
 from tracegrad.ir import Ops, UOp, dtypes
@@ -63,8 +63,11 @@ def assert_same(got, want, what=""):
   assert not bad.any(), f"{what}: at {np.flatnonzero(bad)[:8]}: got {got[bad][:8]}, want {want[bad][:8]}"
 
 
+RTOL_ULPS = {dtypes.float16: 2, dtypes.bfloat16: 1.25, dtypes.float32: 16, dtypes.float64: 450}   # ulps of each dtype
+
+
 def assert_close(got, want, d, what="", scale=1):
-  rtol = scale * {dtypes.float16: 2e-3, dtypes.bfloat16: 1e-2, dtypes.float32: 2e-6, dtypes.float64: 1e-13}[d]
+  rtol = scale * ulps(RTOL_ULPS[d], d.np)
   np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=rtol * 1e-3,
                              equal_nan=True, err_msg=what)
 
@@ -379,7 +382,7 @@ def test_big_reduce_over_two_loops(cpu):
   x, y = rng.standard_normal(a.size).astype(np.float32), rng.standard_normal(n1).astype(np.float32)
   (got,) = run(cpu, prog, [x, y])
   want = (x.reshape(n1, n2, m1 * m2).astype(np.float64) * y[:, None, None]).sum(-1)
-  np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(got, want, rtol=ulps(84), atol=ulps(84))
 
 
 def test_long_float_sums_are_accurate(cpu):
