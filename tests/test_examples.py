@@ -65,6 +65,18 @@ def test_config_comes_from_the_environment(monkeypatch):
   assert (cfg.batch_size, cfg.lr, cfg.width) == (7, 0.5, 3)
 
 
+@pytest.mark.parametrize("script", ["resnet", "gpt"])
+def test_help_keeps_usage_lines_and_lists_the_environment(script, capsys):
+  module = __import__(script)
+  with pytest.raises(SystemExit):
+    module.main(["--help"])
+  out = capsys.readouterr().out
+  usage = [line.strip() for line in module.__doc__.splitlines() if "python3 examples/" in line]
+  assert usage and all(line in out for line in usage)   # each usage example on a line of its own
+  env = out[out.index("environment variables:"):]
+  assert all(name in env for name in ("BENCHMARK=N", "TRACEGRAD_DEVICE", "TRACEGRAD_SEARCH"))
+
+
 GPT_TINY = ["--context", "16", "--layers", "1", "--heads", "2", "--width", "32", "--batch-size", "8",
             "--steps-per-epoch", "5", "--eval-batches", "2", "--max-bytes", "200000", "--sample-bytes", "8"]
 

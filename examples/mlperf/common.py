@@ -23,10 +23,23 @@ class RunConfig:
   log_file: str = ""             # :::MLLOG lines go here too
 
 
+# read from the environment only; --help lists them after the options
+ENVIRONMENT = {
+  "BENCHMARK=N": "run N training steps, report their throughput and stop (0, the default: a full run)",
+  "TRACEGRAD_DEVICE": "cpu (default when a C compiler works), interp, opencl or cuda",
+  "TRACEGRAD_SEARCH=W": "search each kernel's optimisation actions with beam width W (cached per machine)",
+  "TRACEGRAD_DEBUG=L": "1 logs traces and compiles, 2 each kernel's time, 4 the generated source",
+  "TRACEGRAD_CACHE_DIR": "where compiled programs are kept (default ~/.cache/tracegrad)",
+}
+
+
 def parse_config(cls, argv=None, description: str = ""):
   """An instance of the dataclass `cls`: each field from --field-name on the command line, else the environment
   variable FIELD_NAME, else its default (whose type parses the text)."""
-  p = argparse.ArgumentParser(description=description)
+  width = max(map(len, ENVIRONMENT))
+  epilog = "environment variables:\n" + "\n".join(f"  {k:<{width}}  {v}" for k, v in ENVIRONMENT.items())
+  p = argparse.ArgumentParser(description=description, epilog=epilog,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
   for f in dataclasses.fields(cls):
     parse = _parser(f.default)
     env = os.environ.get(f.name.upper())
