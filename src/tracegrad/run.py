@@ -200,10 +200,10 @@ class Executable:
       self.program = optimise(self.program, width, self._device)
       debug(1, f"search: beam {width} over {len(self.program.kernels)} items in {time.perf_counter() - t1:.1f} s")
     if backend in GPU_BACKENDS:
-      from .lower.render_gpu import render_program
+      from .lower.render_gpu import prelude as render_gpu_prelude, render_program
       src = render_program(self.program, backend)
       self.source = src.source
-      debug(4, self.source)
+      _show_source(self.source, render_gpu_prelude(backend))
       functions = self._device.compile(src.source, [name for name, _ in src.launches.values()])
       self._runner = self._device.runner(self.program, functions, src.launches)
       self._runner.timed = _DEBUG >= 2
@@ -214,9 +214,9 @@ class Executable:
       from .devices.cuda import check_ptx
       from .lower import render_gpu
       check_ptx(render_gpu.render_program(self.program, "cuda").source)
-    from .lower.render_c import render_program
+    from .lower.render_c import program_prelude, render_program
     self.source = render_program(self.program, timed=_DEBUG >= 2)
-    debug(4, self.source)
+    _show_source(self.source, program_prelude())
     self._runner = self._device.runner(self.program, self._device.compile(self.source))
     debug(1, f"compile: {len(self.program.kernels)} kernels in {1e3 * (time.perf_counter() - t0):.1f} ms")
 
@@ -279,6 +279,14 @@ def _debug_level() -> int:
 
 
 _DEBUG = _debug_level()
+
+
+def _show_source(source: str, prelude: str) -> None:
+  """TRACEGRAD_DEBUG=4 prints a program's source after the prelude every program shares; 5 prints it whole."""
+  if _DEBUG < 4: return
+  if _DEBUG < 5 and source.startswith(prelude):
+    source = f"/* the prelude's {prelude.count(chr(10))} lines: TRACEGRAD_DEBUG=5 prints them */\n" + source[len(prelude):]
+  debug(4, source)
 # TRACEGRAD_CHECK_PTX=1: every program compiled for the cpu is also rendered for CUDA and compiled to PTX by NVRTC
 # (no GPU needed), so a CUDA rendering bug fails where it is found
 _CHECK_PTX = os.environ.get("TRACEGRAD_CHECK_PTX", "") not in ("", "0")

@@ -97,6 +97,16 @@ def test_debug_logs_traces_with_the_reason_for_a_retrace():
   if "compile:" in out: assert "run:" in out and "GFLOPS" in out and "GB/s" in out
 
 
+@pytest.mark.parametrize("level", [4, 5])
+def test_debug_4_prints_the_kernels_and_5_the_prelude_too(level):
+  code = "import numpy as np, tracegrad as tg\ntg.jit(lambda x: (x * 2).sum())(np.ones(8, np.float32))\n"
+  out = subprocess.run([sys.executable, "-c", code], env={**__import__("os").environ, "TRACEGRAD_DEBUG": str(level)},
+                       capture_output=True, text=True, check=True).stdout
+  if "compile:" not in out: pytest.skip("no compiled backend")
+  assert "reduce_sum" in out and "void tg_run" in out
+  assert ("tg_h2f" in out) == (level == 5) and ("TRACEGRAD_DEBUG=5 prints them" in out) == (level == 4)
+
+
 def test_device_put_and_devices():
   d = tg.devices()[0]
   a = tg.device_put(np.arange(3.0), d)

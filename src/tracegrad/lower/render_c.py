@@ -825,13 +825,18 @@ def render_kernel(k: Kernel, name: str | None = None, restrict: bool = True, sto
   return f"{storage} void {name or c_name(k.name)}({params or 'void'}) {{\n" + "".join(l + "\n" for l in b.lines) + "}"
 
 
+def program_prelude() -> str:
+  """What every program's source starts with: types, helpers, block sums and the unit split."""
+  return PRELUDE + BLOCK_PRELUDE + UNITS
+
+
 def render_program(prog: Program, timed: bool = False) -> str:
   """One C source: the prelude, every kernel, and `void tg_run(void **bufs)` running the program's items in order
   (control flow as C loops over its sub-programs). `timed` adds a clock around each item and
   `void tg_times(double *ns)`, which copies out the last run's nanoseconds per item."""
   entry = _Entry(prog.buffers)
   lines = entry.items(prog, 1, timed)
-  parts = [PRELUDE + BLOCK_PRELUDE + UNITS, *_units(entry.functions), "#if !defined(TG_UNIT) || TG_UNIT == 0",
+  parts = [program_prelude(), *_units(entry.functions), "#if !defined(TG_UNIT) || TG_UNIT == 0",
            *(f.split(" {\n", 1)[0] + ";" for f in entry.functions)]
   if timed:
     parts.append(f"static double tg_ns[{max(len(prog.kernels), 1)}];\n"

@@ -455,4 +455,9 @@ def render_program(prog: Program, target: str) -> GPUSource:
       launches[k] = (name, launch)
 
   walk(prog)
-  return GPUSource("\n\n".join([TARGETS[target].head + HELPERS, *functions]) + "\n", launches)
+  return GPUSource("\n\n".join([prelude(target), *functions]) + "\n", launches)
+
+
+def prelude(target: str) -> str:
+  """What every source for `target` starts with: its head and the shared helpers."""
+  return TARGETS[target].head + HELPERS
