@@ -4,7 +4,7 @@ import pytest
 
 import tracegrad as tg
 import tracegrad.numpy as tnp
-from tracegrad import portable_math as pm
+from tracegrad.random import portable_math as pm
 from oracles import ulps, x64
 
 RNG = np.random.default_rng(0)

@@ -3,19 +3,25 @@
 >>> import tracegrad, tracegrad.numpy as tnp
 >>> print(tracegrad.make_graph(lambda x: tnp.sin(x) + 1.0)(tnp.ones(3)))
 """
+import sys
+
 from . import tree
-from .array import Array
+from .array import Array, device_put
 from .config import config
 from .devices import TracedValueError
-from .run import default_backend, device_put, devices, local_devices
-from .distributed import process_count, process_index
+from .run import default_backend, devices, local_devices
+from .parallel import distributed, sharding
+from .parallel.distributed import process_count, process_index
 from .trace import ShapeDtypeStruct, eval_shape, make_graph
 from . import numpy  # noqa: F401  (installs Array's methods)
 from . import lax
 from . import random
-from . import checkpoints, distributed, nn, optim, scipy, sharding  # noqa: E401
+from . import checkpoints, nn, optim, scipy  # noqa: E401
 from .transforms import (checkpoint, custom_jvp, custom_vjp, grad, hessian, jacfwd, jacrev, jit, jvp, linearize, remat,
                          shard_map, value_and_grad, vjp, vmap)
+
+# tracegrad.sharding and tracegrad.distributed, as jax.sharding and jax.distributed, live in parallel/
+sys.modules[__name__ + ".sharding"], sys.modules[__name__ + ".distributed"] = sharding, distributed
 
 __version__ = "0.1.0"
 __all__ = ["Array", "ShapeDtypeStruct", "TracedValueError", "checkpoint", "checkpoints", "config", "custom_jvp", "custom_vjp",

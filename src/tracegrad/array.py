@@ -10,7 +10,9 @@ from .devices import TracedValueError
 from .ir import Ops, UOp, dtypes
 from .ir.dtypes import DType
 from .ir.shapes import fmt
+from .parallel.sharding import NamedSharding, Shard, Sharding, ShardedBuffers, SingleDeviceSharding
 from . import run
+from . import tree as tree_util
 
 # concrete graphs deeper than this are computed when built, so eager loops keep bounded graphs
 MAX_LAZY_DEPTH = 48
@@ -97,13 +99,11 @@ class Array:
   def sharding(self):
     """How the value is laid out over devices: the NamedSharding it was put with, else the default device's
     SingleDeviceSharding."""
-    from .sharding import SingleDeviceSharding
     return SingleDeviceSharding(run.default_device()) if self._shards is None else self._shards.sharding
 
   @property
   def addressable_shards(self) -> list:
     """Each device's block: Shard(.device, .index, .data, .replica_id)."""
-    from .sharding import Shard
     if self._shards is None:
       return [Shard(run.default_device(), tuple(slice(None) for _ in self.shape), self)]
     ids = self._shards.replica_ids()
@@ -211,3 +211,31 @@ def _flat(x):
   for e in x:
     if isinstance(e, (list, tuple)): yield from _flat(e)
     else: yield e
+
+
+def device_put(x, device=None):
+  """x (a pytree of arrays or numbers) as concrete Arrays on `device` (default: the default device; a GPU device keeps
+  a copy in its memory, which compiled programs read there) or laid out by a sharding
+  (tracegrad.sharding.NamedSharding: each device gets its own buffer holding its block), as jax.device_put.
+
+  >>> tracegrad.device_put(np.arange(3.0), tracegrad.devices()[0])
+  Array([0., 1., 2.], dtype=float32)
+  """
+  mine = [d for ds in run.registry().values() for d in ds]
+  if isinstance(device, SingleDeviceSharding): device = device.device
+  targets = list(device.device_set) if isinstance(device, Sharding) else [] if device is None else [device]
+  for d in targets:
+    if not any(d is m for m in mine):
+      raise ValueError(f"device_put: {d!r} is not one of this process's devices: {mine}")
+
+  def put(v):
+    a = to_array(v, fn="device_put")
+    if a.is_traced: return a
+    if isinstance(device, NamedSharding):
+      device.check(a.shape, "device_put")
+      return Array._sharded(ShardedBuffers.cut(np.asarray(a), a.dtype, device, set(run.local_devices())), a.weak_type)
+    target = run.default_device() if device is None else device
+    if hasattr(target, "put"): return Array(UOp.buffer(target.put(np.asarray(a))), a.weak_type)   # into its memory
+    return Array(UOp.buffer(np.asarray(a)), a.weak_type)
+
+  return tree_util.map(put, x)

@@ -12,6 +12,7 @@ import numpy as np
 from .devices import CPUDevice, CUDADevice, Device, InterpDevice, OpenCLDevice, TracedValueError
 from .ir import Buffer, Graph, UOp
 from .ir.shapes import INT64_MAX, fmt
+from .parallel import distributed
 
 _DEVICES: dict[str, list[Device]] = {}
 _realized: "weakref.WeakKeyDictionary[UOp, np.ndarray]" = weakref.WeakKeyDictionary()
@@ -30,12 +31,11 @@ def num_cpu_devices() -> int:
 GPU_BACKENDS = {"opencl": OpenCLDevice, "cuda": CUDADevice}
 
 
-def _registry() -> dict[str, list[Device]]:
+def registry() -> dict[str, list[Device]]:
   """The available backends, each with the global device list (every process's devices, ids in process order); the
   cpu devices join on first use when a C compiler works, a GPU backend when it is first asked for (_probe)."""
   if not _state["probed"]:
     _state["probed"] = True
-    from . import distributed
     n, me, count = num_cpu_devices(), distributed.process_index(), distributed.process_count()
     _DEVICES["interp"] = _global(InterpDevice, n, count)
     if CPUDevice(me * n).available(): _DEVICES["cpu"] = _global(CPUDevice, n, count)
@@ -55,7 +55,7 @@ def _global(cls, n: int, count: int) -> list[Device]:
 def _probe(name: str) -> None:
   """Add the GPU backend `name` to the registry when its device is present."""
   cls = GPU_BACKENDS.get(name)
-  if cls is None or name in _registry() or not cls().available(): return
+  if cls is None or name in registry() or not cls().available(): return
   _DEVICES[name] = [cls(0)]
   _state["local"][name] = list(_DEVICES[name])
 
@@ -80,7 +80,7 @@ def devices(backend: str | None = None) -> list[Device]:
   """
   name = backend or default_backend()
   _probe(name)
-  if name not in _registry(): raise ValueError(f"devices: {_absent(name)}")
+  if name not in registry(): raise ValueError(f"devices: {_absent(name)}")
   return list(_DEVICES[name])
 
 
@@ -88,7 +88,7 @@ def default_backend() -> str:
   """TRACEGRAD_DEVICE, else cpu when a C compiler works, else interp; read on first use, as JAX reads JAX_PLATFORMS."""
   if (name := _state.get("backend")) is not None: return name
   env = os.environ.get("TRACEGRAD_DEVICE")
-  reg = _registry()
+  reg = registry()
   name = env or ("cpu" if "cpu" in reg else "interp")
   if name == "cpu" and "cpu" not in reg: name = "interp"  # the cpu device warned that it found no C compiler
   _probe(name)
@@ -97,39 +97,8 @@ def default_backend() -> str:
   return name
 
 
-def device_put(x, device=None):
-  """x (a pytree of arrays or numbers) as concrete Arrays on `device` (default: the default device; a GPU device keeps
-  a copy in its memory, which compiled programs read there) or laid out by a sharding
-  (tracegrad.sharding.NamedSharding: each device gets its own buffer holding its block), as jax.device_put.
-
-  >>> tracegrad.device_put(np.arange(3.0), tracegrad.devices()[0])
-  Array([0., 1., 2.], dtype=float32)
-  """
-  from . import tree as tree_util
-  from .array import Array, to_array
-  from .sharding import NamedSharding, Sharding, ShardedBuffers, SingleDeviceSharding
-  mine = [d for ds in _registry().values() for d in ds]
-  if isinstance(device, SingleDeviceSharding): device = device.device
-  targets = list(device.device_set) if isinstance(device, Sharding) else [] if device is None else [device]
-  for d in targets:
-    if not any(d is m for m in mine):
-      raise ValueError(f"device_put: {d!r} is not one of this process's devices: {mine}")
-
-  def put(v):
-    a = to_array(v, fn="device_put")
-    if a.is_traced: return a
-    if isinstance(device, NamedSharding):
-      device.check(a.shape, "device_put")
-      return Array._sharded(ShardedBuffers.cut(np.asarray(a), a.dtype, device, set(local_devices())), a.weak_type)
-    target = default_device() if device is None else device
-    if hasattr(target, "put"): return Array(UOp.buffer(target.put(np.asarray(a))), a.weak_type)   # into its memory
-    return Array(UOp.buffer(np.asarray(a)), a.weak_type)
-
-  return tree_util.map(put, x)
-
-
 def default_device() -> Device:
-  _registry()
+  registry()
   return _state["local"][default_backend()][0]
 
 

@@ -18,11 +18,12 @@ import time
 from typing import Callable, Sequence
 
 
-from .. import run, spmd
+from .. import run
 from .. import tree as tree_util
 from ..array import Array, to_array
 from ..ir import Buffer, Graph, Ops, UOp
-from ..sharding import NamedSharding, P
+from ..parallel import spmd
+from ..parallel.sharding import NamedSharding, P
 from ..trace import trace
 from . import shard
 from .vmap import _broadcast_prefix, _per_leaf
@@ -177,7 +178,7 @@ class Jitted:
         if s is not None: s.check(o.shape, f"{self.name}: out_shardings for output leaf {i}")
       local, outs = shard.partition(g, mesh, ins, outs)
       run.debug(1, f"shard {self.name} over {mesh}:\n{local}")
-      hit = self._sharded[(key, tuple(ins))] = (spmd.Plan(local), outs)
+      hit = self._sharded[(key, tuple(ins))] = (spmd.Plan(local, run.executable), outs)
     plan, outs = hit
     return tree_util.unflatten(g.out_tree, shard.run_on_mesh(plan, mesh, arrs, ins, outs))
 

@@ -22,11 +22,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import run, spmd
+from .. import run
 from ..array import Array
 from ..ir import Graph, Ops, PatternMatcher, UOp, UPat, dtypes, toposort
 from ..ir.ops import BINARY, COLLECTIVE, UNARY
-from ..sharding import Mesh, NamedSharding, P, ShardedBuffers, spec_axes
+from ..parallel import spmd
+from ..parallel.sharding import Mesh, NamedSharding, P, ShardedBuffers, spec_axes
 from . import build as B
 
 __all__ = ["Layout", "partition", "run_on_mesh"]

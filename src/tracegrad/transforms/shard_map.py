@@ -2,7 +2,7 @@
 (in_specs), its collectives (lax.psum, all_gather, ...) spanning the mesh axes they name, and the devices' results
 are put together as out_specs say.
 
-On concrete arguments every device runs its program on a thread of its own (spmd.py) and the results stay in
+On concrete arguments every device runs its program on a thread of its own (parallel/spmd.py) and the results stay in
 per-device buffers. Under a transform (jit, grad, vmap) the same function is the composition of vmaps over the mesh
 axes, one per axis name, which every transform already goes through.
 
@@ -17,10 +17,11 @@ import contextlib
 import math
 from typing import Callable
 
-from .. import spmd
+from .. import run
 from .. import tree as tree_util
 from ..array import Array, to_array
-from ..sharding import Mesh, NamedSharding, PartitionSpec, spec_axes
+from ..parallel import spmd
+from ..parallel.sharding import Mesh, NamedSharding, PartitionSpec, spec_axes
 from ..trace import ShapeDtypeStruct, named_axis, trace
 from .shard import run_on_mesh
 from .vmap import _per_leaf, vmap
@@ -50,7 +51,7 @@ def shard_map(f: Callable, mesh: Mesh, in_specs, out_specs, check_rep: bool = Tr
       with contextlib.ExitStack() as names:
         for name in mesh.axis_names: names.enter_context(named_axis(name, mesh.shape[name]))
         g, _ = trace(lambda *ls: f(*tree_util.unflatten(treedef, ls)), avals, fn=fn)
-      plans[key] = spmd.Plan(g)
+      plans[key] = spmd.Plan(g, run.executable)
     plan = plans[key]
     g = plan.graph
     shell = tree_util.unflatten(g.out_tree, [0] * len(g.outputs))

@@ -10,10 +10,10 @@ from __future__ import annotations
 import decimal
 import math
 
-from . import lax
-from . import numpy as tnp
-from .array import Array
-from .ir import dtypes
+from .. import lax
+from .. import numpy as tnp
+from ..array import Array
+from ..ir import dtypes
 
 
 LN2 = decimal.Context(prec=40).ln(2)

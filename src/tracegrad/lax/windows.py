@@ -18,10 +18,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from . import numpy as tnp
-from .array import Array, to_array
-from .ir import dtypes
-from .lax_conv import _dilate, _pad, _padding
+from .. import numpy as tnp
+from ..array import Array, to_array
+from ..ir import dtypes
+from .conv import _dilate, _pad, _padding
 
 __all__ = ["add", "max", "min", "mul", "reduce_window"]
 

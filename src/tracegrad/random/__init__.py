@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import math
 
-from . import lax
-from . import numpy as tnp
+from .. import lax
+from .. import numpy as tnp
+from ..array import Array, to_array
+from ..ir import dtypes
+from ..numpy.core import normalize_axis
 from . import portable_math as pm
-from .array import Array, to_array
-from .ir import dtypes
-from .numpy.core import normalize_axis
 
 __all__ = ["key", "PRNGKey", "key_data", "split", "fold_in", "bits", "uniform", "normal", "truncated_normal", "randint",
            "bernoulli", "gumbel", "exponential", "categorical", "permutation", "choice"]
@@ -171,7 +171,7 @@ def normal(k, shape=(), dtype=tnp.float32) -> Array:
 
 def _erfinv(y: Array) -> Array:
   """The inverse error function on (-1, 1): Winitzki's closed form (within 2e-3), then two Newton steps on erf."""
-  from .scipy.special import _erf
+  from ..scipy.special import _erf
   w = pm.log(1.0 - y * y)
   t = 2 / (math.pi * 0.147) + w / 2
   x = tnp.copysign(tnp.sqrt(tnp.sqrt(t * t - w / 0.147) - t), y)
@@ -186,7 +186,7 @@ def truncated_normal(k, lower=-2.0, upper=2.0, shape=None, dtype=tnp.float32) ->
   lo, hi = tnp.asarray(lower, tnp.float32), tnp.asarray(upper, tnp.float32)
   if shape is None: shape = tnp.broadcast_shapes(lo.shape, hi.shape)
   else: _check_shape("truncated_normal", _shape(shape, "truncated_normal"), lo.shape, hi.shape)
-  from .scipy.special import _erf
+  from ..scipy.special import _erf
   a, b = _erf(lo / math.sqrt(2), pm.exp), _erf(hi / math.sqrt(2), pm.exp)
   edge = 1 - 2.0 ** -23
   u = tnp.clip(uniform(k, shape, tnp.float32, a, b), -edge, edge)

@@ -9,12 +9,14 @@ from __future__ import annotations
 import functools
 import os
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable
 
 import numpy as np
 
-from . import distributed, run
-from .ir import Graph, Ops, UOp, substitute, toposort
-from .ir.ops import COLLECTIVE
+from ..devices.cpu import CPUDevice, limit_threads
+from ..ir import Graph, Ops, UOp, substitute, toposort
+from ..ir.ops import COLLECTIVE
+from . import distributed
 
 
 class Stage:
@@ -28,10 +30,11 @@ class Stage:
 
 
 class Plan:
-  """The stages of `graph` in order, and after each, the collectives the host then performs."""
+  """The stages of `graph` in order, and after each, the collectives the host then performs; `compile` makes a stage's
+  Graph into something whose `run(leaves)` gives its outputs (the running layer's executable)."""
 
-  def __init__(self, graph: Graph):
-    self.graph = graph
+  def __init__(self, graph: Graph, compile: Callable[[Graph], Any]):
+    self.graph, self.compile = graph, compile
     nodes = toposort(list(graph.outputs))
     pending = {u: None for u in nodes if u.op in COLLECTIVE}   # ordered, with fast membership
     known = list(graph.inputs)
@@ -67,10 +70,10 @@ def execute(plan: Plan, mesh, inputs: dict) -> dict:
   devices = [d for d in mesh.devices.flat if d in inputs]            # this process's; other processes run theirs
   coords = {mesh.devices[pos]: dict(zip(mesh.axis_names, pos)) for pos in np.ndindex(*mesh.devices.shape)}
   values = {d: dict(zip(plan.graph.inputs, inputs[d])) for d in devices}
-  pool = _pool(len(devices))
+  pool = _pool(len(devices), isinstance(devices[0], CPUDevice) if devices else False)
 
   def stage(s: Stage) -> dict:
-    ex = run.executable(s.graph)
+    ex = plan.compile(s.graph)
     futures = {d: pool.submit(ex.run, [values[d][u] for u in s.needs]) for d in devices}
     return {d: dict(zip(s.targets, f.result())) for d, f in futures.items()}
 
@@ -87,18 +90,12 @@ def execute(plan: Plan, mesh, inputs: dict) -> dict:
 
 
 @functools.lru_cache(maxsize=None)
-def _pool(n: int) -> ThreadPoolExecutor:
+def _pool(n: int, cpu: bool) -> ThreadPoolExecutor:
   """n threads kept for the life of the process (a kernel's OpenMP team belongs to the thread that starts it, and
-  starting one per call costs more than a small step), each given its share of the cores."""
+  starting one per call costs more than a small step), each given its share of the cores on the cpu device."""
   share = max(1, (os.cpu_count() or 1) // n)
-  return ThreadPoolExecutor(max_workers=n, thread_name_prefix="tracegrad-device", initializer=_limit_threads,
-                            initargs=(share,))
-
-
-def _limit_threads(n: int) -> None:
-  if run.default_backend() == "cpu":
-    from .devices.cpu import limit_threads
-    limit_threads(n)
+  return ThreadPoolExecutor(max_workers=n, thread_name_prefix="tracegrad-device",
+                            initializer=limit_threads if cpu else None, initargs=(share,) if cpu else ())
 
 
 def _group(c: UOp, d, coords: dict) -> list:

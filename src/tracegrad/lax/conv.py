@@ -11,8 +11,8 @@ import itertools
 import math
 from typing import Sequence
 
-from . import numpy as tnp
-from .array import Array
+from .. import numpy as tnp
+from ..array import Array
 
 __all__ = ["conv", "conv_general_dilated"]
 

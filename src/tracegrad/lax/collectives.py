@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import math
 
-from . import numpy as tnp
-from . import tree as tree_util
-from .array import Array
-from .ir import Ops, UOp, dtypes
-from .numpy.core import normalize_axis
-from .run import device_put
-from .sharding import NamedSharding
-from .trace import axis_size as _size
-from .transforms.vmap import _per_leaf
+from .. import numpy as tnp
+from .. import tree as tree_util
+from ..array import Array
+from ..ir import Ops, UOp, dtypes
+from ..numpy.core import normalize_axis
+from ..array import device_put
+from ..parallel.sharding import NamedSharding
+from ..trace import axis_size as _size
+from ..transforms.vmap import _per_leaf
 
 __all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "all_to_all", "axis_index",
            "with_sharding_constraint"]

@@ -1,9 +1,8 @@
-"""tracegrad.lax: control flow and stop_gradient, as jax.lax. Each function traces its Python callables into
+"""Control flow and stop_gradient, as jax.lax. Each function traces its Python callables into
 closed sub-graphs held by one primitive (COND, SCAN, WHILE), so every transform applies to it.
 
->>> from tracegrad import lax
->>> lax.fori_loop(0, 4, lambda i, x: x + i, 0)
-Array(6, dtype=int32)
+>>> lax.cond(tnp.float32(2.0) > 1, lambda x: x * 10, lambda x: x, tnp.float32(2.0))
+Array(20., dtype=float32)
 """
 from __future__ import annotations
 
@@ -13,15 +12,13 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import tree as tree_util
-from .array import Array, to_array
-from .ir import Graph, Ops, UOp, dtypes
-from .ir.shapes import fmt
-from .trace import ShapeDtypeStruct, trace
+from .. import tree as tree_util
+from ..array import Array, to_array
+from ..ir import Graph, Ops, UOp, dtypes
+from ..ir.shapes import fmt
+from ..trace import ShapeDtypeStruct, trace
 
-__all__ = ["stop_gradient", "cond", "switch", "select", "scan", "fori_loop", "while_loop", "bitcast_convert_type", "conv",
-           "conv_general_dilated", "reduce_window", "add", "max", "min", "mul", "psum", "pmean", "pmax", "pmin",
-           "all_gather", "psum_scatter", "ppermute", "all_to_all", "axis_index", "with_sharding_constraint"]
+__all__ = ["stop_gradient", "cond", "switch", "select", "scan", "fori_loop", "while_loop", "bitcast_convert_type"]
 
 
 def _name(f) -> str: return getattr(f, "__name__", type(f).__name__)
@@ -245,8 +242,3 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, unroll: int | None = N
                          (Array(l.uop.cast(d)), Array(h.uop.cast(d)), init_val))
   return val
 
-
-from .lax_conv import conv, conv_general_dilated  # noqa: E402  (after the names lax_conv's imports need)
-from .lax_window import add, max, min, mul, reduce_window  # noqa: E402,A004  (max and min shadow the builtins here)
-from .lax_parallel import (all_gather, all_to_all, axis_index, pmax, pmean, pmin, ppermute, psum, psum_scatter,
-                           with_sharding_constraint)  # noqa: E402
