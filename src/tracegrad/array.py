@@ -192,8 +192,7 @@ def to_array(x, dtype: DType | None = None, fn: str = "asarray") -> Array:
     a = _canonical_np(np.asarray(x), fn)
   elif isinstance(x, (list, tuple)):
     if any(isinstance(e, Array) for e in _flat(x)):
-      from .numpy import stack  # nested lists holding Arrays are stacked as arrays
-      return stack([to_array(e, dtype, fn) for e in x])
+      return Array._stack([to_array(e, dtype, fn) for e in x])   # tracegrad.numpy's stack, installed on Array
     try:
       a = _canonical_np(np.asarray(x), fn)
     except ValueError as e:

@@ -74,13 +74,7 @@ class Kernel:
     if self.reduce: n += outer * math.prod(l.extent for l in self.reduce.loops) * (flops(self.reduce.value) + 1)
     return n, sum(b.size * b.dtype.itemsize for b in self.bufs)
 
-  @property
-  def source(self) -> str:
-    """The kernel as C source."""
-    from .render_c import render_kernel
-    return render_kernel(self)
-
-  __str__ = source.fget
+  # `source` (the kernel as C source) and str() are installed by render_c
 
 
 @dataclass(frozen=True, eq=False)

@@ -825,6 +825,10 @@ def render_kernel(k: Kernel, name: str | None = None, restrict: bool = True, sto
   return f"{storage} void {name or c_name(k.name)}({params or 'void'}) {{\n" + "".join(l + "\n" for l in b.lines) + "}"
 
 
+Kernel.source = property(render_kernel, doc="The kernel as C source.")
+Kernel.__str__ = render_kernel
+
+
 def program_prelude() -> str:
   """What every program's source starts with: types, helpers, block sums and the unit split."""
   return PRELUDE + BLOCK_PRELUDE + UNITS

@@ -4,6 +4,8 @@
 >>> tnp.sum(tnp.arange(4.0) ** 2)
 Array(14., dtype=float32)
 """
+import sys
+
 from ..array import Array as ndarray
 from ..ir.dtypes import (bfloat16, bool_, float16, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32,
                          uint64, promote_types)
@@ -18,8 +20,8 @@ from .indexing import *  # noqa: F401,F403
 from . import linalg  # noqa: F401
 from . import array_methods as _array_methods
 
-_array_methods.install()
-del _array_methods
+_array_methods.install(sys.modules[__name__])
+del _array_methods, sys
 
 pi = 3.141592653589793
 e = 2.718281828459045

@@ -1,7 +1,8 @@
-"""Array's operators and methods, each forwarding to the tracegrad.numpy function of the same meaning."""
+"""Array's operators and methods, each forwarding to the tracegrad.numpy function of the same meaning: tracegrad.numpy
+installs them on Array (a lower layer) and hands itself over, so neither module imports the other's package."""
 from __future__ import annotations
 
-import tracegrad.numpy as tnp
+from types import ModuleType
 
 from ..array import Array
 from ..ir import dtypes
@@ -71,7 +72,12 @@ def _iter(self):
   return (self[i] for i in range(self.shape[0]))
 
 
-def install() -> None:
+tnp: ModuleType   # tracegrad.numpy, set by install()
+
+
+def install(numpy_module: ModuleType) -> None:
+  global tnp
+  tnp = numpy_module
   for dunder, (name, refl) in OPERATORS.items(): setattr(Array, dunder, _binary(name, refl))
   for dunder, name in UNARY.items(): setattr(Array, dunder, _unary(name))
   for name in METHODS: setattr(Array, name, _method(name))
@@ -81,6 +87,7 @@ def install() -> None:
   Array.astype = _astype
   Array.flatten = lambda self, order="C": tnp.ravel(self)
   Array.copy = lambda self: self
+  Array._stack = staticmethod(tnp.stack)
   Array.__iter__ = _iter
   Array.__getitem__ = lambda self, key: tnp.indexing_getitem(self, key)
   Array.T = property(lambda self: tnp.transpose(self))

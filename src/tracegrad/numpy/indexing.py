@@ -1,4 +1,4 @@
-"""Indexing: x[key], x.at[key].set/add/..., take, take_along_axis, put_along_axis, nonzero, argwhere, flatnonzero.
+"""Indexing: x[key], x.at[key].set/add/..., take, take_along_axis, put_along_axis.
 
 Every index expression is normalised once into a plan (`_Plan`): unit axes for None, SLICE/FLIP for slices and
 (without arrays) static ints, and one GATHER for the advanced indices (integer arrays, boolean masks made concrete
@@ -10,7 +10,6 @@ wrapped once.
 """
 from __future__ import annotations
 
-import math
 import operator
 
 import numpy as np
@@ -20,8 +19,7 @@ from ..ir import Ops, UOp, broadcast_shapes, dtypes
 from ..ir.shapes import fmt
 from .core import elementwise, normalize_axis
 
-__all__ = ["indexing_getitem", "indexing_at", "take", "take_along_axis", "put_along_axis", "nonzero", "argwhere",
-           "flatnonzero"]
+__all__ = ["indexing_getitem", "indexing_at", "take", "take_along_axis", "put_along_axis"]
 
 _I32 = dtypes.int32
 _VALID = ("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or boolean arrays "
@@ -491,88 +489,3 @@ def put_along_axis(arr, indices, values, axis: int | None, inplace: bool = True,
   _, key = _along_key(y, idx, ax, "put_along_axis")
   out = _IndexUpdateRef(y, key).set(values, mode=mode)
   return Array(out.uop.reshape(x.shape), x.weak_type) if flat else out
-
-
-# ---- nonzero ----
-def _positions(x: Array, size: int | None, fn: str):
-  """Flat positions of the nonzero elements of x: numpy int array (concrete) or (UOp, count UOp) (traced, size)."""
-  if not x.is_traced:
-    pos = np.flatnonzero(np.asarray(x))
-    return pos, None
-  if size is None:
-    raise TypeError(f"{fn}: the array ({x.aval_str()}) is traced, so the number of nonzero elements is not known; "
-                    f"pass size=... (and fill_value=...) for a fixed-size result")
-  from .sorting import argsort
-  flat = x.uop.reshape((x.size,))
-  nz = flat if flat.dtype.is_bool else flat.alu(Ops.CMPNE, UOp.const(flat.dtype, 0, flat.shape))
-  # stable argsort of "is zero": the nonzero positions come first, in order
-  order = argsort(Array(nz.alu(Ops.XOR, UOp.const(dtypes.bool_, True, nz.shape)))).uop.cast(_I32)
-  cnt = nz.cast(_I32).reduce(Ops.REDUCE_SUM, (0,)).reshape(())
-  if size > x.size: order = UOp.concat([order, _c(0, (size - x.size,))], 0) if x.size else _c(0, (size,))
-  elif size < x.size: order = order.slice(((0, size, 1),))
-  return order, cnt
-
-
-def _coords(x: Array, size, fill_value, fn: str) -> list[Array]:
-  dt = dtypes.default_int()
-  pos, cnt = _positions(x, size, fn)
-  shape = x.shape or (1,)
-  if cnt is None:
-    p = pos if size is None else pos[:size]
-    cols = list(np.unravel_index(p, shape)) if x.ndim else [np.zeros(len(p), np.int64)]
-    if size is not None and len(p) < size:
-      fills = _fills(fill_value, len(cols), fn)
-      cols = [np.concatenate([c, np.full(size - len(p), f)]) for c, f in zip(cols, fills)]
-    return [Array(UOp.buffer(c.astype(dt.np))) for c in cols]
-  keep = UOp.iota((size,), 0, _I32).alu(Ops.CMPLT, cnt.broadcast((size,)))
-  fills = _fills(fill_value, len(shape), fn)
-  cols, rem = [], pos
-  for d in range(len(shape)):
-    stride = math.prod(shape[d + 1:])
-    c = rem.alu(Ops.IDIV, _c(stride, rem.shape)).alu(Ops.MOD, _c(shape[d], rem.shape)) if shape[d] else rem
-    cols.append(Array(keep.where(c, _c(fills[d], c.shape)).cast(dt)))
-  return cols if x.ndim else cols[:1]
-
-
-def _fills(fill_value, k: int, fn: str) -> list[int]:
-  if fill_value is None: return [0] * k
-  f = np.asarray(fill_value)
-  if f.ndim == 0: return [int(f)] * k
-  if f.shape != (k,): raise ValueError(f"{fn}: fill_value must be a scalar or have {k} entries, got shape {f.shape}")
-  return [int(v) for v in f]
-
-
-def nonzero(a, *, size: int | None = None, fill_value=None) -> tuple[Array, ...]:
-  """The indices of the nonzero elements, one array per axis (concrete arrays, or traced ones with size=).
-
-  >>> tnp.nonzero(tnp.array([0, 3, 0, 4]))
-  (Array([1, 3], dtype=int32),)
-  """
-  x = _arr(a, "nonzero")
-  if x.ndim == 0: raise ValueError("nonzero: calling nonzero on 0-d arrays is not allowed; use atleast_1d first")
-  return tuple(_coords(x, size, fill_value, "nonzero"))
-
-
-def flatnonzero(a, *, size: int | None = None, fill_value=None) -> Array:
-  """The indices of the nonzero elements of the flattened array.
-
-  >>> tnp.flatnonzero(tnp.array([[0, 1], [1, 0]]))
-  Array([1, 2], dtype=int32)
-  """
-  x = _arr(a, "flatnonzero")
-  return _coords(Array(x.uop.reshape((x.size,))), size, fill_value, "flatnonzero")[0]
-
-
-def argwhere(a, *, size: int | None = None, fill_value=None) -> Array:
-  """The indices of the nonzero elements as an (N, ndim) array.
-
-  >>> tnp.argwhere(tnp.array([[0, 1], [1, 0]]))
-  Array([[0, 1],
-         [1, 0]], dtype=int32)
-  """
-  x = _arr(a, "argwhere")
-  if x.ndim == 0:
-    n = (1 if bool(np.asarray(x)) else 0) if size is None else size
-    return Array(UOp.const(dtypes.default_int(), 0, (n, 0)))
-  cols = _coords(x, size, fill_value, "argwhere")
-  return Array(UOp.concat([c.uop.reshape(c.shape + (1,)) for c in cols], 1))

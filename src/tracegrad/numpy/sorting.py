@@ -1,4 +1,5 @@
-"""Sorting: sort, argsort, searchsorted, unique.
+"""Sorting, searching and counting (as numpy groups them): sort, argsort, searchsorted, unique, nonzero, argwhere,
+flatnonzero.
 
 There is no sort primitive. sort and argsort are bitonic sorting networks written with movement ops
 (RESHAPE, SLICE, FLIP, CONCAT) and MIN/MAX or CMPLT/WHERE: the sorted axis is moved last and padded to a
@@ -8,15 +9,21 @@ pairs lexicographically, so it is stable: equal keys keep their order.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..array import Array, to_array
 from ..ir import Ops, UOp, dtypes
 from .core import normalize_axis, promote
+from .indexing import take
 
-__all__ = ["sort", "argsort", "searchsorted", "unique"]
+__all__ = ["sort", "argsort", "searchsorted", "unique", "nonzero", "argwhere", "flatnonzero"]
 
 _I32 = dtypes.int32
+
+
+def _const(v, shape=(), dt=_I32) -> UOp: return UOp.const(dt, v, shape)
 
 
 def _arr(a, fn: str) -> Array: return a if isinstance(a, Array) else to_array(a, fn=fn)
@@ -169,7 +176,6 @@ def searchsorted(a, v, side: str = "left", sorter=None, *, method: str = "scan")
   x = _arr(a, "searchsorted")
   if x.ndim != 1: raise ValueError(f"searchsorted: a must be 1-dimensional, got shape {x.shape}")
   if sorter is not None:
-    from .indexing import take
     x = take(x, sorter)
   (x, y), _, _ = promote("searchsorted", x, v)
   xu, yu = x.uop, y.uop
@@ -213,3 +219,87 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False, return_
   di = dtypes.default_int().np
   out = [Array(UOp.buffer(np.ascontiguousarray(vals)))] + [Array(UOp.buffer(np.asarray(e).astype(di))) for e in extra]
   return out[0] if len(out) == 1 else tuple(out)
+
+
+# ---- nonzero ----
+def _positions(x: Array, size: int | None, fn: str):
+  """Flat positions of the nonzero elements of x: numpy int array (concrete) or (UOp, count UOp) (traced, size)."""
+  if not x.is_traced:
+    pos = np.flatnonzero(np.asarray(x))
+    return pos, None
+  if size is None:
+    raise TypeError(f"{fn}: the array ({x.aval_str()}) is traced, so the number of nonzero elements is not known; "
+                    f"pass size=... (and fill_value=...) for a fixed-size result")
+  flat = x.uop.reshape((x.size,))
+  nz = flat if flat.dtype.is_bool else flat.alu(Ops.CMPNE, UOp.const(flat.dtype, 0, flat.shape))
+  # stable argsort of "is zero": the nonzero positions come first, in order
+  order = argsort(Array(nz.alu(Ops.XOR, UOp.const(dtypes.bool_, True, nz.shape)))).uop.cast(_I32)
+  cnt = nz.cast(_I32).reduce(Ops.REDUCE_SUM, (0,)).reshape(())
+  if size > x.size: order = UOp.concat([order, _const(0, (size - x.size,))], 0) if x.size else _const(0, (size,))
+  elif size < x.size: order = order.slice(((0, size, 1),))
+  return order, cnt
+
+
+def _coords(x: Array, size, fill_value, fn: str) -> list[Array]:
+  dt = dtypes.default_int()
+  pos, cnt = _positions(x, size, fn)
+  shape = x.shape or (1,)
+  if cnt is None:
+    p = pos if size is None else pos[:size]
+    cols = list(np.unravel_index(p, shape)) if x.ndim else [np.zeros(len(p), np.int64)]
+    if size is not None and len(p) < size:
+      fills = _fills(fill_value, len(cols), fn)
+      cols = [np.concatenate([c, np.full(size - len(p), f)]) for c, f in zip(cols, fills)]
+    return [Array(UOp.buffer(c.astype(dt.np))) for c in cols]
+  keep = UOp.iota((size,), 0, _I32).alu(Ops.CMPLT, cnt.broadcast((size,)))
+  fills = _fills(fill_value, len(shape), fn)
+  cols, rem = [], pos
+  for d in range(len(shape)):
+    stride = math.prod(shape[d + 1:])
+    c = rem.alu(Ops.IDIV, _const(stride, rem.shape)).alu(Ops.MOD, _const(shape[d], rem.shape)) if shape[d] else rem
+    cols.append(Array(keep.where(c, _const(fills[d], c.shape)).cast(dt)))
+  return cols if x.ndim else cols[:1]
+
+
+def _fills(fill_value, k: int, fn: str) -> list[int]:
+  if fill_value is None: return [0] * k
+  f = np.asarray(fill_value)
+  if f.ndim == 0: return [int(f)] * k
+  if f.shape != (k,): raise ValueError(f"{fn}: fill_value must be a scalar or have {k} entries, got shape {f.shape}")
+  return [int(v) for v in f]
+
+
+def nonzero(a, *, size: int | None = None, fill_value=None) -> tuple[Array, ...]:
+  """The indices of the nonzero elements, one array per axis (concrete arrays, or traced ones with size=).
+
+  >>> tnp.nonzero(tnp.array([0, 3, 0, 4]))
+  (Array([1, 3], dtype=int32),)
+  """
+  x = _arr(a, "nonzero")
+  if x.ndim == 0: raise ValueError("nonzero: calling nonzero on 0-d arrays is not allowed; use atleast_1d first")
+  return tuple(_coords(x, size, fill_value, "nonzero"))
+
+
+def flatnonzero(a, *, size: int | None = None, fill_value=None) -> Array:
+  """The indices of the nonzero elements of the flattened array.
+
+  >>> tnp.flatnonzero(tnp.array([[0, 1], [1, 0]]))
+  Array([1, 2], dtype=int32)
+  """
+  x = _arr(a, "flatnonzero")
+  return _coords(Array(x.uop.reshape((x.size,))), size, fill_value, "flatnonzero")[0]
+
+
+def argwhere(a, *, size: int | None = None, fill_value=None) -> Array:
+  """The indices of the nonzero elements as an (N, ndim) array.
+
+  >>> tnp.argwhere(tnp.array([[0, 1], [1, 0]]))
+  Array([[0, 1],
+         [1, 0]], dtype=int32)
+  """
+  x = _arr(a, "argwhere")
+  if x.ndim == 0:
+    n = (1 if bool(np.asarray(x)) else 0) if size is None else size
+    return Array(UOp.const(dtypes.default_int(), 0, (n, 0)))
+  cols = _coords(x, size, fill_value, "argwhere")
+  return Array(UOp.concat([c.uop.reshape(c.shape + (1,)) for c in cols], 1))
