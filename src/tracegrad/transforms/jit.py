@@ -39,6 +39,7 @@ class Compiled:
   def __init__(self, jitted: "Jitted", graph: Graph, key):
     self._jitted, self.graph, self._key = jitted, graph, key
     self.executable = run.executable(graph, search=jitted.search)
+    self._entries: dict = {}
 
   @property
   def kernels(self) -> list:
@@ -48,10 +49,12 @@ class Compiled:
 
   def __call__(self, *args, **kwargs):
     key, arrs, where = self._jitted._signature(args, kwargs)
-    if key != self._key:
+    if _graph_key(key) != self._key:
       raise TypeError(f"{self._jitted.name}: this compiled function takes arguments of the signature it was compiled "
-                      f"for; {_reason(self._key, key)}")
-    return self._jitted._dispatch(self.graph, key, arrs, len(args), where)
+                      f"for; {_reason(self._key, _graph_key(key))}")
+    entry = self._entries.get(key)
+    if entry is None: entry = self._entries[key] = self._jitted._entry(key, arrs, args, kwargs, where, self.graph)
+    return entry(arrs)
 
 
 class Lowered:
@@ -64,16 +67,41 @@ class Lowered:
   def compile(self) -> Compiled: return Compiled(self._jitted, self.graph, self._key)
 
 
-def _call(ex: run.Executable, arrs: list[Array]) -> list:
-  """The outputs of a compiled graph for concrete Arrays: numpy arrays, or on a GPU backend Buffers left in its
-  memory (read where they are when they come back as inputs)."""
+def _graph_key(key) -> tuple:
+  """The part of a call's key that decides its graph: the tree, each leaf's (shape, dtype, weak type), the static
+  arguments and the backend (not whether a leaf is traced or laid out over a mesh)."""
+  tree, avals, statics, backend = key
+  return tree, tuple([v[:3] for v in avals]), statics, backend
+
+
+def _inlined(g: Graph) -> Callable:
+  """Calls inside another transform: g's nodes join the enclosing trace."""
+  def call(arrs: list[Array]):
+    return tree_util.unflatten(g.out_tree, [Array(o, w) for o, w in zip(g(*[a.uop for a in arrs]), g.out_weak)])
+  return call
+
+
+def _compiled(g: Graph, ex: run.Executable) -> Callable:
+  """Calls on concrete Arrays: the executable runs on their buffers; on a GPU backend the outputs stay in its memory
+  (and are read where they are when they come back as inputs)."""
+  tree, weak = g.out_tree, g.out_weak
   if ex.resident:
-    return ex.run_buffers([a._uop.arg if a._uop.op is Ops.BUFFER else Buffer(a._value().view()) for a in arrs])
-  return ex.run([a._uop.arg.data if a._uop.op is Ops.BUFFER else a._value() for a in arrs])
+    def call(arrs: list[Array]):
+      outs = ex.run_buffers([a._uop.arg if a._uop.op is Ops.BUFFER else Buffer(a._value().view()) for a in arrs])
+      return tree_util.unflatten(tree, [Array(UOp.buffer(v), w) for v, w in zip(outs, weak)])
+  else:
+    def call(arrs: list[Array]):
+      outs = ex.run([a._uop.arg.data if a._uop.op is Ops.BUFFER else a._value() for a in arrs])
+      return tree_util.unflatten(tree, [Array(UOp.buffer(v), w) for v, w in zip(outs, weak)])
+  return call
 
 
 class Jitted:
-  """The result of jit(fun): a callable that traces fun once per signature and runs the compiled graph."""
+  """The result of jit(fun): a callable that traces fun once per signature and runs the compiled graph.
+
+  A call takes one path: its signature (`_signature`), the entry cached for it (`_entry`: the graph inlined into an
+  enclosing trace, its executable on the default device, or its partitioned program on a mesh), and that entry's
+  run."""
 
   def __init__(self, fun: Callable, static_argnums, static_argnames, donate_argnums, search: int | None = None,
                in_shardings=None, out_shardings=None):
@@ -84,60 +112,78 @@ class Jitted:
     self.fun, self.static = fun, _nums(static_argnums)
     self.names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
     self.name = f"jit({getattr(fun, '__name__', 'function')})"
-    self.cache: dict = {}
-    self._fast: dict = {}   # (tree, leaf avals, backend) of plain calls -> (graph, executable)
+    self.cache: dict = {}      # graph key -> the traced Graph
+    self._entries: dict = {}   # call key -> what runs a call of that key
     self.in_shardings, self.out_shardings = in_shardings, out_shardings
     for what, tree in (("in_shardings", in_shardings), ("out_shardings", out_shardings)):
       for s in tree_util.leaves(tree):
         if s is not None and not isinstance(s, NamedSharding):
           raise TypeError(f"{self.name}: {what} must hold NamedShardings (or None), got {s!r}; lay an array out with "
                           f"NamedSharding(mesh, P(...))")
-    self._sharded: dict = {}   # (signature, input shardings) -> (mesh, per-device plan, output shardings)
-    self._constraints: dict = {}   # graph -> the shardings its with_sharding_constraint nodes name
+
+  def __call__(self, *args, **kwargs):
+    key, arrs, where = self._signature(args, kwargs)
+    entry = self._entries.get(key)
+    if entry is None: entry = self._entry(key, arrs, args, kwargs, where)
+    return entry(arrs)
 
   def _signature(self, args: tuple, kwargs: dict):
-    n = len(args)
-    if any(not -n <= i < n for i in self.static):
-      raise ValueError(f"{self.name}: static_argnums {self.static} is out of range for {n} positional arguments")
-    idx = sorted({i % n for i in self.static})
-    statics = tuple((i, args[i]) for i in idx) + tuple((k, kwargs[k]) for k in self.names if k in kwargs)
-    for where, v in statics:
-      try:
-        hash(v)
-      except TypeError:
-        raise TypeError(f"{self.name}: static argument {where!r} is a {type(v).__name__}, which is not hashable; "
-                        f"pass a tuple (or another hashable value), or make it a traced argument") from None
-    dyn = tuple(a for i, a in enumerate(args) if i not in idx)
-    dkw = {k: v for k, v in kwargs.items() if k not in self.names}
-    leaves, tree = tree_util.flatten((dyn, dkw))
-    arrs = [x if type(x) is Array else to_array(x, fn=self.name) for x in leaves]
-    key = (tree, tuple([(a.shape, a.dtype, a.weak_type) for a in arrs]), statics, run.default_backend())
-    return key, arrs, (idx, dyn, dkw)
-
-  def _graph(self, args: tuple, kwargs: dict):
-    key, arrs, (idx, dyn, dkw) = self._signature(args, kwargs)
-    g = self.cache.get(key)
-    if g is None:
+    """(key, the dynamic argument leaves as Arrays, where they sit among the arguments). The key holds the tree, each
+    leaf's (shape, dtype, weak type, whether it is traced, its NamedSharding or None), the static arguments and the
+    backend."""
+    if self.static or kwargs:
       n = len(args)
+      if any(not -n <= i < n for i in self.static):
+        raise ValueError(f"{self.name}: static_argnums {self.static} is out of range for {n} positional arguments")
+      idx = sorted({i % n for i in self.static})
+      statics = tuple((i, args[i]) for i in idx) + tuple((k, kwargs[k]) for k in self.names if k in kwargs)
+      for at, v in statics:
+        try:
+          hash(v)
+        except TypeError:
+          raise TypeError(f"{self.name}: static argument {at!r} is a {type(v).__name__}, which is not hashable; "
+                          f"pass a tuple (or another hashable value), or make it a traced argument") from None
+      dyn = tuple(a for i, a in enumerate(args) if i not in idx)
+      dkw = {k: v for k, v in kwargs.items() if k not in self.names}
+      leaves, tree = tree_util.flatten((dyn, dkw))
+    else:   # the common call: positional arguments only
+      idx, statics, dyn, dkw = [], (), args, {}
+      leaves, tree = tree_util.flatten(args)
+    arrs = [x if type(x) is Array else to_array(x, fn=self.name) for x in leaves]
+    avals = tuple([(u.shape, u.dtype, a.weak_type, u.traced, None) if a._shards is None else
+                   (a.shape, a.dtype, a.weak_type, False, a._shards.sharding) for a in arrs for u in (a._u,)])
+    return (tree, avals, statics, run.default_backend()), arrs, (idx, dyn, dkw)
 
-      def f(*d, **kw):
-        it = iter(d)
-        full = [args[i] if i in idx else next(it) for i in range(n)]
-        return self.fun(*full, **kw, **{k: v for k, v in kwargs.items() if k in self.names})
+  def _entry(self, key, arrs: list[Array], args: tuple, kwargs: dict, where, graph: Graph | None = None) -> Callable:
+    """What runs calls of `key`, made (tracing and compiling on a miss) and kept while its graph is reusable."""
+    g = graph if graph is not None else self._graph(_graph_key(key), args, kwargs, where)
+    if any(v[3] for v in key[1]):
+      entry = _inlined(g)
+    else:
+      layout = self._in_layouts(g, arrs, len(args), where)
+      entry = self._on_mesh(g, *layout) if layout is not None else _compiled(g, run.executable(g, search=self.search))
+    if graph is None and self.cache.get(_graph_key(key)) is g: self._entries[key] = entry
+    return entry
 
-      t0 = time.perf_counter()
-      g, _ = trace(f, dyn, dkw, fn=self.name)
-      why = "first call" if not self.cache else _reason(next(reversed(self.cache)), key)
-      run.debug(1, f"trace {self.name}: {1e3 * (time.perf_counter() - t0):.1f} ms ({why})")
-      if not g.closed()[1]: self.cache[key] = g  # a graph that closes over another trace's values is not reusable
-    return g, key, arrs, (idx, dyn, dkw)
+  def _graph(self, gkey, args: tuple, kwargs: dict, where) -> Graph:
+    """The graph of a graph key: traced on the first call of that key, then cached (unless it closes over another
+    trace's values)."""
+    g = self.cache.get(gkey)
+    if g is not None: return g
+    idx, dyn, dkw = where
+    n = len(args)
 
-  def _dispatch(self, g: Graph, key, arrs: list[Array], nargs: int, where):
-    """Run g: laid out over a mesh when an input or output sharding says so, else on the default device."""
-    if not any(a.is_traced for a in arrs):
-      ins = self._in_layouts(g, arrs, nargs, where)
-      if ins is not None: return self._run_sharded(g, key, arrs, *ins)
-    return self._run(g, arrs)
+    def f(*d, **kw):
+      it = iter(d)
+      full = [args[i] if i in idx else next(it) for i in range(n)]
+      return self.fun(*full, **kw, **{k: v for k, v in kwargs.items() if k in self.names})
+
+    t0 = time.perf_counter()
+    g, _ = trace(f, dyn, dkw, fn=self.name)
+    why = "first call" if not self.cache else _reason(next(reversed(self.cache)), gkey)
+    run.debug(1, f"trace {self.name}: {1e3 * (time.perf_counter() - t0):.1f} ms ({why})")
+    if not g.closed()[1]: self.cache[gkey] = g
+    return g
 
   def _in_layouts(self, g: Graph, arrs: list[Array], nargs: int, where):
     """The mesh and each input's NamedSharding (in_shardings, else the sharding the array has, else replicated), or
@@ -155,10 +201,8 @@ class Jitted:
       given += [None] * (len(arrs) - len(given))
     chosen = [s if s is not None else a._shards.sharding if a._shards is not None and
               isinstance(a._shards.sharding, NamedSharding) else None for s, a in zip(given, arrs)]
-    if g not in self._constraints:
-      self._constraints[g] = [u.arg for u in g.nodes() if u.op is Ops.SHARDING_CONSTRAINT]
-    meshes = {s.mesh: None for s in chosen + tree_util.leaves(self.out_shardings) + self._constraints[g]
-              if s is not None}
+    constraints = [u.arg for u in g.nodes() if u.op is Ops.SHARDING_CONSTRAINT]
+    meshes = {s.mesh: None for s in chosen + tree_util.leaves(self.out_shardings) + constraints if s is not None}
     if not meshes: return None
     if len(meshes) > 1:
       raise ValueError(f"{self.name}: the inputs and outputs are laid out over different meshes {list(meshes)}; put "
@@ -168,57 +212,27 @@ class Jitted:
       if s is not None: s.check(a.shape, f"{self.name}: in_shardings for argument leaf {i}")
     return mesh, [s or NamedSharding(mesh, P()) for s in chosen]
 
-  def _run_sharded(self, g: Graph, key, arrs: list[Array], mesh, ins: list[NamedSharding]):
-    hit = self._sharded.get((key, tuple(ins)))
-    if hit is None:
-      shell = tree_util.unflatten(g.out_tree, [0] * len(g.outputs))
-      outs = _per_leaf(self.out_shardings, shell, NamedSharding,
-                       f"{self.name}: out_shardings {self.out_shardings!r} is not a tree prefix of the outputs")
-      for i, (s, o) in enumerate(zip(outs, g.outputs)):
-        if s is not None: s.check(o.shape, f"{self.name}: out_shardings for output leaf {i}")
-      local, outs = shard.partition(g, mesh, ins, outs)
-      run.debug(1, f"shard {self.name} over {mesh}:\n{local}")
-      hit = self._sharded[(key, tuple(ins))] = (spmd.Plan(local, run.executable), outs)
-    plan, outs = hit
-    return tree_util.unflatten(g.out_tree, shard.run_on_mesh(plan, mesh, arrs, ins, outs))
-
-  def _run(self, g: Graph, arrs: list[Array]):
-    if any(a.uop.traced for a in arrs):  # inside another transform: inline
-      outs = [Array(o, w) for o, w in zip(g(*[a.uop for a in arrs]), g.out_weak)]
-    else:
-      outs = [Array(UOp.buffer(v), w) for v, w in zip(_call(run.executable(g, search=self.search), arrs), g.out_weak)]
-    return tree_util.unflatten(g.out_tree, outs)
-
-  def __call__(self, *args, **kwargs):
-    plain = not kwargs and not self.static and self.in_shardings is None and self.out_shardings is None
-    if plain:   # the common call: positional concrete Arrays on one device, of a signature seen before
-      leaves, tree = tree_util.flatten(args)
-      if all(type(a) is Array and a._shards is None for a in leaves):
-        hit = self._fast.get((tree, tuple([(a._uop.shape, a._uop.dtype, a.weak_type, a._uop.traced) for a in leaves]),
-                              run.default_backend()))
-        if hit is not None:
-          g, ex = hit
-          outs = [Array(UOp.buffer(v), w) for v, w in zip(_call(ex, leaves), g.out_weak)]
-          return tree_util.unflatten(g.out_tree, outs)
-    g, key, arrs, where = self._graph(args, kwargs)
-    out = self._dispatch(g, key, arrs, len(args), where)
-    if plain and self.cache.get(key) is g and not self._constraints.get(g):
-      leaves, tree = tree_util.flatten(args)
-      if all(type(a) is Array and not a.is_traced and a._shards is None for a in leaves):
-        avals = tuple([(a._uop.shape, a._uop.dtype, a.weak_type, False) for a in leaves])
-        self._fast[(tree, avals, key[3])] = (g, run.executable(g, search=self.search))
-    return out
+  def _on_mesh(self, g: Graph, mesh, ins: list[NamedSharding]) -> Callable:
+    """Calls laid out over a mesh: g partitioned into the program every device runs on its blocks."""
+    shell = tree_util.unflatten(g.out_tree, [0] * len(g.outputs))
+    outs = _per_leaf(self.out_shardings, shell, NamedSharding,
+                     f"{self.name}: out_shardings {self.out_shardings!r} is not a tree prefix of the outputs")
+    for i, (s, o) in enumerate(zip(outs, g.outputs)):
+      if s is not None: s.check(o.shape, f"{self.name}: out_shardings for output leaf {i}")
+    local, outs = shard.partition(g, mesh, ins, outs)
+    run.debug(1, f"shard {self.name} over {mesh}:\n{local}")
+    plan = spmd.Plan(local, run.executable)
+    return lambda arrs: tree_util.unflatten(g.out_tree, shard.run_on_mesh(plan, mesh, arrs, ins, outs))
 
   def lower(self, *args, **kwargs) -> Lowered:
     """The traced graph for these arguments' signature."""
-    g, key, _, _ = self._graph(args, kwargs)
-    return Lowered(self, g, key)
+    key, _, where = self._signature(args, kwargs)
+    gkey = _graph_key(key)
+    return Lowered(self, self._graph(gkey, args, kwargs, where), gkey)
 
   def clear_cache(self) -> None:
     self.cache.clear()
-    self._fast.clear()
-    self._sharded.clear()
-    self._constraints.clear()
+    self._entries.clear()
 
 
 def _reason(old, new) -> str:
