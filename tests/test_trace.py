@@ -82,3 +82,63 @@ def test_nested_traces_do_not_confuse_inputs():
     assert len(inner.inputs) == 1
     return x
   make_graph(outer)(tnp.ones(3))
+
+
+# ---- named composites ----
+
+from tracegrad.trace import composite  # noqa: E402
+
+from oracles import assert_close, check_grads, check_vmap  # noqa: E402
+
+
+def _norm_rows(x, *, eps=0.0):
+  return x / tnp.sqrt((x * x).sum(-1, keepdims=True) + eps)
+
+
+def _split(x):
+  return x.sum(-1), x.max(-1)
+
+
+def test_composite_prints_by_name_and_runs_as_its_body():
+  f = lambda x: composite("norm_rows", _norm_rows, x, eps=1e-6) * 2.0
+  x = np.random.default_rng(0).normal(size=(3, 4)).astype(np.float32)
+  s = str(make_graph(f)(x))
+  assert "norm_rows a" in s and "sqrt" not in s and "proj" not in s, s
+  want = np.asarray(_norm_rows(tnp.asarray(x), eps=1e-6)) * 2
+  for got in (f(tnp.asarray(x)), tracegrad.jit(f)(x)):
+    assert_close(got, want)
+
+
+def test_composite_with_several_results_binds_each():
+  s = str(make_graph(lambda x: composite("split", _split, x))(tnp.ones((2, 3))))
+  assert "b:f32[2] c:f32[2] = split a" in s, s
+  a, b = tracegrad.jit(lambda x: composite("split", _split, x))(tnp.arange(6.0).reshape(2, 3))
+  assert_close(a, np.array([3.0, 12.0], np.float32)) and assert_close(b, np.array([2.0, 5.0], np.float32))
+
+
+def test_composite_is_shared_and_keeps_closures():
+  g = make_graph(lambda x: composite("n", _norm_rows, x) + composite("n", _norm_rows, x))(tnp.ones((2, 2)))
+  assert sum(u.op is Ops.COMPOSITE for u in g.nodes()) == 1   # equal calls share one node
+
+  def f(x, y): return composite("scaled", lambda v: v * y, x)   # closes over a traced value
+  g = make_graph(f)(tnp.ones(3), tnp.ones(3))
+  node, = [u for u in g.nodes() if u.op is Ops.COMPOSITE]
+  assert len(node.src) == 2
+  assert_close(tracegrad.jit(f)(tnp.arange(3.0), tnp.full(3, 2.0)), np.array([0.0, 2.0, 4.0], np.float32))
+
+
+def test_composite_under_transforms():
+  x = np.random.default_rng(1).normal(size=(3, 4))
+  f = lambda x: composite("norm_rows", _norm_rows, x, eps=0.5)
+  check_grads(f, (x,), order=2)
+  check_vmap(f, (x.astype(np.float32),))
+  g = make_graph(tracegrad.vmap(f))(tnp.ones((2, 3, 4)))
+  assert "norm_rows a" in str(g)   # vmap keeps the composite, batching its body
+  h = make_graph(tracegrad.grad(lambda x: f(x).sum()))(tnp.ones((3, 4)))
+  assert Ops.SQRT in {u.op for u in h.nodes()}   # differentiation expands it
+
+
+def test_composite_on_concrete_arguments_just_runs():
+  calls = []
+  out = composite("n", lambda v: calls.append(1) or v + 1, tnp.ones(2))
+  assert calls == [1] and np.asarray(out).tolist() == [2.0, 2.0]

@@ -8,7 +8,7 @@ import numpy as np
 
 from . import tree as tree_util
 from .array import Array, to_array
-from .ir import Graph, UOp, dtypes
+from .ir import Graph, Ops, UOp, dtypes
 
 
 class ShapeDtypeStruct:
@@ -96,6 +96,51 @@ def eval_shape(f: Callable, *args, **kwargs):
   g, out = trace(f, args, kwargs, "eval_shape")
   structs = [ShapeDtypeStruct(o.shape, o.dtype, w) for o, w in zip(g.outputs, g.out_weak)]
   return tree_util.unflatten(g.out_tree, structs)
+
+
+# ---- named composites: a function of primitives kept whole in the graph under its name ----
+
+def composite(name: str, fun: Callable, *args, **static):
+  """fun(*args, **static), where an argument is traced, as one COMPOSITE node named `name`: a graph prints it as
+  `name`, lowering and differentiation expand its body, vmap batches it. On concrete arguments fun simply runs.
+  `static` are hashable keyword arguments (axes, flags) the body is traced with.
+
+  >>> print(tracegrad.make_graph(lambda x: composite("double", lambda v: v * 2, x))(tnp.ones(2)))
+  { lambda a:f32[2]. let
+      b:f32[2] = double a
+    in (b) }
+  """
+  arrs = [a if isinstance(a, Array) else to_array(a, fn=name) for a in args]
+  if not any(a.is_traced for a in arrs): return fun(*arrs, **static)
+  avals = tuple((a.shape, a.dtype, a.weak_type) for a in arrs)
+  try:
+    g, free = _composite_graph(name, fun, tuple(sorted(static.items())), avals)
+  except TypeError:   # an unhashable static argument: traced afresh
+    g, free = _composite_body(name, fun, tuple(sorted(static.items())), avals)
+  outs = UOp.multi(Ops.COMPOSITE, (*free, *(a.uop for a in arrs)), (g, name))
+  return tree_util.unflatten(g.out_tree, [Array(o, w) for o, w in zip(outs, g.out_weak)])
+
+
+def _composite_body(name: str, fun: Callable, static: tuple, avals: tuple) -> tuple[Graph, list[UOp]]:
+  """fun's closed Graph on placeholders of avals, and the outside values it closes over."""
+  g, _ = trace(lambda *xs: fun(*xs, **dict(static)), [ShapeDtypeStruct(*a) for a in avals], fn=name)
+  return g.closed()
+
+
+_BODIES: dict = {}   # (name, fun, statics, avals) -> the body Graph, for bodies that close over no traced value
+_BODIES_KEPT = 1024
+
+
+def _composite_graph(name: str, fun: Callable, static: tuple, avals: tuple) -> tuple[Graph, list[UOp]]:
+  """As _composite_body, the same Graph for the same function, statics and avals (so equal calls share one node).
+  TypeError when a static argument is not hashable."""
+  key = (name, fun, static, avals)
+  if (g := _BODIES.get(key)) is not None: return g, []
+  g, free = _composite_body(name, fun, static, avals)
+  if not free:
+    if len(_BODIES) >= _BODIES_KEPT: del _BODIES[next(iter(_BODIES))]
+    _BODIES[key] = g
+  return g, free
 
 
 # ---- named axes (vmap(axis_name=), shard_map): what collectives traced inside them span ----

@@ -186,7 +186,7 @@ CONTROL_FLOW = {Ops.COND: _cond, Ops.SCAN: _scan, Ops.WHILE: _while}
 MULTI = {
   **{op: (lambda f: lambda vals, arg: tuple(f(_run, vals, arg)))(f) for op, f in CONTROL_FLOW.items()},
   Ops.CUSTOM_JVP: lambda vals, arg: tuple(_run(arg[0], vals)), Ops.CUSTOM_VJP: lambda vals, arg: tuple(_run(arg[0], vals)),
-  Ops.REMAT: lambda vals, fun: tuple(_run(fun, vals)),
+  Ops.REMAT: lambda vals, fun: tuple(_run(fun, vals)), Ops.COMPOSITE: lambda vals, arg: tuple(_run(arg[0], vals)),
 }
 
 

@@ -64,20 +64,39 @@ class Graph:
     def typ(u: UOp) -> str: return f"{u.dtype.short}[{','.join(map(str, u.shape))}]"
 
     ins = " ".join(f"{name(p)}:{typ(p)}" for p in self.inputs)
+    nodes = self.nodes()
+    reads: dict[UOp, dict[int, UOp]] = {}   # an op with several results -> its PROJ nodes, which print as its binders
+    for u in nodes:
+      if u.op is Ops.PROJ: reads.setdefault(u.src[0], {})[u.arg] = u
     body = []
-    for u in self.nodes():
-      if u.op is Ops.PARAM and u in names: continue
+    for u in nodes:
+      if u.op is Ops.PARAM and u in names or u.op is Ops.PROJ and u.src[0] in reads: continue
       if u.op is Ops.CONST:
         names[u] = repr(u.arg)
         continue
       args = " ".join(name(s) for s in u.src)
-      arg = "" if u.arg is None or u.op in (Ops.PARAM, Ops.BUFFER) else f"[{_fmt_arg(u.arg)}]"
-      what = "const" if u.op is Ops.BUFFER else ("free" if u.op is Ops.PARAM else u.op.name.lower())
-      body.append(f"    {name(u)}:{typ(u)} = {what}{arg} {args}".rstrip())
+      what, arg = _op_text(u)
+      if u in reads:
+        got = reads[u]
+        binders = " ".join(f"{name(got[i])}:{typ(got[i])}" if i in got else "_" for i in range(max(got) + 1))
+      else:
+        binders = f"{name(u)}:{typ(u)}"
+      body.append(f"    {binders} = {what}{arg} {args}".rstrip())
     outs = ", ".join(name(o) for o in self.outputs)
     return "{ lambda " + ins + ". let\n" + "\n".join(body) + ("\n" if body else "") + f"  in ({outs}) }}"
 
   __repr__ = __str__
+
+
+def _op_text(u: UOp) -> tuple[str, str]:
+  """How a node's op and argument print: a composite by its name; custom derivatives by their body and rules."""
+  if u.op is Ops.COMPOSITE: return u.arg[1], ""
+  if u.op is Ops.BUFFER: return "const", ""
+  if u.op is Ops.PARAM: return "free", ""
+  if u.op is Ops.CUSTOM_JVP: return "custom_jvp", f"[{_fmt_arg(u.arg[0])},jvp={_fmt_arg(u.arg[1])}]"
+  if u.op is Ops.CUSTOM_VJP:
+    return "custom_vjp", f"[{_fmt_arg(u.arg[0])},fwd={_fmt_arg(u.arg[1])},bwd={_fmt_arg(u.arg[2])}]"
+  return u.op.name.lower(), "" if u.arg is None else f"[{_fmt_arg(u.arg)}]"
 
 
 def _fmt_arg(arg) -> str:

@@ -39,6 +39,9 @@ outputs     value they use is a source.
               with the derivative given by Python rules rather than by fun's nodes; `free` are the values fun closes
               over. Reverse mode swaps fun for fwd, whose results after fun's are the residuals (res_tree not None)
             REMAT(*operands; arg=fun): fun(*operands), recomputed rather than stored for the backward pass
+            COMPOSITE(*free, *operands; arg=(fun, name)): fun(*operands), a function built from primitives (tanh,
+              softmax, solve, ...) kept whole under its name, so a graph prints as the user wrote it; lowering and
+              differentiation expand it, vmap batches its body
 """
 from enum import Enum, auto
 
@@ -59,6 +62,7 @@ class Ops(Enum):
   ALL_REDUCE = auto(); ALL_GATHER = auto(); REDUCE_SCATTER = auto(); PPERMUTE = auto(); ALL_TO_ALL = auto()
   AXIS_INDEX = auto()
   PROJ = auto(); COND = auto(); SCAN = auto(); WHILE = auto(); CUSTOM_JVP = auto(); CUSTOM_VJP = auto(); REMAT = auto()
+  COMPOSITE = auto()
 
   def __repr__(self) -> str: return f"Ops.{self.name}"
 
@@ -75,7 +79,7 @@ COMPARE = frozenset({Ops.CMPLT, Ops.CMPEQ, Ops.CMPNE})
 TERNARY = frozenset({Ops.WHERE})
 ELEMENTWISE = UNARY | BINARY | TERNARY | {Ops.CAST, Ops.BITCAST}
 REDUCE = frozenset({Ops.REDUCE_SUM, Ops.REDUCE_PROD, Ops.REDUCE_MAX, Ops.REDUCE_MIN})
-MULTI = frozenset({Ops.COND, Ops.SCAN, Ops.WHILE, Ops.CUSTOM_JVP, Ops.CUSTOM_VJP, Ops.REMAT})
+MULTI = frozenset({Ops.COND, Ops.SCAN, Ops.WHILE, Ops.CUSTOM_JVP, Ops.CUSTOM_VJP, Ops.REMAT, Ops.COMPOSITE})
 COLLECTIVE = frozenset({Ops.ALL_REDUCE, Ops.ALL_GATHER, Ops.REDUCE_SCATTER, Ops.PPERMUTE, Ops.ALL_TO_ALL,
                         Ops.AXIS_INDEX})
 MOVEMENT = frozenset({Ops.RESHAPE, Ops.BROADCAST, Ops.PERMUTE, Ops.PAD, Ops.SLICE, Ops.FLIP, Ops.CONCAT})

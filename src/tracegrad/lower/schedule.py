@@ -41,7 +41,7 @@ def _inline(m: UOp, p: UOp) -> UOp:
 
 INLINE = PatternMatcher([
   (UPat((Ops.DETACH, Ops.SHARDING_CONSTRAINT), src=(UPat.var("x"),)), lambda x: x),
-  (UPat(Ops.PROJ, src=(UPat((Ops.CUSTOM_JVP, Ops.CUSTOM_VJP, Ops.REMAT), name="m"),), name="p"), _inline),
+  (UPat(Ops.PROJ, src=(UPat((Ops.CUSTOM_JVP, Ops.CUSTOM_VJP, Ops.REMAT, Ops.COMPOSITE), name="m"),), name="p"), _inline),
 ])
 
 

@@ -195,6 +195,13 @@ def _remat(ct, u):
   return tuple(_spread(res, _float_mask(u.src)))
 
 
+def _composite(ct, u):
+  fun = u.arg[0]
+  mask = _float_mask(fun.outputs)
+  cts = [instantiate(c, o) for c, o, m in zip(ct, fun.outputs, mask) if m]
+  return tuple(_spread(vjp_graph(fun, mask)(*u.src, *cts), _float_mask(u.src)))
+
+
 def _custom_jvp(ct, u):
   """The rule's tangent output is linear in the tangents, so its reverse-mode derivative is its transpose."""
   fun, rule, in_tree, out_tree, n_free = u.arg
@@ -322,6 +329,7 @@ VJP_RULES = PatternMatcher([
   (UPat(Ops.SCAN, name="u"), _scan),
   (UPat(Ops.WHILE, name="u"), _while),
   (UPat(Ops.REMAT, name="u"), _remat),
+  (UPat(Ops.COMPOSITE, name="u"), _composite),
   (UPat(Ops.CUSTOM_JVP, name="u"), _custom_jvp),
   (UPat(Ops.CUSTOM_VJP, name="u"), _custom_vjp),
   (UPat(Ops.SHARDING_CONSTRAINT, name="u"), lambda ct, u: (UOp(u.op, ct.dtype, (ct,), u.arg),)),

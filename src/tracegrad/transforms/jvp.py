@@ -163,6 +163,14 @@ def _remat(t, u):
   return res[:n], _spread(res[n:], keep)
 
 
+def _composite(t, u):
+  which, tans = _tangent_mask(t)
+  g, keep = jvp_graph(u.arg[0], which)
+  res = g(*u.src, *tans)
+  n = len(u.arg[0].outputs)
+  return res[:n], _spread(res[n:], keep)
+
+
 def _custom_jvp(t, u):
   fun, rule, in_tree, out_tree, n_free = u.arg
   if any(x is not None for x in t[:n_free]):
@@ -227,6 +235,7 @@ JVP_RULES = PatternMatcher([
   (UPat(Ops.SCAN, name="u"), _scan),
   (UPat(Ops.WHILE, name="u"), _while),
   (UPat(Ops.REMAT, name="u"), _remat),
+  (UPat(Ops.COMPOSITE, name="u"), _composite),
   (UPat(Ops.CUSTOM_JVP, name="u"), _custom_jvp),
   (UPat(Ops.CUSTOM_VJP, name="u"), _custom_vjp),
   (UPat(Ops.SHARDING_CONSTRAINT, name="u"), _same),

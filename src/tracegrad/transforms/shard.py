@@ -363,8 +363,8 @@ def _replicated(c, u):
 
 
 def _inline(c, u):
-  """remat and custom derivatives only matter to differentiation, which is over: their function is partitioned in
-  place."""
+  """remat, custom derivatives and named composites only matter to differentiation (over) and printing: their function
+  is partitioned in place."""
   graph = u.arg if u.op is Ops.REMAT else u.arg[0]
   outs = graph(*u.src)
   c.p.run(outs)
@@ -395,7 +395,7 @@ SHARD_RULES = PatternMatcher([
   (UPat(Ops.SHARDING_CONSTRAINT, name="u"), _constraint),
   (UPat(Ops.PROJ, name="u"), lambda c, u: c.natural(0)[u.arg]),
   (UPat((Ops.COND, Ops.SCAN, Ops.WHILE), name="u"), _replicated),
-  (UPat((Ops.REMAT, Ops.CUSTOM_JVP, Ops.CUSTOM_VJP), name="u"), _inline),
+  (UPat((Ops.REMAT, Ops.CUSTOM_JVP, Ops.CUSTOM_VJP, Ops.COMPOSITE), name="u"), _inline),
   (UPat(COLLECTIVE, name="u"), _collective),
   (UPat((Ops.CONST, Ops.BUFFER, Ops.IOTA), name="u"), _leaf),
 ])

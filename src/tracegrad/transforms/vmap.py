@@ -139,6 +139,12 @@ def _remat(c, u):
   return UOp.multi(Ops.REMAT, tuple(c.full(i) for i in range(len(u.src))), batch_graph(u.arg, [True] * len(u.src), c.size)[0])
 
 
+def _composite(c, u):
+  fun, name = u.arg
+  return UOp.multi(Ops.COMPOSITE, tuple(c.full(i) for i in range(len(u.src))),
+                   (batch_graph(fun, [True] * len(u.src), c.size)[0], name))
+
+
 def _closed_over_batched(c, n_free: int, what: str):
   if any(x is not None for x in c.b[:n_free]):
     raise NotImplementedError(f"vmap: a {what} function closes over a value that is being mapped; pass that value "
@@ -220,6 +226,7 @@ BATCH_RULES = PatternMatcher([
   (UPat(Ops.SCAN, name="u"), _scan),
   (UPat(Ops.WHILE, name="u"), _while),
   (UPat(Ops.REMAT, name="u"), _remat),
+  (UPat(Ops.COMPOSITE, name="u"), _composite),
   (UPat(Ops.CUSTOM_JVP, name="u"), _custom_jvp),
   (UPat(Ops.CUSTOM_VJP, name="u"), _custom_vjp),
   (UPat(COLLECTIVE, name="u"), _collective),
