@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import math
 
-from .. import numpy as tnp
 from .. import tree as tree_util
-from ..array import Array
+from ..array import Array, device_put, to_array
 from ..ir import Ops, UOp, dtypes
-from ..numpy.core import normalize_axis
-from ..array import device_put
 from ..parallel.sharding import NamedSharding
 from ..trace import axis_size as _size
 from ..transforms.vmap import _per_leaf
+from .ops import convert_element_type, normalize_axis
 
 __all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "all_to_all", "axis_index",
            "with_sharding_constraint"]
@@ -27,8 +25,8 @@ def _names(axis_name) -> tuple[str, ...]: return tuple(axis_name) if isinstance(
 
 def _all_reduce(x, axis_name, kind: str, fn: str):
   def one(leaf):
-    a = tnp.asarray(leaf)
-    if a.dtype is dtypes.bool_: a = a.astype(tnp.int32)
+    a = to_array(leaf, fn=fn)
+    if a.dtype is dtypes.bool_: a = convert_element_type(a, dtypes.int32)
     for name in _names(axis_name):
       a = Array(UOp(Ops.ALL_REDUCE, a.dtype, (a.uop,), (name, _size(name, fn), kind)), a.weak_type)
     return a
@@ -61,7 +59,7 @@ def all_gather(x, axis_name: str, *, axis: int = 0, tiled: bool = False):
   size = _size(axis_name, "all_gather")
 
   def one(leaf):
-    a = tnp.asarray(leaf)
+    a = to_array(leaf, fn="all_gather")
     ax = normalize_axis(axis, a.ndim + (not tiled), "all_gather")
     return Array(UOp(Ops.ALL_GATHER, a.dtype, (a.uop,), (axis_name, size, ax, bool(tiled))), a.weak_type)
   return tree_util.map(one, x)
@@ -73,7 +71,7 @@ def psum_scatter(x, axis_name: str, *, scatter_dimension: int = 0, tiled: bool =
   size = _size(axis_name, "psum_scatter")
 
   def one(leaf):
-    a = tnp.asarray(leaf)
+    a = to_array(leaf, fn="psum_scatter")
     ax = normalize_axis(scatter_dimension, a.ndim, "psum_scatter", "scatter_dimension")
     n = a.shape[ax]
     if (tiled and n % size) or (not tiled and n != size):
@@ -93,7 +91,7 @@ def ppermute(x, axis_name: str, perm):
                      f"{axis_name!r}, got {list(pairs)}")
 
   def one(leaf):
-    a = tnp.asarray(leaf)
+    a = to_array(leaf, fn="ppermute")
     return Array(UOp(Ops.PPERMUTE, a.dtype, (a.uop,), (axis_name, size, pairs)), a.weak_type)
   return tree_util.map(one, x)
 
@@ -106,7 +104,7 @@ def all_to_all(x, axis_name: str, split_axis: int, concat_axis: int, *, tiled: b
   size = _size(axis_name, "all_to_all")
 
   def one(leaf):
-    a = tnp.asarray(leaf)
+    a = to_array(leaf, fn="all_to_all")
     split = normalize_axis(split_axis, a.ndim, "all_to_all", "split_axis")
     concat = normalize_axis(concat_axis, a.ndim, "all_to_all", "concat_axis")
     n = a.shape[split]
@@ -145,7 +143,7 @@ def with_sharding_constraint(x, shardings):
   for leaf, s in zip(leaves, given):
     if not isinstance(s, NamedSharding):
       raise TypeError(f"with_sharding_constraint: shardings must be NamedShardings, got {s!r}")
-    a = tnp.asarray(leaf)
+    a = to_array(leaf, fn="with_sharding_constraint")
     s.check(a.shape, "with_sharding_constraint")
     out.append(Array(UOp(Ops.SHARDING_CONSTRAINT, a.dtype, (a.uop,), s), a.weak_type) if a.is_traced else
                device_put(a, s))

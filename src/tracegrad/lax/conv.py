@@ -1,5 +1,6 @@
 """Convolutions as jax.lax.conv_general_dilated: a sum over the kernel's taps of strided slices of the padded input
-contracted with the tap's weights, so every transform (grad, vmap, jit) goes through ordinary slices and einsums.
+contracted with the tap's weights, so every transform (grad, vmap, jit) goes through ordinary slices, products and
+sums.
 
 >>> x, w = tnp.ones((1, 1, 4, 4)), tnp.ones((1, 1, 3, 3))
 >>> lax.conv_general_dilated(x, w, (1, 1), "VALID").shape
@@ -11,8 +12,9 @@ import itertools
 import math
 from typing import Sequence
 
-from .. import numpy as tnp
-from ..array import Array
+from ..array import Array, to_array
+from ..ir import dtypes
+from . import ops
 
 __all__ = ["conv", "conv_general_dilated"]
 
@@ -32,21 +34,22 @@ def _padding(padding, spatial, window, strides, dilation, fn) -> list[tuple[int,
   return pads
 
 
-def _dilate(x: Array, dilation: Sequence[int], value=0) -> Array:
-  """x with d - 1 copies of value between neighbours along each axis (XLA's lhs or base dilation): each axis gets a
-  unit axis after it, padded to d, then the pairs are merged and the trailing fill cropped."""
-  if all(d == 1 for d in dilation): return x
-  y = x.reshape(tuple(itertools.chain.from_iterable((n, 1) for n in x.shape)))
-  y = tnp.pad(y, [p for d in dilation for p in ((0, 0), (0, d - 1))], constant_values=value)
-  y = y.reshape(tuple(n * d for n, d in zip(x.shape, dilation)))
-  return y[tuple(slice(0, max(0, (n - 1) * d + 1)) for n, d in zip(x.shape, dilation))]
+def _pad(x: Array, value, pads: Sequence[tuple[int, int]], dilation: Sequence[int]) -> Array:
+  """x with d - 1 copies of value between neighbours along each axis (XLA's lhs or base dilation), then padded by
+  (low, high) pairs; negative ones crop, and cropping past the far edge leaves an empty axis."""
+  config = []
+  for n, (lo, hi), d in zip(x.shape, pads, dilation):
+    size = (n - 1) * d + 1 if n else 0
+    lo = max(lo, -size)
+    config.append((lo, max(hi, -size - lo), d - 1))
+  return ops.pad(x, value, config)
 
 
-def _pad(x: Array, pads: Sequence[tuple[int, int]], value=0) -> Array:
-  """x padded with value by (low, high) pairs, one per axis; a negative entry crops instead."""
-  if any(lo < 0 or hi < 0 for lo, hi in pads):
-    x = x[tuple(slice(max(-lo, 0), n + hi if hi < 0 else n) for n, (lo, hi) in zip(x.shape, pads))]
-  return tnp.pad(x, [(max(lo, 0), max(hi, 0)) for lo, hi in pads], constant_values=value)
+def _sum_dtype(d: dtypes.DType) -> dtypes.DType:
+  """JAX's dtype for sums: bool and narrow integers accumulate in the default (unsigned) integer."""
+  if d.is_bool: return dtypes.default_int()
+  wide = dtypes.canonicalize(dtypes.uint64) if d.is_unsigned else dtypes.default_int()
+  return wide if d.is_int and d.itemsize < wide.itemsize else d
 
 
 def _layouts(dimension_numbers, nd: int, fn: str) -> tuple[str, str, str]:
@@ -70,13 +73,13 @@ def conv_general_dilated(lhs, rhs, window_strides: Sequence[int], padding, lhs_d
   Array([[[1., 1., 1., 1., 1., 1.]]], dtype=float32)
   """
   fn = "conv_general_dilated"
-  x, w = tnp.asarray(lhs), tnp.asarray(rhs)
+  x, w = to_array(lhs, fn=fn), to_array(rhs, fn=fn)
   nd = x.ndim - 2
   if nd < 1 or w.ndim != x.ndim: raise ValueError(f"{fn}: lhs and rhs need one rank of at least 3, got {x.shape} and {w.shape}")
   lhs_spec, rhs_spec, out_spec = _layouts(dimension_numbers, nd, fn)
   # to N C spatial... and O I spatial...
-  x = tnp.transpose(x, [lhs_spec.index(c) for c in "NC"] + [i for i, c in enumerate(lhs_spec) if c not in "NC"])
-  w = tnp.transpose(w, [rhs_spec.index(c) for c in "OI"] + [i for i, c in enumerate(rhs_spec) if c not in "OI"])
+  x = ops.transpose(x, [lhs_spec.index(c) for c in "NC"] + [i for i, c in enumerate(lhs_spec) if c not in "NC"])
+  w = ops.transpose(w, [rhs_spec.index(c) for c in "OI"] + [i for i, c in enumerate(rhs_spec) if c not in "OI"])
   strides, dil, ldil = tuple(window_strides), tuple(rhs_dilation or (1,) * nd), tuple(lhs_dilation or (1,) * nd)
   if len(strides) != nd or len(dil) != nd or len(ldil) != nd:
     raise ValueError(f"{fn}: window_strides, lhs_dilation and rhs_dilation need {nd} entries, one per spatial "
@@ -93,21 +96,28 @@ def conv_general_dilated(lhs, rhs, window_strides: Sequence[int], padding, lhs_d
     raise ValueError(f"{fn}: padding {padding!r} is ambiguous with lhs_dilation={ldil} (a transposed convolution); "
                      f"give explicit (low, high) pairs, e.g. [(k - 1, k - 1)] per spatial dimension for a kernel of size k")
   pads = _padding(padding, spatial, window, strides, dil, fn)
-  xp = _pad(_dilate(x, (1, 1, *ldil)), [(0, 0), (0, 0), *pads])
+  dt = dtypes.result_type((x.dtype, x.weak_type), (w.dtype, w.weak_type))[0]  # mixed dtypes promote by JAX's lattice
+  x, w = (Array(a.uop.cast(dt), a.weak_type) for a in (x, w))
+  xp = _pad(x, 0, [(0, 0), (0, 0), *pads], (1, 1, *ldil))
   out_sp = [(sp - (k - 1) * d - 1) // s + 1 for sp, k, d, s in zip(xp.shape[2:], window, dil, strides)]
   if any(m <= 0 for m in out_sp): raise ValueError(f"{fn}: the window does not fit the padded input {xp.shape[2:]}")
-  wg = w.reshape(g, o // g, ci, *window)
+  wg = ops.reshape(w, (g, o // g, ci, *window))
+  full = (n, g, o // g, ci, *out_sp)
   out = None
   for tap in itertools.product(*(range(k) for k in window)):
-    idx = tuple(slice(t * d, t * d + (m - 1) * s + 1, s) for t, d, m, s in zip(tap, dil, out_sp, strides))
-    part = xp[(slice(None), slice(None), *idx)].reshape(n, g, 1, ci, *out_sp)
+    start = [t * dl for t, dl in zip(tap, dil)]
+    part = ops.slice(xp, (0, 0, *start), (n, c, *(b + (m - 1) * s + 1 for b, m, s in zip(start, out_sp, strides))),
+                     (1, 1, *strides))
+    part = ops.broadcast_in_dim(ops.reshape(part, (n, g, 1, ci, *out_sp)), full, range(len(full)))
+    tw = ops.slice(wg, (0, 0, 0, *tap), (g, o // g, ci, *(t + 1 for t in tap)))
     # a broadcast product summed over channels keeps the output's spatial axes last, where the input is contiguous
-    term = tnp.sum(part * wg[(slice(None), slice(None), slice(None), *tap)].reshape(g, o // g, ci, *[1] * nd), axis=3)
-    out = term if out is None else out + term
-  out = out.reshape(n, o, *out_sp)
+    prod = ops.mul(part, ops.broadcast_in_dim(tw, full, range(1, len(full))))
+    term = ops.reduce_sum(prod if _sum_dtype(dt) is dt else ops.convert_element_type(prod, _sum_dtype(dt)), (3,))
+    out = term if out is None else ops.add(out, term)
+  out = ops.reshape(out, (n, o, *out_sp))
   spatial_names = [ch for ch in out_spec if ch not in "NC"]
   src = "NC" + "".join(spatial_names)
-  return tnp.transpose(out, [src.index(ch) for ch in out_spec])
+  return ops.transpose(out, [src.index(ch) for ch in out_spec])
 
 
 def conv(lhs, rhs, window_strides: Sequence[int], padding, precision=None, preferred_element_type=None) -> Array:

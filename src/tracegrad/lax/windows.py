@@ -18,36 +18,43 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .. import numpy as tnp
 from ..array import Array, to_array
-from ..ir import dtypes
-from .conv import _dilate, _pad, _padding
+from ..ir import Ops, UOp, dtypes
+from .control import select
+from .conv import _pad, _padding
+from .ops import add, broadcast_in_dim, max, min, mul, slice  # noqa: A004
 
-__all__ = ["add", "max", "min", "mul", "reduce_window"]
-
-add, max, min, mul = tnp.add, tnp.maximum, tnp.minimum, tnp.multiply  # as jax.lax's, promoting like tnp's
+__all__ = ["reduce_window"]
 
 
-def _first(better: Callable):
+def _first(better: Callable[[UOp, UOp], UOp]):
   """Keep acc unless x is better (or nan): over a window's taps in order the first extremum wins, so its derivative
   goes there alone, as XLA's select-and-scatter."""
   def combine(acc: Array, x: Array) -> Array:
-    take = better(x, acc)
-    return tnp.where(take | (x != x) if x.dtype.is_float else take, x, acc)
+    take = better(x.uop, acc.uop)
+    if x.dtype.is_float: take = take.alu(Ops.OR, x.uop.alu(Ops.CMPNE, x.uop))
+    return select(Array(take), x, acc)
   return combine
 
 
-_COMPUTATIONS = [  # (callables, name, combine, identity for a dtype)
-  ((tnp.add, operator.add), "add", tnp.add, lambda d: 0),
-  ((tnp.multiply, operator.mul), "mul", tnp.multiply, lambda d: 1),
-  ((tnp.maximum,), "max", _first(operator.gt), dtypes.min_value),
-  ((tnp.minimum,), "min", _first(operator.lt), dtypes.max_value),
+_COMPUTATIONS = [  # (callables, the tracegrad.numpy function's name, name, combine, identity for a dtype)
+  ((add, operator.add), "add", "add", add, lambda d: 0),
+  ((mul, operator.mul), "multiply", "mul", mul, lambda d: 1),
+  ((max,), "maximum", "max", _first(lambda x, acc: acc.alu(Ops.CMPLT, x)), dtypes.min_value),
+  ((min,), "minimum", "min", _first(lambda x, acc: x.alu(Ops.CMPLT, acc)), dtypes.max_value),
 ]
 
 
+def _numpy_name(f) -> str | None:
+  """f's name if f is a tracegrad.numpy function (numpy sits above lax, so its functions are known by name)."""
+  module = getattr(f, "__module__", None)
+  return getattr(f, "__name__", None) if isinstance(module, str) and module.startswith("tracegrad.numpy.") else None
+
+
 def _computation(computation, fn: str):
-  for fns, name, combine, identity in _COMPUTATIONS:
-    if any(computation is f for f in fns): return name, combine, identity
+  numpy_name = _numpy_name(computation)
+  for fns, np_name, name, combine, identity in _COMPUTATIONS:
+    if any(computation is f for f in fns) or numpy_name == np_name: return name, combine, identity
   raise TypeError(f"{fn}: computation {getattr(computation, '__name__', computation)!r} is not supported; use lax.add, "
                   f"lax.max, lax.min or lax.mul (or tnp.add, tnp.maximum, tnp.minimum, tnp.multiply, operator.add, "
                   f"operator.mul)")
@@ -92,7 +99,7 @@ def reduce_window(operand, init_value, computation: Callable, window_dimensions:
   if isinstance(operand, (list, tuple, dict)):
     raise TypeError(f"{fn}: pytrees of operands are not supported; call reduce_window once per array")
   name, combine, identity = _computation(computation, fn)
-  x = tnp.asarray(operand)
+  x = to_array(operand, fn=fn)
   window = _ints(window_dimensions, x.ndim, 1, "window_dimensions", x.shape, fn)
   strides = _ints(window_strides, x.ndim, 1, "window_strides", x.shape, fn)
   base = _ints(base_dilation, x.ndim, 1, "base_dilation", x.shape, fn)
@@ -100,12 +107,13 @@ def reduce_window(operand, init_value, computation: Callable, window_dimensions:
   init, is_identity = _init(init_value, x, name, identity, fn)
   pads = _padding(padding, x.shape, window, strides, wdil, fn)  # from the undilated shape, as JAX
   fill = identity(x.dtype)  # padding and holes are skipped: init_value counts once per window, as in JAX
-  xp = _pad(_dilate(x, base, fill), pads, fill)
+  xp = _pad(x, fill, pads, base)
   out_shape = tuple(builtins.max(0, (n - (k - 1) * d - 1) // s + 1)
                     for n, k, d, s in zip(xp.shape, window, wdil, strides))
-  if 0 in out_shape: return tnp.broadcast_to(init, out_shape)
+  if 0 in out_shape: return broadcast_in_dim(init, out_shape, ())
   acc = None
   for tap in itertools.product(*(range(k) for k in window)):
-    part = xp[tuple(slice(t * d, t * d + (m - 1) * s + 1, s) for t, d, m, s in zip(tap, wdil, out_shape, strides))]
+    start = [t * d for t, d in zip(tap, wdil)]
+    part = slice(xp, start, [b + (m - 1) * s + 1 for b, m, s in zip(start, out_shape, strides)], strides)
     acc = part if acc is None else combine(acc, part)
-  return acc if is_identity else combine(acc, tnp.broadcast_to(init, out_shape))
+  return acc if is_identity else combine(acc, broadcast_in_dim(init, out_shape, ()))
