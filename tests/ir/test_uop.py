@@ -129,7 +129,8 @@ def test_rewrite_constant_folding_fixed_point():
 
 def test_rewrite_detects_cycles():
   x = UOp.param((2,), f32)
-  pm = PatternMatcher([(UPat(Ops.NEG, name="n"), lambda n: -(-n))])
+  neg = lambda u: UOp(Ops.NEG, u.dtype, (u,))   # the builder would fold -(-n) to n
+  pm = PatternMatcher([(UPat(Ops.NEG, name="n"), lambda n: neg(neg(n)))])
   with pytest.raises(RuntimeError, match="fixed point"): graph_rewrite(-x, pm, max_steps=100)
 
 
@@ -161,3 +162,17 @@ def test_impossible_shapes_fail_when_the_node_is_built():
                                         r"takes 18446744073709551616 bytes"):
     UOp.const(f32, 0.0).broadcast((2 ** 31, 2 ** 31))
   assert UOp.const(dtypes.bool_, True).broadcast((2 ** 31, 2 ** 31)).size == 2 ** 62   # 2**62 bytes: can exist lazily
+
+
+def test_builders_fold_trivial_algebra():
+  x, i = UOp.param((2, 3), f32), UOp.param((2,), dtypes.int32)
+  one, zero = UOp.const(f32, 1.0, (2, 3)), UOp.const(f32, 0.0, (2, 3))
+  assert x * one is x and one * x is x and x.alu(Ops.DIV, one) is x and x - zero is x and -(-x) is x
+  assert x + zero is not x   # -0.0 + 0.0 is +0.0
+  assert x + UOp.const(f32, -0.0, (2, 3)) is x and i + UOp.const(dtypes.int32, 0, (2,)) is i
+  assert x.permute((1, 0)).permute((1, 0)) is x and x.reshape((6,)).reshape((3, 2)) is x.reshape((3, 2))
+  assert x.reshape((1, 2, 3)).broadcast((4, 2, 3)).src[0] is x.reshape((1, 2, 3))
+  assert UOp.const(dtypes.int32, 2).cast(f32) is UOp.const(f32, 2.0)
+  assert UOp.const(dtypes.int32, 300).cast(dtypes.int8).op is Ops.CAST   # out of range: the cast stays
+  b = UOp.param((2,), dtypes.bool_)
+  assert b.alu(Ops.CMPNE, UOp.const(dtypes.bool_, False, (2,))) is b

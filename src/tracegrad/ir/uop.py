@@ -15,7 +15,7 @@ import weakref
 
 import numpy as np
 
-from .dtypes import _BY_NP, DType, as_dtype, bool_, void
+from .dtypes import _BY_NP, DType, as_dtype, bool_, max_value, min_value, void
 from .ops import COLLECTIVE, COMPARE, Ops
 from .shapes import Shape, fmt, infer_shape, multi_avals
 
@@ -53,6 +53,40 @@ def _key_arg(op: Ops, arg):
   # 0.0 and -0.0 (and 1, 1.0, True) are equal as Python values but are different constants
   if op is Ops.CONST: return (type(arg), arg, math.copysign(1.0, arg) if isinstance(arg, float) else 0, repr(arg))
   return arg
+
+
+_NOT_CONST = object()
+
+
+def _const_value(u: "UOp"):
+  """The value of a constant node or of a broadcast constant, else _NOT_CONST."""
+  if u.op is Ops.CONST: return u.arg
+  if u.op is Ops.BROADCAST and u.src[0].op is Ops.CONST: return u.src[0].arg
+  return _NOT_CONST
+
+
+def _is(v, want: float) -> bool:
+  """v is the constant `want`, with want's sign when it is a float zero."""
+  return type(v) in (int, float, bool) and v == want and (not isinstance(v, float) or math.copysign(1.0, v) ==
+                                                          math.copysign(1.0, want))
+
+
+def _identity(op: Ops, a: "UOp", b: "UOp") -> "UOp | None":
+  """The operand that `a op b` equals exactly, when the other is that op's identity element (x * 1, x / 1, x - 0,
+  x + -0.0 and integer x + 0, x & True, x | False, x != False), else None."""
+  if a.shape != b.shape or a.dtype is not b.dtype: return None
+  va, vb = _const_value(a), _const_value(b)
+  if va is _NOT_CONST and vb is _NOT_CONST: return None
+  zero = 0 if a.dtype.is_int else -0.0
+  if op is Ops.MUL: return a if _is(vb, 1) else b if _is(va, 1) else None
+  if op is Ops.ADD: return a if _is(vb, zero) else b if _is(va, zero) else None
+  if op is Ops.DIV: return a if _is(vb, 1) else None
+  if op is Ops.SUB: return a if _is(vb, 0) and (a.dtype.is_int or _is(vb, 0.0)) else None
+  if not a.dtype.is_bool: return None
+  if op is Ops.AND: return a if vb is True else b if va is True else None
+  if op in (Ops.OR, Ops.CMPNE, Ops.XOR): return a if vb is False else b if va is False else None
+  if op is Ops.CMPEQ: return a if vb is True else b if va is True else None
+  return None
 
 
 class UOp:
@@ -120,14 +154,35 @@ class UOp:
   def iota(shape: Shape, axis: int, dtype: DType) -> "UOp": return UOp(Ops.IOTA, dtype, (), (tuple(shape), axis))
 
   # ---- builders: each infers its result dtype ----
+  # trivial algebra folds as a node is built (x * 1, -(-x), permute of a permute, ...), so graphs carry no such steps
   def alu(self, op: Ops, *others: "UOp") -> "UOp":
+    if len(others) == 1 and (same := _identity(op, self, others[0])) is not None: return same
+    if op is Ops.NEG and self.op is Ops.NEG: return self.src[0]
     return UOp(op, bool_ if op in COMPARE else (others[-1].dtype if op is Ops.WHERE else self.dtype), (self, *others))
 
-  def cast(self, dtype: DType) -> "UOp": return self if dtype is self.dtype else UOp(Ops.CAST, dtype, (self,))
+  def cast(self, dtype: DType) -> "UOp":
+    if dtype is self.dtype: return self
+    if self.op is Ops.CONST and not self.dtype.is_float and (dtype.is_float or dtype.is_int and
+                                                              min_value(dtype) <= self.arg <= max_value(dtype)):
+      return UOp.const(dtype, self.arg)   # exact: an integer or bool constant as a float or a wider integer
+    if self.op is Ops.BROADCAST and self.src[0].op is Ops.CONST: return self.src[0].cast(dtype).broadcast(self.shape)
+    return UOp(Ops.CAST, dtype, (self,))
   def bitcast(self, dtype: DType) -> "UOp": return self if dtype is self.dtype else UOp(Ops.BITCAST, dtype, (self,))
-  def reshape(self, shape: Shape) -> "UOp": return self if tuple(shape) == self.shape else UOp(Ops.RESHAPE, self.dtype, (self,), tuple(shape))
-  def broadcast(self, shape: Shape) -> "UOp": return self if tuple(shape) == self.shape else UOp(Ops.BROADCAST, self.dtype, (self,), tuple(shape))
-  def permute(self, perm) -> "UOp": return self if tuple(perm) == tuple(range(self.ndim)) else UOp(Ops.PERMUTE, self.dtype, (self,), tuple(perm))
+  def reshape(self, shape: Shape) -> "UOp":
+    if tuple(shape) == self.shape: return self
+    if self.op is Ops.RESHAPE: return self.src[0].reshape(shape)
+    return UOp(Ops.RESHAPE, self.dtype, (self,), tuple(shape))
+
+  def broadcast(self, shape: Shape) -> "UOp":
+    if tuple(shape) == self.shape: return self
+    if self.op is Ops.BROADCAST: return self.src[0].broadcast(shape)
+    return UOp(Ops.BROADCAST, self.dtype, (self,), tuple(shape))
+
+  def permute(self, perm) -> "UOp":
+    if tuple(perm) == tuple(range(self.ndim)): return self
+    if self.op is Ops.PERMUTE: return self.src[0].permute(tuple(self.arg[p] for p in perm))
+    return UOp(Ops.PERMUTE, self.dtype, (self,), tuple(perm))
+
   def pad(self, pads) -> "UOp": return self if all(p == (0, 0) for p in pads) else UOp(Ops.PAD, self.dtype, (self,), tuple(map(tuple, pads)))
   def slice(self, arg) -> "UOp":
     arg = tuple(map(tuple, arg))
