@@ -89,6 +89,41 @@ def _identity(op: Ops, a: "UOp", b: "UOp") -> "UOp | None":
   return None
 
 
+def _scalar(u: "UOp") -> "UOp":
+  """The scalar CONST of a constant or broadcast constant."""
+  return u if u.op is Ops.CONST else u.src[0]
+
+
+def _exact_cast(dtype: DType, src, arg) -> "UOp | None":
+  c = src[0]
+  if _const_value(c) is _NOT_CONST or c.dtype.is_float: return None
+  v = _scalar(c).arg
+  if not (dtype.is_float or dtype.is_int and min_value(dtype) <= v <= max_value(dtype)): return None
+  return UOp.const(dtype, v, c.shape)   # an integer or bool constant as a float or a wide enough integer: exact
+
+
+def _where(dtype: DType, src, arg) -> "UOp | None":
+  c = _const_value(src[0])
+  if c is _NOT_CONST or src[1].shape != src[0].shape or src[2].shape != src[0].shape: return None
+  return src[1] if c else src[2]
+
+
+# Trivial algebra folded as a node is built, so that no graph (traced, transformed or rewritten) carries such steps.
+# Each row gives the node to use instead, or None; it runs after the node's shape was checked.
+_FOLDS = {
+  **{op: (lambda op: lambda dtype, src, arg: _identity(op, *src))(op)
+     for op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.DIV, Ops.AND, Ops.OR, Ops.XOR, Ops.CMPNE, Ops.CMPEQ)},
+  Ops.NEG: lambda dtype, src, arg: src[0].src[0] if src[0].op is Ops.NEG else None,
+  Ops.CAST: _exact_cast,
+  Ops.WHERE: _where,
+  Ops.RESHAPE: lambda dtype, src, arg: src[0].src[0].reshape(arg) if src[0].op is Ops.RESHAPE else None,
+  Ops.BROADCAST: lambda dtype, src, arg: src[0].src[0].broadcast(arg) if src[0].op is Ops.BROADCAST else
+    _scalar(src[0].src[0]).broadcast(arg) if src[0].op is Ops.RESHAPE and src[0].src[0].op is Ops.CONST else None,
+  Ops.PERMUTE: lambda dtype, src, arg: src[0].src[0].permute(tuple(src[0].arg[p] for p in arg))
+    if src[0].op is Ops.PERMUTE else None,
+}
+
+
 class UOp:
   __slots__ = ("op", "dtype", "src", "arg", "shape", "depth", "traced", "__weakref__")
   _cache: "weakref.WeakValueDictionary[tuple, UOp]" = weakref.WeakValueDictionary()
@@ -100,6 +135,7 @@ class UOp:
     key = (op, dtype, src, _key_arg(op, arg))
     if (hit := UOp._cache.get(key)) is not None: return hit
     shape = infer_shape(op, dtype, src, arg)
+    if (fold := _FOLDS.get(op)) is not None and (same := fold(dtype, src, arg)) is not None: return same
     self = object.__new__(cls)
     # derived, like shape: the longest path to a leaf, and whether a PARAM lies below
     depth = 1 + max((s.depth for s in src), default=-1)
@@ -154,35 +190,14 @@ class UOp:
   def iota(shape: Shape, axis: int, dtype: DType) -> "UOp": return UOp(Ops.IOTA, dtype, (), (tuple(shape), axis))
 
   # ---- builders: each infers its result dtype ----
-  # trivial algebra folds as a node is built (x * 1, -(-x), permute of a permute, ...), so graphs carry no such steps
   def alu(self, op: Ops, *others: "UOp") -> "UOp":
-    if len(others) == 1 and (same := _identity(op, self, others[0])) is not None: return same
-    if op is Ops.NEG and self.op is Ops.NEG: return self.src[0]
     return UOp(op, bool_ if op in COMPARE else (others[-1].dtype if op is Ops.WHERE else self.dtype), (self, *others))
 
-  def cast(self, dtype: DType) -> "UOp":
-    if dtype is self.dtype: return self
-    if self.op is Ops.CONST and not self.dtype.is_float and (dtype.is_float or dtype.is_int and
-                                                              min_value(dtype) <= self.arg <= max_value(dtype)):
-      return UOp.const(dtype, self.arg)   # exact: an integer or bool constant as a float or a wider integer
-    if self.op is Ops.BROADCAST and self.src[0].op is Ops.CONST: return self.src[0].cast(dtype).broadcast(self.shape)
-    return UOp(Ops.CAST, dtype, (self,))
+  def cast(self, dtype: DType) -> "UOp": return self if dtype is self.dtype else UOp(Ops.CAST, dtype, (self,))
   def bitcast(self, dtype: DType) -> "UOp": return self if dtype is self.dtype else UOp(Ops.BITCAST, dtype, (self,))
-  def reshape(self, shape: Shape) -> "UOp":
-    if tuple(shape) == self.shape: return self
-    if self.op is Ops.RESHAPE: return self.src[0].reshape(shape)
-    return UOp(Ops.RESHAPE, self.dtype, (self,), tuple(shape))
-
-  def broadcast(self, shape: Shape) -> "UOp":
-    if tuple(shape) == self.shape: return self
-    if self.op is Ops.BROADCAST: return self.src[0].broadcast(shape)
-    return UOp(Ops.BROADCAST, self.dtype, (self,), tuple(shape))
-
-  def permute(self, perm) -> "UOp":
-    if tuple(perm) == tuple(range(self.ndim)): return self
-    if self.op is Ops.PERMUTE: return self.src[0].permute(tuple(self.arg[p] for p in perm))
-    return UOp(Ops.PERMUTE, self.dtype, (self,), tuple(perm))
-
+  def reshape(self, shape: Shape) -> "UOp": return self if tuple(shape) == self.shape else UOp(Ops.RESHAPE, self.dtype, (self,), tuple(shape))
+  def broadcast(self, shape: Shape) -> "UOp": return self if tuple(shape) == self.shape else UOp(Ops.BROADCAST, self.dtype, (self,), tuple(shape))
+  def permute(self, perm) -> "UOp": return self if tuple(perm) == tuple(range(self.ndim)) else UOp(Ops.PERMUTE, self.dtype, (self,), tuple(perm))
   def pad(self, pads) -> "UOp": return self if all(p == (0, 0) for p in pads) else UOp(Ops.PAD, self.dtype, (self,), tuple(map(tuple, pads)))
   def slice(self, arg) -> "UOp":
     arg = tuple(map(tuple, arg))

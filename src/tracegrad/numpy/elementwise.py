@@ -184,10 +184,12 @@ def _float_binary(fn: str, body, doc: str = ""):
   return _named(f, fn, doc or f"Elementwise {fn}, as jax.numpy.{fn}.")
 
 
-def _smooth(body, deriv):
+def _smooth(body, deriv, name: str | None = None):
   """body (UOps -> UOp) whose derivative is deriv(*xs, y) -> one partial per x, as a CUSTOM_JVP node: every transform
   uses deriv instead of differentiating body's nodes, which special-case points (x == 0, u == 1) where their own
-  derivatives divide by zero or lose their accuracy. deriv builds on the same node, so higher orders work too."""
+  derivatives divide by zero or lose their accuracy. deriv builds on the same node, so higher orders work too.
+  In a traced graph the node sits in a COMPOSITE named `name` (default: body's name), so it prints as `tanh a`."""
+  name = name or body.__name__.lstrip("_")
   @functools.lru_cache(maxsize=256)
   def graph(avals) -> Graph:
     ps = [UOp.param(shape, dt) for shape, dt in avals]
@@ -201,9 +203,18 @@ def _smooth(body, deriv):
       t = _mul(ti.uop, d) if t is None else _add(t, _mul(ti.uop, d))
     return Array(y), Array(t)
 
-  def node(*us: UOp) -> UOp:
+  def custom(*us: UOp) -> UOp:
     tree = tree_util.structure(tuple(range(len(us))))
     return UOp.multi(Ops.CUSTOM_JVP, us, (graph(tuple((u.shape, u.dtype) for u in us)), rule, tree, _LEAF, 0))[0]
+
+  @functools.lru_cache(maxsize=256)
+  def named(avals) -> Graph:
+    ps = [UOp.param(shape, dt) for shape, dt in avals]
+    return Graph(tuple(ps), (custom(*ps),))
+
+  def node(*us: UOp) -> UOp:
+    if not any(u.traced for u in us): return custom(*us)
+    return UOp.multi(Ops.COMPOSITE, us, (named(tuple((u.shape, u.dtype) for u in us)), name))[0]
 
   rule.__name__ = f"{body.__name__}_derivative"
   return node
@@ -484,11 +495,11 @@ def _logaddexp(a, b, exp_fn, scale):
 
 
 logaddexp = _float_binary("logaddexp", _smooth(lambda a, b: _logaddexp(a, b, _exp, 1.0),
-                                                  lambda a, b, y: (_exp(_sub(a, y)), _exp(_sub(b, y)))),
+                                                  lambda a, b, y: (_exp(_sub(a, y)), _exp(_sub(b, y))), "logaddexp"),
                           "log(exp(x) + exp(y)) without overflow.\n\n  >>> tnp.logaddexp(0.0, 0.0)\n"
                           "  Array(0.693147..., dtype=float32, weak_type=True)\n  ")
 logaddexp2 = _float_binary("logaddexp2", _smooth(lambda a, b: _logaddexp(a, b, _exp2, LOG2E),
-                                                    lambda a, b, y: (_exp2(_sub(a, y)), _exp2(_sub(b, y)))),
+                                                    lambda a, b, y: (_exp2(_sub(a, y)), _exp2(_sub(b, y))), "logaddexp2"),
                            "log2(2 ** x + 2 ** y) without overflow.\n\n  >>> tnp.logaddexp2(1.0, 1.0)\n"
                            "  Array(2., dtype=float32, weak_type=True)\n  ")
 
