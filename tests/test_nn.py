@@ -7,7 +7,7 @@ import pytest
 
 import tracegrad as tg
 import tracegrad.numpy as tnp
-from oracles import check, check_grads, check_vmap, ulps
+from oracles import assert_close, check, check_grads, check_vmap, ulps
 
 X = np.array([-30.0, -4.0, -1.5, -0.3, 0.0, 0.2, 1.0, 2.5, 7.0, 40.0], np.float32)
 _erf = np.vectorize(math.erf)
@@ -85,6 +85,55 @@ def test_erf_dtypes():
   assert tg.scipy.special.erf(tnp.asarray([0.5], tnp.float16)).dtype == tnp.float16
   assert tg.scipy.special.erf(tnp.asarray([1])).dtype == tnp.float32
   assert np.isnan(np.asarray(tg.scipy.special.erf(np.float32(np.nan))))
+
+
+# ---- named composites: each function is one node of a traced graph ----
+XS = np.random.default_rng(3).normal(size=(3, 5)).astype(np.float32) * 3
+NAMED = {
+  "softmax": lambda x: tg.nn.softmax(x),
+  "logsumexp": lambda x: tg.nn.logsumexp(x, axis=1),
+  "log_softmax": lambda x: tg.nn.log_softmax(x, axis=0),
+  "gelu": lambda x: tg.nn.gelu(x, approximate=False),
+  "softplus": tg.nn.softplus,
+  "standardize": lambda x: tg.nn.standardize(x, axis=[0, 1]),
+  "erf": tg.scipy.special.erf,
+}
+
+
+@pytest.mark.parametrize("name", NAMED)
+def test_traced_as_one_named_node(name):
+  f = NAMED[name]
+  text = str(tg.make_graph(f)(XS))
+  assert f" = {name} a\n" in text and len(text.splitlines()) < 8, text
+  eager = f(tnp.asarray(XS))
+  assert_close(tg.jit(f)(XS), eager, rtol=ulps(8), atol=ulps(8))
+  check_vmap(f, (XS.reshape(5, 3, 1) if name in ("logsumexp", "standardize") else XS,))
+  check_grads(lambda x: f(x) * XS[0, 0], (XS,), modes=("fwd", "rev"))
+
+
+def test_named_nodes_take_masks_and_statistics():
+  mask = XS > 0
+  text = str(tg.make_graph(lambda x, m: tg.nn.softmax(x, where=m))(XS, mask))
+  assert " = softmax a b\n" in text, text
+  got = tg.jit(lambda x, m: tg.nn.softmax(x, where=m))(XS, mask)
+  assert_close(got, tg.nn.softmax(XS, where=mask), rtol=ulps(8), atol=ulps(8))
+  assert_close(tg.jit(lambda x: tg.nn.logsumexp(x, axis=0, keepdims=True, where=mask))(XS),
+               tg.nn.logsumexp(XS, axis=0, keepdims=True, where=mask), rtol=ulps(8), atol=ulps(8))
+  mean, var = XS.mean(0), XS.var(0)
+  f = lambda x, v: tg.nn.standardize(x, axis=0, mean=mean, variance=v, epsilon=0.5)
+  assert_close(tg.jit(f)(XS, var), f(XS, var), rtol=ulps(8), atol=ulps(8))
+  assert " = standardize a " in str(tg.make_graph(f)(XS, var))
+
+
+def test_named_nodes_keep_dtypes_and_errors():
+  f16 = tnp.asarray(XS, tnp.float16)
+  for f in NAMED.values():
+    assert tg.jit(f)(f16).dtype == f(f16).dtype
+  assert tg.jit(tg.scipy.special.erf)(tnp.asarray([1])).dtype == tnp.float32
+  assert tg.jit(tg.nn.softplus)(2.0).weak_type == tg.nn.softplus(2.0).weak_type
+  for run in (lambda f: f, tg.jit):
+    with pytest.raises(ValueError, match="axis"):
+      run(lambda x: tg.nn.softmax(x, axis=2))(XS)
 
 
 @pytest.mark.parametrize("name,scale,fan", [("glorot_uniform", 1, "avg"), ("glorot_normal", 1, "avg"),

@@ -9,6 +9,7 @@ import math
 
 from .. import numpy as tnp
 from ..array import Array
+from ..trace import composite
 
 __all__ = ["relu", "relu6", "sigmoid", "softplus", "log_sigmoid", "silu", "swish", "gelu", "elu", "leaky_relu",
            "hard_tanh", "softmax", "log_softmax", "logsumexp", "standardize", "one_hot", "dot_product_attention"]
@@ -34,12 +35,18 @@ def sigmoid(x) -> Array:
 
 def softplus(x) -> Array:
   """log(1 + exp(x)), exact for large |x|."""
-  return tnp.logaddexp(tnp.asarray(x), 0.0)
+  return composite("softplus", _softplus, tnp.asarray(x))
+
+
+def _softplus(x): return tnp.logaddexp(x, 0.0)
 
 
 def log_sigmoid(x) -> Array:
   """log(sigmoid(x)) = -softplus(-x)."""
-  return -softplus(-tnp.asarray(x))
+  return composite("log_sigmoid", _log_sigmoid, tnp.asarray(x))
+
+
+def _log_sigmoid(x): return -_softplus(-x)
 
 
 def silu(x) -> Array:
@@ -53,9 +60,13 @@ swish = silu
 
 def gelu(x, approximate: bool = True) -> Array:
   """x * Phi(x), Phi the standard normal CDF; with approximate=True (the default, as jax.nn.gelu) its tanh form."""
-  x = tnp.asarray(x)
-  if approximate:
-    return 0.5 * x * (1 + tnp.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)))
+  return composite("gelu", _gelu_tanh if approximate else _gelu_erf, tnp.asarray(x))
+
+
+def _gelu_tanh(x): return 0.5 * x * (1 + tnp.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x * x * x)))
+
+
+def _gelu_erf(x):
   from ..scipy.special import erf
   return 0.5 * x * (1 + erf(x / math.sqrt(2)))
 
@@ -77,10 +88,29 @@ def hard_tanh(x) -> Array:
   return tnp.clip(tnp.asarray(x), -1, 1)
 
 
+def _static_axis(axis):
+  """axis as a hashable static argument (a list of axes becomes a tuple)."""
+  return tuple(axis) if isinstance(axis, list) else axis
+
+
+def _masked(x, where=None):
+  """x with -inf where `where` is False (x itself without a mask)."""
+  return x if where is None else tnp.where(where, x, -tnp.inf)
+
+
+def _reduce_masked(name: str, fun, x, where, **static) -> Array:
+  """composite(name, fun, x[, where]): `where` travels as an argument only when given."""
+  x, static = tnp.asarray(x), {k: _static_axis(v) for k, v in static.items()}
+  return composite(name, fun, x, **static) if where is None else composite(name, fun, x, where, **static)
+
+
 def logsumexp(x, axis=None, keepdims: bool = False, where=None) -> Array:
   """log(sum(exp(x))) along axis without overflow, as jax.nn.logsumexp."""
-  x = tnp.asarray(x)
-  if where is not None: x = tnp.where(where, x, -tnp.inf)
+  return _reduce_masked("logsumexp", _logsumexp, x, where, axis=axis, keepdims=keepdims)
+
+
+def _logsumexp(x, where=None, *, axis, keepdims):
+  x = _masked(x, where)
   m = tnp.max(x, axis=axis, keepdims=True)
   m = tnp.where(tnp.isfinite(m), m, 0)
   out = tnp.log(tnp.sum(tnp.exp(x - m), axis=axis, keepdims=True)) + m
@@ -89,25 +119,38 @@ def logsumexp(x, axis=None, keepdims: bool = False, where=None) -> Array:
 
 def softmax(x, axis=-1, where=None) -> Array:
   """exp(x) / sum(exp(x)) along axis."""
-  x = tnp.asarray(x)
-  if where is not None: x = tnp.where(where, x, -tnp.inf)
+  return _reduce_masked("softmax", _softmax, x, where, axis=axis)
+
+
+def _softmax(x, where=None, *, axis):
+  x = _masked(x, where)
   e = tnp.exp(x - tnp.max(x, axis=axis, keepdims=True))
   return e / tnp.sum(e, axis=axis, keepdims=True)
 
 
 def log_softmax(x, axis=-1, where=None) -> Array:
   """x - logsumexp(x) along axis."""
-  x = tnp.asarray(x)
-  if where is not None: x = tnp.where(where, x, -tnp.inf)
-  s = x - tnp.max(x, axis=axis, keepdims=True)
+  return _reduce_masked("log_softmax", _log_softmax, x, where, axis=axis)
+
+
+def _log_softmax(x, where=None, *, axis):
+  s = _masked(x, where)
+  s = s - tnp.max(s, axis=axis, keepdims=True)
   return s - tnp.log(tnp.sum(tnp.exp(s), axis=axis, keepdims=True))
 
 
 def standardize(x, axis=-1, mean=None, variance=None, epsilon: float = 1e-5) -> Array:
   """(x - mean) / sqrt(variance + epsilon) along axis, as jax.nn.standardize."""
-  x = tnp.asarray(x)
-  if mean is None: mean = tnp.mean(x, axis=axis, keepdims=True)
-  if variance is None: variance = tnp.mean(tnp.square(x - mean), axis=axis, keepdims=True)
+  given = (mean is not None, variance is not None)
+  stats = [s for s in (mean, variance) if s is not None]
+  return composite("standardize", _standardize, tnp.asarray(x), *stats, axis=_static_axis(axis), epsilon=epsilon,
+                   given=given)
+
+
+def _standardize(x, *stats, axis, epsilon, given):
+  it = iter(stats)
+  mean = next(it) if given[0] else tnp.mean(x, axis=axis, keepdims=True)
+  variance = next(it) if given[1] else tnp.mean(tnp.square(x - mean), axis=axis, keepdims=True)
   return (x - mean) / tnp.sqrt(variance + epsilon)
 
 

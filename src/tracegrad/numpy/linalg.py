@@ -5,6 +5,7 @@ primitives and unrolled over the static matrix size n: each step picks the pivot
 magnitude, from REDUCE_MAX and an IOTA), swaps it into place with WHERE masks and eliminates below it. Leading axes
 batch. A zero pivot skips its elimination step, as LAPACK's getrf does, so singular matrices give det 0 and
 inf/nan solutions rather than an error. Integer inputs promote to float; float16/bfloat16 compute in float32.
+Traced, each of them (and matrix_power) is one node named after it, whose body is that elimination.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from ..ir.dtypes import DType
 from ..ir.shapes import fmt
 from .contract import acc_dtype, matmul, matrix_transpose, tensordot, vecdot
 from .contract import outer as _outer
+from ..trace import composite
 from ..transforms.custom import custom_jvp
 from .core import normalize_axis, promote
 
@@ -138,6 +140,10 @@ def solve(a, b) -> Array:
   >>> tnp.linalg.solve(tnp.array([[2.0, 0.0], [0.0, 4.0]]), tnp.array([2.0, 2.0]))
   Array([1. , 0.5], dtype=float32)
   """
+  return composite("solve", _solve, a, b)
+
+
+def _solve(a, b) -> Array:
   (au, bu), dt = _inexact("solve", a, b)
   _square_check("solve", au)
   n = au.shape[-1]
@@ -164,6 +170,10 @@ def inv(a) -> Array:
   Array([[0.5 , 0.  ],
          [0.  , 0.25]], dtype=float32)
   """
+  return composite("inv", _inv, a)
+
+
+def _inv(a) -> Array:
   (au,), dt = _inexact("inv", a)
   _square_check("inv", au)
   n = au.shape[-1]
@@ -188,6 +198,10 @@ def det(a) -> Array:
   >>> tnp.linalg.det(tnp.array([[4.0, 2.0], [1.0, 3.0]]))
   Array(10., dtype=float32)
   """
+  return composite("det", _det_of, a)
+
+
+def _det_of(a) -> Array:
   (au,), dt = _inexact("det", a)
   _square_check("det", au)
   return Array(_det(Array(au)).uop.cast(dt))
@@ -235,6 +249,10 @@ def slogdet(a, *, method=None) -> SlogdetResult:
   >>> tnp.linalg.slogdet(tnp.array([[1.0, 2.0], [3.0, 4.0]])).sign
   Array(-1., dtype=float32)
   """
+  return composite("slogdet", _slogdet, a)
+
+
+def _slogdet(a) -> SlogdetResult:
   d, sign, dt = _lu_diag("slogdet", a)
   batch, ax = d.shape[:-2], (d.ndim - 2,)
   dsign = _c(d, 0).alu(Ops.CMPLT, d).where(_c(d, 1), d.alu(Ops.CMPLT, _c(d, 0)).where(_c(d, -1), _c(d, 0)))
@@ -356,6 +374,10 @@ def matrix_power(a, n: int) -> Array:
     eye = UOp.iota((m, m), 0, _I32).alu(Ops.CMPEQ, UOp.iota((m, m), 1, _I32))
     eye = eye.where(UOp.const(a.dtype, 1, (m, m)), UOp.const(a.dtype, 0, (m, m))) if not a.dtype.is_bool else eye
     return Array(_bc(eye, a.shape))
+  return a if n == 1 else composite("matrix_power", _matrix_power, a, n=n)
+
+
+def _matrix_power(a, *, n: int) -> Array:
   if n < 0: a, n = inv(a), -n
   out, base = None, a
   while n:

@@ -12,6 +12,7 @@ from .. import numpy as tnp
 from ..transforms import custom_jvp
 from ..array import Array
 from ..ir import dtypes
+from ..trace import composite
 
 __all__ = ["erf"]
 
@@ -32,7 +33,10 @@ def _horner(coeffs, z):
 
 def erf(x) -> Array:
   """The error function, as jax.scipy.special.erf (see _erf); its derivative is 2 / sqrt(pi) * exp(-x^2) exactly."""
-  x = tnp.asarray(x)
+  return composite("erf", _erf_of, tnp.asarray(x))
+
+
+def _erf_of(x):
   return _erf_smooth(x if x.dtype.is_float else x.astype(tnp.float32))
 
 
