@@ -11,7 +11,7 @@ import pytest
 
 from oracles import ulps
 
-EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "data_parallel.py")
+EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "data_parallel.py")
 MPIRUN = os.path.join(sysconfig.get_path("scripts"), "mpirun")
 
 
