@@ -72,7 +72,10 @@ def test_matmul(case):
 @given(matmul_case())
 def test_matmul_traced_graph_is_one_contraction(case):
   a, b, _ = case
-  g = tracegrad.make_graph(tnp.matmul)(a, b)
+  outer = tracegrad.make_graph(tnp.matmul)(a, b)
+  node, = [u for u in outer.nodes() if u.op is Ops.COMPOSITE]   # one node named matmul, its body the contraction
+  assert node.arg[1] == "matmul" and " = matmul " in str(outer)
+  g = node.arg[0]
   ops = {u.op for u in g.nodes()}
   assert ops <= {Ops.PARAM, Ops.CAST, Ops.RESHAPE, Ops.BROADCAST, Ops.PERMUTE, Ops.MUL, Ops.AND, Ops.REDUCE_SUM,
                  Ops.REDUCE_MAX}, ops

@@ -8,11 +8,12 @@ pattern. Dtypes follow jax.numpy: operands promote by JAX's lattice, integers ac
 """
 from __future__ import annotations
 
+import functools
 import operator
 from typing import Sequence
 
 from ..array import Array, to_array
-from ..ir import Ops, UOp, broadcast_shapes, dtypes
+from ..ir import Graph, Ops, UOp, broadcast_shapes, dtypes
 from ..ir.dtypes import DType
 from ..ir.shapes import fmt
 from .core import normalize_axis, promote
@@ -60,8 +61,22 @@ def contract_uops(x: UOp, xl: Sequence, y: UOp, yl: Sequence, out: Sequence, fn:
   """x (axes labelled xl) times y (labelled yl), summed over every label not in `out`; axes ordered as `out`.
 
   Labels are any hashable values and must be distinct within an operand. Both operands share one dtype;
-  the product is taken and summed in that dtype.
+  the product is taken and summed in that dtype. In a traced graph it is one composite node named `fn` (matmul,
+  einsum, ...), its body the broadcast product and sum.
   """
+  _label_sizes(fn, (x, xl), (y, yl))
+  if not (x.traced or y.traced): return _contract(x, xl, y, yl, out, fn)
+  g = _contract_graph(fn, (x.shape, x.dtype), tuple(xl), (y.shape, y.dtype), tuple(yl), tuple(out))
+  return UOp.multi(Ops.COMPOSITE, (x, y), (g, fn))[0]
+
+
+@functools.lru_cache(maxsize=512)
+def _contract_graph(fn: str, xa: tuple, xl: tuple, ya: tuple, yl: tuple, out: tuple) -> Graph:
+  px, py = UOp.param(*xa), UOp.param(*ya)
+  return Graph((px, py), (_contract(px, xl, py, yl, out, fn),))
+
+
+def _contract(x: UOp, xl: Sequence, y: UOp, yl: Sequence, out: Sequence, fn: str) -> UOp:
   sizes = _label_sizes(fn, (x, xl), (y, yl))
   red = [l for l in dict.fromkeys([*xl, *yl]) if l not in out]
   full = [*out, *red]
@@ -99,18 +114,16 @@ def matmul(a, b, *, precision=None, preferred_element_type=None) -> Array:
   if not sa or not sb:
     raise ValueError(f"matmul: operands must have at least one dimension, got shapes {fmt(sa)} and {fmt(sb)}; "
                      f"use multiply for scalars")
-  if len(sa) == 1: au = au.reshape((1,) + sa)
-  if len(sb) == 1: bu = bu.reshape(sb + (1,))
-  if au.shape[-1] != bu.shape[-2]: raise _mismatch("matmul", sa, sb, au.shape[-1], bu.shape[-2])
-  batch = broadcast_shapes(au.shape[:-2], bu.shape[:-2], fn="matmul")
+  kb = sb[-2] if len(sb) > 1 else sb[0]
+  if sa[-1] != kb: raise _mismatch("matmul", sa, sb, sa[-1], kb)
+  batch = broadcast_shapes(sa[:-2], sb[:-2], fn="matmul")
   nb = len(batch)
   bl = list(range(nb))
-  m, k, n = "m", "k", "n"
-  al = bl[nb - (au.ndim - 2):] + [m, k]
-  blb = bl[nb - (bu.ndim - 2):] + [k, n]
-  out = contract_uops(au, al, bu, blb, bl + [m, n], "matmul")
-  shape = batch + ((au.shape[-2],) if len(sa) > 1 else ()) + ((bu.shape[-1],) if len(sb) > 1 else ())
-  return _done(out.reshape(shape), dt, weak)
+  m = ["m"] if len(sa) > 1 else []   # a 1-D operand is a row (a) or column (b) vector, its unit axis left out
+  n = ["n"] if len(sb) > 1 else []
+  al = bl[nb - max(len(sa) - 2, 0):] + m + ["k"]
+  blb = bl[nb - max(len(sb) - 2, 0):] + ["k"] + n
+  return _done(contract_uops(au, al, bu, blb, bl + m + n, "matmul"), dt, weak)
 
 
 def matrix_transpose(x) -> Array:

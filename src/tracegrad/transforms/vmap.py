@@ -140,9 +140,11 @@ def _remat(c, u):
 
 
 def _composite(c, u):
+  """The composite of the batched body, under the same name; unbatched operands stay unbatched."""
   fun, name = u.arg
-  return UOp.multi(Ops.COMPOSITE, tuple(c.full(i) for i in range(len(u.src))),
-                   (batch_graph(fun, [True] * len(u.src), c.size)[0], name))
+  which = [x is not None for x in c.b]
+  g, _ = batch_graph(fun, which, c.size)
+  return UOp.multi(Ops.COMPOSITE, tuple(c.b[i] if w else s for i, (s, w) in enumerate(zip(u.src, which))), (g, name))
 
 
 def _closed_over_batched(c, n_free: int, what: str):
