@@ -86,6 +86,33 @@ def test_fusion_counts():
   assert len(schedule(tg.make_graph(lambda x: x @ x.T)(X)).kernels) == 1
 
 
+def _layer_norm(x, g, b):
+  m = x.mean(-1, keepdims=True)
+  v = ((x - m) ** 2).mean(-1, keepdims=True)
+  return (x - m) / tnp.sqrt(v + 1e-5) * g + b
+
+
+def test_cheap_arithmetic_is_recomputed_rather_than_stored():
+  x, g, b = rng.normal(size=(16, 32)).astype(np.float32), np.ones(32, np.float32), np.zeros(32, np.float32)
+  fwd = schedule(tg.make_graph(_layer_norm)(x, g, b))
+  assert len(fwd.kernels) == 3   # the mean's sum, the variance's sum (x - mean recomputed in it), the output
+  both = schedule(tg.make_graph(tg.grad(lambda x, g, b: _layer_norm(x, g, b).sum(), (0, 1, 2)))(x, g, b))
+  assert len(both.kernels) <= 7
+  sm = schedule(tg.make_graph(tg.grad(lambda x: (_softmax(x) * x).sum()))(X))
+  assert len(sm.kernels) <= 6
+  for f, args in ((_layer_norm, (x, g, b)), (tg.grad(lambda x: (_softmax(x) * x).sum()), (X,))):
+    want = [np.asarray(v) for v in tg.tree.leaves(f(*args))]
+    got = run_program(schedule(tg.make_graph(f)(*args)), list(args))
+    for w, o in zip(want, got): np.testing.assert_allclose(o.reshape(w.shape), w, **tol("float32", 16, 16))
+
+
+def test_a_row_reduction_reading_a_per_row_value_stays_a_row_reduction():
+  x = rng.normal(size=(64, 256)).astype(np.float32)
+  prog = tg.jit(lambda x: ((x - x.mean(-1, keepdims=True)) ** 2).sum(-1)).lower(x).compile()
+  var = [k for k in prog.kernels if k.reduce is not None][-1]
+  assert "accs[" not in var.source   # not interchanged: the per-row mean does not move along the reduction
+
+
 def test_row_softmax_is_two_kernels_with_the_division_in_the_sums_epilogue():
   prog = schedule(tg.make_graph(_softmax)(X))
   assert len(prog.kernels) == 2 and prog.kernels[1].epilogue and prog.kernels[1].reduce.op is Ops.REDUCE_SUM

@@ -13,7 +13,7 @@ from hypothesis import given, strategies as st
 from hypothesis.extra import numpy as hnp
 
 import tracegrad.numpy as tnp
-from oracles import ALL, FLOATS, INTS, arrays, assert_close, check, np_dtype, shapes, traced, x64
+from oracles import ALL, FLOATS, INTS, arrays, assert_close, check, np_dtype, shapes, traced, ulps, x64
 
 NUMERIC = INTS + FLOATS
 F32 = np.float32
@@ -585,3 +585,13 @@ def test_float_to_int_as_jax():
 def test_all_names_exist():
   from tracegrad.numpy import elementwise
   for name in elementwise.__all__: assert callable(getattr(tnp, name)), name
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 5, 8, -1, -2, -3, 16])
+def test_integer_powers_are_multiplications(n):
+  import tracegrad
+  x = np.array([1.5, -2.0, 0.75, 3.0, -0.5], np.float32)
+  assert_close(tnp.asarray(x) ** n, (x.astype(np.float64) ** n).astype(np.float32), rtol=ulps(8))
+  ops = {u.op.name for u in tracegrad.make_graph(lambda v: v ** n)(x).nodes()}
+  assert "POW" not in ops, ops
+  if n == 2: assert "mul a a" in str(tracegrad.make_graph(lambda v: v ** 2)(x))

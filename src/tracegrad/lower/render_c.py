@@ -603,7 +603,7 @@ def _interchange(k: Kernel) -> bool:
   for u in r.value.toposort():
     if u.op is Ops.GATHER:
       idx = u.src[1].src[0]
-      if _coefficient(idx, last) == 1 and _coefficient(idx, inner) not in (1, None): return True
+      if _coefficient(idx, last) == 1 and _coefficient(idx, inner) not in (0, 1, None): return True
   return False
 
 

@@ -26,6 +26,8 @@ I64 = dtypes.int64
 CONTROL_FLOW = frozenset({Ops.COND, Ops.SCAN, Ops.WHILE})
 VIEWS = frozenset({Ops.RESHAPE, Ops.BROADCAST, Ops.PERMUTE, Ops.PAD, Ops.SLICE, Ops.FLIP})
 REINDEX = VIEWS | {Ops.CONCAT, Ops.GATHER, Ops.SCATTER}   # users that read their source at other indices
+CHEAP = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.DIV, Ops.NEG, Ops.MAX, Ops.MIN, Ops.CMPLT, Ops.CMPEQ, Ops.CMPNE,
+                   Ops.AND, Ops.OR, Ops.XOR, Ops.WHERE, Ops.CAST})
 
 
 class Unsupported(NotImplementedError):
@@ -251,7 +253,7 @@ class _Scheduler:
         roots: dict[UOp, frozenset] = {}
         for u in reversed(order):
           roots[u] = frozenset().union(*(({v} if v in base else roots[v]) for v in users[u])) if users[u] else frozenset()
-        more = {self._base(u) for u in order if u not in base and len(roots[u]) > 1 and not self._cheap(u)
+        more = {self._base(u) for u in order if u not in base and len(roots[u]) > 1 and not self._recomputed(u)
                 and u.op not in CONTROL_FLOW} - base
         if not more: break
         base |= more
@@ -285,6 +287,12 @@ class _Scheduler:
   def _cheap(self, u: UOp) -> bool:
     while u.op in VIEWS: u = u.src[0]
     return u.op in (Ops.CONST, Ops.IOTA, Ops.PARAM, Ops.BUFFER)
+
+  def _recomputed(self, u: UOp) -> bool:
+    """Whether each kernel that needs u computes it itself rather than reading it from a buffer: a leaf, or one cheap
+    arithmetic step (x - mean, a scale, a mask), which costs less than storing it and loading it back."""
+    while u.op in VIEWS: u = u.src[0]
+    return self._cheap(u) or u.op in CHEAP
 
   def _new(self, u: UOp, data=None) -> int:
     self.bufnum[u] = self._spec(u.size if data is None else data.size, u.dtype, data)

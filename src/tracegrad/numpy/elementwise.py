@@ -375,7 +375,20 @@ def power(x, y) -> Array:
   us, dt = _numeric(us, dt)
   if dt.is_int: return Array(_int_power(*us), weak)
   (a, b), _ = _wide(us, dt)
+  if type(y) is int and abs(y) <= 16: return Array(_integer_pow(a, y).cast(dt), weak)
   return Array(a.alu(Ops.POW, b).cast(dt), weak)
+
+
+def _integer_pow(a: UOp, n: int) -> UOp:
+  """a ** n for a Python int exponent, as jax.lax.integer_pow: multiplications by repeated squaring (x ** 2 is x * x),
+  the reciprocal for a negative n."""
+  out, base, k = None, a, abs(n)
+  while k:
+    if k & 1: out = base if out is None else out * base
+    k >>= 1
+    if k: base = base * base
+  if out is None: return UOp.const(a.dtype, 1, a.shape)
+  return out.alu(Ops.RECIP) if n < 0 else out
 
 
 pow = power
