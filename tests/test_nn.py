@@ -7,6 +7,7 @@ import pytest
 
 import tracegrad as tg
 import tracegrad.numpy as tnp
+from tracegrad.ir import Ops
 from oracles import assert_close, check, check_grads, check_vmap, ulps
 
 X = np.array([-30.0, -4.0, -1.5, -0.3, 0.0, 0.2, 1.0, 2.5, 7.0, 40.0], np.float32)
@@ -160,3 +161,12 @@ def test_simple_initializers():
   assert np.abs(t).max() <= 1.0
   with pytest.raises(ValueError, match="mode"):
     init.variance_scaling(1.0, "fan_max", "normal")
+
+
+@pytest.mark.parametrize("fn", [tg.nn.softmax, tg.nn.log_softmax, tg.nn.logsumexp])
+def test_the_max_shift_is_not_differentiated(fn):
+  # its derivative cancels exactly, as jax.nn's stop_gradient on the max says: no compare-with-max in the gradient
+  x = np.random.default_rng(3).normal(size=(4, 6)).astype(np.float32)
+  g = tg.make_graph(tg.grad(lambda v: (fn(v) * v).sum()))(x)
+  assert Ops.CMPEQ not in {u.op for u in g.nodes()}
+  if fn is tg.nn.softmax: assert len(tg.jit(tg.grad(lambda v: (fn(v) * v).sum())).lower(x).compile().kernels) <= 4

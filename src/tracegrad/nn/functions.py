@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from .. import lax
 from .. import numpy as tnp
 from ..array import Array
 from ..trace import composite
@@ -111,7 +112,7 @@ def logsumexp(x, axis=None, keepdims: bool = False, where=None) -> Array:
 
 def _logsumexp(x, where=None, *, axis, keepdims):
   x = _masked(x, where)
-  m = tnp.max(x, axis=axis, keepdims=True)
+  m = lax.stop_gradient(tnp.max(x, axis=axis, keepdims=True))   # the shift's derivative cancels: none computed
   m = tnp.where(tnp.isfinite(m), m, 0)
   out = tnp.log(tnp.sum(tnp.exp(x - m), axis=axis, keepdims=True)) + m
   return out if keepdims else tnp.squeeze(out, axis=axis)
@@ -124,7 +125,7 @@ def softmax(x, axis=-1, where=None) -> Array:
 
 def _softmax(x, where=None, *, axis):
   x = _masked(x, where)
-  e = tnp.exp(x - tnp.max(x, axis=axis, keepdims=True))
+  e = tnp.exp(x - lax.stop_gradient(tnp.max(x, axis=axis, keepdims=True)))
   return e / tnp.sum(e, axis=axis, keepdims=True)
 
 
@@ -135,7 +136,7 @@ def log_softmax(x, axis=-1, where=None) -> Array:
 
 def _log_softmax(x, where=None, *, axis):
   s = _masked(x, where)
-  s = s - tnp.max(s, axis=axis, keepdims=True)
+  s = s - lax.stop_gradient(tnp.max(s, axis=axis, keepdims=True))
   return s - tnp.log(tnp.sum(tnp.exp(s), axis=axis, keepdims=True))
 
 
