@@ -196,6 +196,43 @@ class _KernelBuilder:
     raise Unsupported(f"schedule: no kernel lowering for {op.name.lower()}")
 
 
+def _split_loops(loops, stores, reduce, ranges: dict) -> tuple:
+  """Each loop whose variable the indices divide by a constant d that divides its extent (an axis merged from two: the
+  heads and the head width of attention) split in two, var // d outside var % d, so that every index is linear in
+  the loops and the renderer sees which loads run along which loop."""
+  roots = [x for st in stores + list(reduce.stores if reduce else ()) for x in (st.index, st.value, st.valid) if x is not None]
+  roots += [reduce.value] if reduce else []
+  extents = {l.var: l.extent for l in (*loops, *(reduce.loops if reduce else ()))}
+  split: dict[UOp, int] = {}
+  for u in toposort(roots):
+    if u.op in (Ops.IDIV, Ops.MOD) and u.src[0] in extents and u.src[1].op is Ops.CONST and u.src[0] not in split:
+      d, n = u.src[1].arg, extents[u.src[0]]
+      if 1 < d < n and n % d == 0: split[u.src[0]] = d
+  if not split: return loops, stores, reduce
+  ranges, mapping = dict(ranges), {}
+
+  def respan(ls):
+    out = []
+    for l in ls:
+      if l.var not in split:
+        out.append(l)
+        continue
+      d = split[l.var]
+      hi, lo = UOp.param((), I64), UOp.param((), I64)
+      ranges[hi], ranges[lo] = l.extent // d, d
+      mapping[l.var] = hi * _i(d) + lo
+      out += [Loop(hi, l.extent // d), Loop(lo, d)]
+    return tuple(out)
+
+  loops, rloops = respan(loops), respan(reduce.loops) if reduce else ()
+  new = lambda u: None if u is None else simplify(substitute([u], mapping)[0], ranges)
+  re_store = lambda st: Store(st.buf, new(st.index), new(st.value), st.mode, new(st.valid))
+  stores = [re_store(st) for st in stores]
+  if reduce:
+    reduce = Reduce(reduce.op, reduce.acc, rloops, new(reduce.value), tuple(re_store(st) for st in reduce.stores))
+  return loops, stores, reduce
+
+
 class _Scheduler:
   """`buffers` is shared with the enclosing schedule for a control-flow op's sub-graphs, whose outputs then get
   buffers of their own (fresh_outputs) even when they are inputs or constants."""
@@ -251,10 +288,12 @@ class _Scheduler:
       base = m - set(self.epilogue.values())
       while True:  # a node reached from two kernels' roots is computed once, into a buffer
         roots: dict[UOp, frozenset] = {}
+        direct: dict[UOp, bool] = {}   # whether every kernel reads u once per element (no view between: no broadcast)
         for u in reversed(order):
           roots[u] = frozenset().union(*(({v} if v in base else roots[v]) for v in users[u])) if users[u] else frozenset()
-        more = {self._base(u) for u in order if u not in base and len(roots[u]) > 1 and not self._recomputed(u)
-                and u.op not in CONTROL_FLOW} - base
+          direct[u] = all(v in base or v.op in REDUCE or v.op in ELEMENTWISE and direct[v] for v in users[u])
+        more = {self._base(u) for u in order if u not in base and len(roots[u]) > 1
+                and not (self._cheap(u) or self._recomputed(u)) and u.op not in CONTROL_FLOW} - base
         if not more: break
         base |= more
       if all(self._epilogue_root(r, users, base - {r}) is o for o, r in self.epilogue.items()): return base
@@ -289,10 +328,10 @@ class _Scheduler:
     return u.op in (Ops.CONST, Ops.IOTA, Ops.PARAM, Ops.BUFFER)
 
   def _recomputed(self, u: UOp) -> bool:
-    """Whether each kernel that needs u computes it itself rather than reading it from a buffer: a leaf, or one cheap
-    arithmetic step (x - mean, a scale, a mask), which costs less than storing it and loading it back."""
-    while u.op in VIEWS: u = u.src[0]
-    return self._cheap(u) or u.op in CHEAP
+    """Whether each kernel that needs u (reading each element once) computes it itself rather than reading it from a
+    buffer: one cheap arithmetic step (x - mean, a scale, a mask) costs less than storing it and loading it back. Read
+    through a broadcast (a matmul's operand), it would be computed again for every element it is broadcast to."""
+    return u.op in CHEAP
 
   def _new(self, u: UOp, data=None) -> int:
     self.bufnum[u] = self._spec(u.size if data is None else data.size, u.dtype, data)
@@ -314,6 +353,7 @@ class _Scheduler:
 
   def _emit(self, name: str, kb: _KernelBuilder, loops, stores, reduce=None, parallel=True, epilogue=()):
     nums = sorted(kb.bufs)
+    if not epilogue: loops, stores, reduce = _split_loops(loops, stores, reduce, kb.ranges)
     self.kernels.append(Kernel(name, tuple(kb.bufs[n] for n in nums), tuple(loops), tuple(stores), reduce, parallel,
                                epilogue))
     self.calls.append(tuple(nums))
