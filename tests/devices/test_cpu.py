@@ -248,3 +248,28 @@ def test_long_programs_compile_as_two_units_at_once(cache, monkeypatch):
   (got,) = d.run_program(prog, d.compile(render_program(prog)), [x, y])
   np.testing.assert_array_equal(got, 3 * (2 * x + y) + x)
   assert sorted("-DTG_UNIT=0" in c or "-DTG_UNIT=1" in c for c in calls) == [False, True, True]
+
+
+def test_intermediate_buffers_are_reused_and_results_are_not():
+  # a program's inner buffers live in workspaces kept between calls; its outputs are fresh every call
+  import threading
+  import tracegrad
+  import tracegrad.numpy as tnp
+  f = tracegrad.jit(lambda x: (tnp.exp(x) @ x.T, tnp.tanh(x @ x.T).sum(0)))
+  xs = [np.random.default_rng(i).normal(size=(64, 64)).astype(np.float32) for i in range(6)]
+  want = [[np.asarray(v) for v in tracegrad.jit(lambda x: (tnp.exp(x) @ x.T, tnp.tanh(x @ x.T).sum(0)))(x)]
+          for x in xs]
+  first = [np.asarray(v).copy() for v in f(xs[0])]
+  held = f(xs[0])
+  for x in xs[1:]: f(x)
+  for a, b in zip(held, first): np.testing.assert_array_equal(np.asarray(a), b)
+  got = [None] * len(xs)
+
+  def work(i):
+    for _ in range(20): got[i] = [np.asarray(v) for v in f(xs[i])]
+
+  threads = [threading.Thread(target=work, args=(i,)) for i in range(len(xs))]
+  for t in threads: t.start()
+  for t in threads: t.join()
+  for g, w in zip(got, want):
+    for a, b in zip(g, w): np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)

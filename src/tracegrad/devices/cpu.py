@@ -234,7 +234,11 @@ def _pin_openmp() -> bool:
 
 class _Runner:
   """A compiled Program made ready to call: what every run shares (buffer dtypes and sizes, the constants and their
-  pointers, which inputs kernels write) worked out once, so that a call only allocates, fills pointers and runs."""
+  pointers, which inputs kernels write) worked out once, so that a call only allocates, fills pointers and runs.
+
+  Buffers that stay inside the program (neither input nor output) live in workspaces kept between calls: memory
+  fresh from the system costs a page fault per page on first touch (a GPT step spent more time there than in its
+  kernels). A call takes a spare workspace, or makes one when calls run at once (devices on threads)."""
 
   def __init__(self, prog: Program, lib: "Library"):
     written = {nums[k.bufs.index(s.buf)] for k, nums in zip(prog.kernels, prog.calls) for s in k.stores}
@@ -243,7 +247,11 @@ class _Runner:
     self.inputs = [(n, prog.buffers[n].dtype.np, prog.buffers[n].size, n in written) for n in prog.inputs]
     self.consts = [None if b.data is None else np.ascontiguousarray(b.data, b.dtype.np).reshape(-1)
                    for b in prog.buffers]
-    self.allocs = [(n, b.size, b.dtype.np) for n, b in enumerate(prog.buffers) if b.data is None and n not in ins]
+    allocs = [(n, b.size, b.dtype.np) for n, b in enumerate(prog.buffers) if b.data is None and n not in ins]
+    out = {n for n, _ in prog.outputs}
+    self.allocs = [a for a in allocs if a[0] in out]          # fresh each call: the caller keeps them
+    self.scratch = [a for a in allocs if a[0] not in out]     # reused from a workspace
+    self._spare: list = []
     self.written_consts = [n for n, b in enumerate(prog.buffers) if b.data is not None and n in written]
     self.outputs = [(n, shape, n in ins and n not in written) for n, shape in prog.outputs]
     self.ptrs_type = _ffi.typeof(f"void *[{max(self.n, 1)}]")
@@ -253,12 +261,20 @@ class _Runner:
     self.has_consts = any(c is not None for c in self.consts)
     self.per_call = [n for n, *_ in self.inputs] + [n for n, *_ in self.allocs] + self.written_consts   # fresh pointers
 
+  def _workspace(self):
+    """The pointer array with constants' and scratch buffers' pointers filled in, and the scratch arrays."""
+    ptrs = _ffi.new(self.ptrs_type)
+    if self.has_consts: _ffi.memmove(ptrs, self.const_ptrs, _ffi.sizeof(self.ptrs_type))
+    arrays = {n: np.empty(size, dt) for n, size, dt in self.scratch}
+    for n, a in arrays.items(): ptrs[n] = _ffi.from_buffer(a)
+    return ptrs, arrays
+
   def __call__(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
     if len(inputs) != len(self.inputs):
       raise ValueError(f"run_program: the program takes {len(self.inputs)} inputs, got {len(inputs)}")
     arrays = list(self.consts)
-    ptrs = _ffi.new(self.ptrs_type)
-    if self.has_consts: _ffi.memmove(ptrs, self.const_ptrs, _ffi.sizeof(self.ptrs_type))
+    ws = self._spare.pop() if self._spare else self._workspace()   # list.pop and append are atomic
+    ptrs = ws[0]
     for (n, dt, size, written), x in zip(self.inputs, inputs):
       a = x if type(x) is np.ndarray and x.dtype is dt and x.flags.c_contiguous else np.ascontiguousarray(x, dt)
       if a.size != size:
@@ -268,7 +284,10 @@ class _Runner:
     for n in self.written_consts: arrays[n] = arrays[n].copy()
     keep = [_ffi.from_buffer(arrays[n]) for n in self.per_call]   # alive until the run returns
     for n, p in zip(self.per_call, keep): ptrs[n] = p
-    self.tg_run(ptrs)
+    try:
+      self.tg_run(ptrs)
+    finally:
+      self._spare.append(ws)
     return [(arrays[n].copy() if copy else arrays[n]).reshape(shape) for n, shape, copy in self.outputs]
 
   def kernel_ns(self) -> list[float]:
