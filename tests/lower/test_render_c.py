@@ -529,3 +529,16 @@ def test_bad_kernels():
     render_kernel(Kernel("k", (x,), (Loop(i, 4),), (Store(x, i, at(y, i)),)))
   with pytest.raises(ValueError, match="not a loop variable"):
     render_kernel(Kernel("k", (x,), (Loop(i, 4),), (Store(x, i, UOp.param((), dtypes.float32)),)))
+
+
+def test_a_strided_convolution_runs_register_blocked():
+  import tracegrad as tg
+  if tg.default_backend() != "cpu": pytest.skip("the compiled cpu backend's kernels")
+  x = np.random.default_rng(0).normal(size=(2, 8, 16, 16)).astype(np.float32)
+  w = np.random.default_rng(1).normal(size=(4, 8, 3, 3)).astype(np.float32)
+  conv = lambda x, w: tg.lax.conv_general_dilated(x, w, (2, 2), "SAME")
+  kernels = tg.jit(conv).lower(x, w).compile().kernels
+  assert any("accs[" in k.source for k in kernels if k.reduce is not None)   # vectorised along the output row
+  want = tg.jit(conv)(x, w)
+  np.testing.assert_allclose(np.asarray(want), np.asarray(tg.lax.conv_general_dilated(x, w, (2, 2), "SAME")),
+                             rtol=1e-5, atol=1e-5)

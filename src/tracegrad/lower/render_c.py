@@ -595,15 +595,15 @@ def _coefficient(index: UOp, var: UOp) -> int | None:
 
 def _interchange(k: Kernel) -> bool:
   """Whether to run the reduction's loops outside the last outer loop, with one accumulator per element of that
-  loop: worth it when some load is contiguous along the last outer loop but strided along the reduction (the right
-  operand of a matmul), so that the innermost loop reads memory in order and vectorises."""
+  loop: worth it when some load is contiguous (or of stride 2: a strided convolution's input) along the last outer
+  loop but strided along the reduction (the right operand of a matmul), so that the innermost loop vectorises."""
   r = k.reduce
   if r is None or not k.loops or k.epilogue or not r.loops or not k.parallel: return False
   last, inner = k.loops[-1].var, r.loops[-1].var
   for u in r.value.toposort():
     if u.op is Ops.GATHER:
       idx = u.src[1].src[0]
-      if _coefficient(idx, last) == 1 and _coefficient(idx, inner) not in (0, 1, None): return True
+      if _coefficient(idx, last) in (1, 2) and _coefficient(idx, inner) not in (0, 1, None): return True
   return False
 
 
