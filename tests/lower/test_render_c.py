@@ -542,3 +542,12 @@ def test_a_strided_convolution_runs_register_blocked():
   want = tg.jit(conv)(x, w)
   np.testing.assert_allclose(np.asarray(want), np.asarray(tg.lax.conv_general_dilated(x, w, (2, 2), "SAME")),
                              rtol=1e-5, atol=1e-5)
+
+
+def test_kernels_with_one_body_share_one_function():
+  import tracegrad as tg
+  from tracegrad.lower.schedule import schedule
+  x = np.ones((8, 16), np.float32)
+  prog = schedule(tg.make_graph(lambda a, b: (tg.numpy.exp(a).sum(1), tg.numpy.exp(b).sum(1)))(x, x + 1))
+  src = render_program(prog)
+  assert len(prog.kernels) == 2 and src.count("TG_KERNEL void") == 1 + 1   # one definition, one declaration

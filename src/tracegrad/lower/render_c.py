@@ -881,6 +881,7 @@ class _Entry:
 
   def __init__(self, buffers):
     self.buffers, self.functions, self.seen = buffers, [], set()
+    self.bodies: dict[str, str] = {}   # a kernel's C text under a placeholder name -> the function rendered for it
 
   def nbytes(self, n: int) -> int: return self.buffers[n].size * self.buffers[n].dtype.itemsize
 
@@ -896,10 +897,14 @@ class _Entry:
   def call(self, j: int, k: Kernel, nums) -> str:
     if len(nums) != len(k.bufs):
       raise ValueError(f"render_program: kernel {j} ({k.name}) takes {len(k.bufs)} buffers, its call binds {len(nums)}")
-    name = c_name(k.name)
-    while name in self.seen: name = f"{name}_{len(self.seen)}"
-    self.seen.add(name)
-    self.functions.append(render_kernel(k, name, restrict=len(set(nums)) == len(nums), storage="TG_KERNEL") + "\n")
+    text = render_kernel(k, "TG_SAME", restrict=len(set(nums)) == len(nums), storage="TG_KERNEL")
+    name = self.bodies.get(text)
+    if name is None:   # kernels with one body (each layer's, forward and backward) share one function
+      name = c_name(k.name)
+      while name in self.seen: name = f"{name}_{len(self.seen)}"
+      self.seen.add(name)
+      self.bodies[text] = name
+      self.functions.append(text.replace(" void TG_SAME(", f" void {name}(", 1) + "\n")
     return f"{name}({', '.join(f'({MEMTYPE[p.dtype]} *)bufs[{n}]' for p, n in zip(k.bufs, nums))});"
 
   def bind(self, ins, ops) -> list[str]: return [f"bufs[{b}] = bufs[{o}];" for b, o in zip(ins, ops)]
