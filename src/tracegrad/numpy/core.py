@@ -7,6 +7,7 @@ from ..array import Array, to_array
 from ..ir import Ops, UOp, broadcast_shapes, dtypes
 from ..ir.dtypes import DType
 from ..ir.shapes import fmt
+from ..lax.ops import normalize_axis  # noqa: F401  (numpy's modules import it from here)
 
 __all__ = ["Array", "UOp", "Ops", "dtypes", "DType", "fmt", "asarray_", "promote", "broadcast_uops", "elementwise",
            "normalize_axis", "normalize_axes", "wrap", "cast", "const_like", "sum_dtype"]
@@ -52,15 +53,6 @@ def cast(x: Array, dtype: DType, weak: bool = False) -> Array:
 def const_like(x: Array, value, dtype: DType | None = None) -> UOp:
   """A constant broadcast to x's shape (in x's dtype unless given)."""
   return UOp.const(dtype or x.dtype, value, x.shape)
-
-
-def normalize_axis(axis, ndim: int, fn: str, name: str = "axis") -> int:
-  if not isinstance(axis, int) and not hasattr(axis, "__index__"):
-    raise TypeError(f"{fn}: {name} must be an int, got {type(axis).__name__}")
-  axis = int(axis.__index__())
-  if not -ndim <= axis < ndim:
-    raise ValueError(f"{fn}: {name} {axis} is out of bounds for an array of dimension {ndim}")
-  return axis % ndim if ndim else 0
 
 
 def normalize_axes(axis, ndim: int, fn: str, name: str = "axis") -> tuple[int, ...]:
