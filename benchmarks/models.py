@@ -283,23 +283,8 @@ def _gpt_schedule(cfg) -> tuple[float, float, int, int, float]:
 
 def mlperf_gpt(lib: Lib):
   if lib is not TG: return _jax_gpt()
-  from tracegrad import nn, optim, random
   cfg, model, x, y, dropout_key = _gpt_setup()
-  matrices = lambda params: tg.tree.map(lambda p: p.ndim >= 2, params)
-  opt = optim.chain(optim.clip_by_global_norm(cfg.clip),
-                    optim.adamw(optim.warmup_cosine_decay_schedule(*_gpt_schedule(cfg)), b2=0.99,
-                                weight_decay=cfg.weight_decay, mask=matrices))
-
-  def loss_fn(params, x, y, key=None, training=False):
-    logits = params(x, key=key, training=training)
-    return -tnp.mean(tnp.take_along_axis(nn.log_softmax(logits), y[..., None], axis=-1))
-
-  def train_step(state, x, y, step):
-    params, opt_state = state
-    key = random.fold_in(dropout_key, step) if cfg.dropout > 0 else None
-    loss, grads = tg.value_and_grad(loss_fn)(params, x, y, key, training=True)
-    updates, opt_state = opt.update(grads, opt_state, params)
-    return (optim.apply_updates(params, updates), opt_state), loss
+  train_step, opt = _example("gpt").make_train_step(cfg, dropout_key)
   return train_step, (model, opt.init(model)), _on(TG, (x, y, np.int32(0)))
 
 

@@ -112,6 +112,31 @@ def windows(text: np.ndarray, starts: np.ndarray, context: int) -> tuple[np.ndar
   return w[:, :-1], w[:, 1:]
 
 
+def loss_fn(params, x, y, key=None, training=False):
+  """The mean next-byte cross-entropy of the model `params` on windows x with targets y."""
+  logits = params(x, key=key, training=training)
+  return -jnp.mean(jnp.take_along_axis(nn.log_softmax(logits), y[..., None], axis=-1))
+
+
+def make_train_step(cfg, dropout_key):
+  """(train_step, optimizer): train_step((params, opt_state), x, y, step) -> (new state, loss), to be jitted; clipping
+  by global norm, then AdamW (decay on matrices) on a warmup-cosine rate."""
+  total_steps = cfg.epochs * cfg.steps_per_epoch
+  schedule = optim.warmup_cosine_decay_schedule(0.0, cfg.lr, min(cfg.warmup_steps, max(total_steps - 1, 0)),
+                                                max(total_steps, 1), end_value=cfg.lr / 10)
+  matrices = lambda params: tg.tree.map(lambda p: p.ndim >= 2, params)
+  opt = optim.chain(optim.clip_by_global_norm(cfg.clip),
+                    optim.adamw(schedule, b2=0.99, weight_decay=cfg.weight_decay, mask=matrices))
+
+  def train_step(state, x, y, step):
+    params, opt_state = state
+    key = random.fold_in(dropout_key, step) if cfg.dropout > 0 else None
+    loss, grads = tg.value_and_grad(loss_fn)(params, x, y, key, training=True)
+    updates, opt_state = opt.update(grads, opt_state, params)
+    return (optim.apply_updates(params, updates), opt_state), loss
+  return train_step, opt
+
+
 def main(argv=None) -> dict:
   cfg = common.parse_config(Config, argv, __doc__)
   logger = MLLogger(cfg.log_file or None)
@@ -128,7 +153,6 @@ def main(argv=None) -> dict:
   eval_starts = np.random.default_rng([cfg.seed, 1 << 30]).integers(
       0, len(eval_text) - cfg.context, (cfg.eval_batches, cfg.batch_size))
   eval_set = [windows(eval_text, s, cfg.context) for s in eval_starts]
-  total_steps = cfg.epochs * cfg.steps_per_epoch
   for k, v in (("global_batch_size", cfg.batch_size), ("opt_base_learning_rate", cfg.lr),
                ("opt_learning_rate_warmup_steps", cfg.warmup_steps), ("opt_weight_decay", cfg.weight_decay),
                ("opt_gradient_clip_norm", cfg.clip), ("max_sequence_length", cfg.context),
@@ -138,26 +162,11 @@ def main(argv=None) -> dict:
 
   model_key, dropout_key = random.split(key)
   model = GPT(cfg.context, cfg.layers, cfg.heads, cfg.width, cfg.dropout, key=model_key)
-  schedule = optim.warmup_cosine_decay_schedule(0.0, cfg.lr, min(cfg.warmup_steps, max(total_steps - 1, 0)),
-                                                max(total_steps, 1), end_value=cfg.lr / 10)
-  matrices = lambda params: tg.tree.map(lambda p: p.ndim >= 2, params)
-  opt = optim.chain(optim.clip_by_global_norm(cfg.clip),
-                    optim.adamw(schedule, b2=0.99, weight_decay=cfg.weight_decay, mask=matrices))
+  train_step, opt = make_train_step(cfg, dropout_key)
+  train_step = tg.jit(train_step)
   print(f"GPT: {cfg.layers} layers, width {cfg.width}, {cfg.heads} heads, context {cfg.context}, "
         f"{nn.count_params(model):,} parameters; {len(train_text):,} training bytes, {len(eval_text):,} validation",
         file=sys.stderr)
-
-  def loss_fn(params, x, y, key=None, training=False):
-    logits = params(x, key=key, training=training)
-    return -jnp.mean(jnp.take_along_axis(nn.log_softmax(logits), y[..., None], axis=-1))
-
-  @tg.jit
-  def train_step(state, x, y, step):
-    params, opt_state = state
-    key = random.fold_in(dropout_key, step) if cfg.dropout > 0 else None
-    loss, grads = tg.value_and_grad(loss_fn)(params, x, y, key, training=True)
-    updates, opt_state = opt.update(grads, opt_state, params)
-    return (optim.apply_updates(params, updates), opt_state), loss
 
   @tg.jit
   def forward(params, x, y):
