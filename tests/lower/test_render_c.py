@@ -551,3 +551,13 @@ def test_kernels_with_one_body_share_one_function():
   prog = schedule(tg.make_graph(lambda a, b: (tg.numpy.exp(a).sum(1), tg.numpy.exp(b).sum(1)))(x, x + 1))
   src = render_program(prog)
   assert len(prog.kernels) == 2 and src.count("TG_KERNEL void") == 1 + 1   # one definition, one declaration
+
+
+def test_only_a_product_of_two_operands_is_register_blocked():
+  import tracegrad as tg
+  from tracegrad.lower.schedule import schedule
+  a = np.ones((16, 8, 64), np.float32)
+  rows = schedule(tg.make_graph(lambda a, b: ((a - b) * a).sum(-1))(a, a))   # each output reads its own row
+  assert "accs[q][c]" not in rows.kernels[-1].source
+  mm = schedule(tg.make_graph(lambda x, y: x @ y.T)(a[0], a[1]))   # rows of x serve every column, and y's every row
+  assert "accs[q][c]" in mm.kernels[-1].source

@@ -615,13 +615,18 @@ def _dot_blocked(k: Kernel) -> bool:
   if r is None or r.op is not Ops.REDUCE_SUM or len(k.loops) < 2 or not r.loops or k.epilogue or not k.parallel:
     return False
   if r.acc.dtype not in (dtypes.float32, dtypes.float64) or r.loops[-1].extent < 16: return False
-  last, inner, moves = k.loops[-1].var, r.loops[-1].var, False
+  last, rows, inner, moves = k.loops[-1].var, k.loops[-2].var, r.loops[-1].var, False
+  reads = []   # for each load: whether it moves with the rows, and with the columns
   for u in r.value.toposort():
     if u.op is Ops.GATHER:
       idx = u.src[1].src[0]
       if _coefficient(idx, inner) not in (0, 1): return False
       moves = moves or (_coefficient(idx, inner) == 1 and _coefficient(idx, last) not in (0, None))
-  return moves
+      deps = set(idx.toposort())
+      reads.append((rows in deps, last in deps))
+  # a block pays only when a row's operand serves every column and a column's every row (a product of two operands);
+  # a sum whose loads all move with both (a row reduction of elementwise work) gains nothing but code
+  return moves and (True, False) in reads and (False, True) in reads
 
 
 def _emit_dot_blocked(b: _Body, k: Kernel, pragmas: dict[int, str]):
