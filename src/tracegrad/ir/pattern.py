@@ -81,14 +81,16 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, ctx=None, bottom_up: bool = Tru
   return graph_rewrite_many([root], pm, ctx, bottom_up, max_steps)[0]
 
 
-def graph_rewrite_many(roots, pm: PatternMatcher, ctx=None, bottom_up: bool = True, max_steps: int = 1_000_000) -> list[UOp]:
-  """graph_rewrite over several roots sharing one memo.
+def graph_rewrite_many(roots, pm: PatternMatcher, ctx=None, bottom_up: bool = True, max_steps: int = 1_000_000,
+                       memo: dict | None = None) -> list[UOp]:
+  """graph_rewrite over several roots sharing one memo (`memo`, when given, is kept by the caller: later calls with the
+  same rules and context reuse what earlier ones rewrote).
 
   In recursive form, bottom-up is  rw(u) = let n = u with rw(sources) in (rw(row(n)) if a row applies else n)
   and top-down is  rw(u) = let v = rows applied at u to a fixed point, n = v with rw(sources) in
   (rw(n) if a row applies to n else n). Both run on an explicit stack so that deep graphs do not overflow.
   """
-  done: dict[UOp, UOp] = {}
+  done: dict[UOp, UOp] = {} if memo is None else memo
   steps = 0
 
   def step(u: UOp) -> UOp | None:

@@ -20,7 +20,7 @@ from ..ir.ops import ELEMENTWISE, REDUCE
 from ..ir.shapes import multi_avals
 from ..devices.base import BufferSpec, Program
 from .kernel import Control, Kernel, Loop, Reduce, Store, acc_dtype
-from .symbolic import simplify
+from .symbolic import Simplifier, simplify
 
 I64 = dtypes.int64
 CONTROL_FLOW = frozenset({Ops.COND, Ops.SCAN, Ops.WHILE})
@@ -108,6 +108,7 @@ class _KernelBuilder:
 
   def __init__(self, sched: "_Scheduler", ranges: dict[UOp, int]):
     self.s, self.ranges, self.memo, self.bufs = sched, ranges, {}, {}
+    self.simplify = Simplifier(ranges)
     self.reduced: dict[UOp, UOp] = {}   # a reduction computed in this kernel: its accumulator
 
   def buf(self, n: int) -> UOp:
@@ -116,7 +117,7 @@ class _KernelBuilder:
       self.bufs[n] = UOp.param((spec.size,), spec.dtype)
     return self.bufs[n]
 
-  def ix(self, u: UOp) -> UOp: return simplify(u, self.ranges)
+  def ix(self, u: UOp) -> UOp: return self.simplify(u)
 
   def load(self, n: int, flat: UOp) -> UOp: return self.buf(n).gather(self.ix(flat).reshape((1,)))
 

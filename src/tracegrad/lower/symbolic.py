@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import operator
 
-from ..ir import Ops, PatternMatcher, UOp, UPat, graph_rewrite
+from ..ir import Ops, PatternMatcher, UOp, UPat, graph_rewrite, graph_rewrite_many
 from ..ir.dtypes import DType, bool_, int8, int16, int32, int64, max_value, min_value
 
 INTS = (int8, int16, int32, int64)
@@ -264,6 +264,16 @@ rules = PatternMatcher([
   (UPat(Ops.AND, src=(UPat.var("p", bool_), UPat(Ops.CONST, arg=True)), commutative=True), lambda ctx, p: p),
   (UPat(Ops.OR, src=(UPat.var("p", bool_), UPat(Ops.CONST, arg=False)), commutative=True), lambda ctx, p: p),
 ])
+
+
+class Simplifier:
+  """simplify for one set of ranges, remembering every node it has rewritten: a kernel's indices share most of their
+  terms, and the scheduler asks for each of them many times."""
+
+  def __init__(self, ranges: dict[UOp, int]):
+    self.bounds, self.memo = Bounds(ranges), {}
+
+  def __call__(self, u: UOp) -> UOp: return graph_rewrite_many([u], rules, self.bounds, memo=self.memo)[0]
 
 
 def simplify(u: UOp, ranges: dict[UOp, int]) -> UOp:
