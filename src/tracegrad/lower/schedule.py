@@ -256,6 +256,8 @@ class _Scheduler:
         self.results[u] = tuple(self._spec(math.prod(sh), dt) for sh, dt in multi_avals(u.op, u.src, u.arg))
       elif u.op is Ops.PROJ: self.bufnum[u] = self.results[u.src[0]][u.arg]
     keep = self._materialised(order)
+    self.tail = self._tails(order, keep)
+    keep -= set(self.tail.values())
     for u in order:
       if u in self.bufnum or u not in keep or u.op in CONTROL_FLOW: continue
       if u.op is Ops.RESHAPE and u.src[0] in self.bufnum: self.bufnum[u] = self.bufnum[u.src[0]]  # same bytes
@@ -289,10 +291,8 @@ class _Scheduler:
       base = m - set(self.epilogue.values())
       while True:  # a node reached from two kernels' roots is computed once, into a buffer
         roots: dict[UOp, frozenset] = {}
-        direct: dict[UOp, bool] = {}   # whether every kernel reads u once per element (no view between: no broadcast)
         for u in reversed(order):
           roots[u] = frozenset().union(*(({v} if v in base else roots[v]) for v in users[u])) if users[u] else frozenset()
-          direct[u] = all(v in base or v.op in REDUCE or v.op in ELEMENTWISE and direct[v] for v in users[u])
         more = {self._base(u) for u in order if u not in base and len(roots[u]) > 1
                 and not (self._cheap(u) or self._recomputed(u)) and u.op not in CONTROL_FLOW} - base
         if not more: break
@@ -300,6 +300,23 @@ class _Scheduler:
       if all(self._epilogue_root(r, users, base - {r}) is o for o, r in self.epilogue.items()): return base
       m = base | set(self.epilogue.values())
       candidates = [r for r in candidates if self._epilogue_root(r, users, base - {r}) is not None]
+
+  def _tails(self, order: list[UOp], keep: set[UOp]) -> dict[UOp, UOp]:
+    """Materialised elementwise nodes whose one operand that is not a constant or an input is a reduction nothing
+    else reads (a mean: a sum divided by n), each with that reduction: it gets no buffer, and its kernel stores the
+    node's value after the sum."""
+    users: dict[UOp, set[UOp]] = {}
+    for u in order:
+      for s in u.src: users.setdefault(s, set()).add(u)
+    out = {}
+    for u in order:
+      if u not in keep or u.op not in ELEMENTWISE or u in self.epilogue: continue
+      reds = [s for s in set(u.src) if s.op in REDUCE]
+      if len(reds) != 1 or not all(s is reds[0] or self._cheap(s) for s in u.src): continue
+      r = reds[0]
+      if r.shape == u.shape and r not in self.outs and len(users[r]) == 1 and r not in self.epilogue.values():
+        out[u] = r
+    return out
 
   def _epilogue_root(self, r: UOp, users, m) -> UOp | None:
     """The one elementwise output root that reads r, broadcast over r's input shape, at its own index; else None."""
@@ -413,6 +430,19 @@ class _Scheduler:
         value = substitute([value], {again: out.gather(here.reshape((1,)))})[0]
       self._emit(name, kb, loops, [Store(out, here, value)], Reduce(r.op, acc, tuple(rloops), inner.cast(ad), kept),
                  epilogue=tuple(eloops))
+    elif u in self.tail:   # the reduction, then u's value of its result
+      r = self.tail[u]
+      x = r.src[0]
+      loops, idx = self._loops(u.shape)
+      rloops, ridx = self._loops(tuple(x.shape[a] if a in r.arg else 1 for a in range(x.ndim)))
+      kb = _KernelBuilder(self, {l.var: l.extent for l in loops + rloops})
+      full = [j if a in r.arg else i for a, (i, j) in enumerate(zip(idx, ridx))]
+      ad = acc_dtype(r.dtype)
+      acc = UOp.param((), ad)
+      value = kb.value(x, full).cast(ad)
+      kb.reduced[r] = acc.cast(r.dtype)
+      store = Store(kb.buf(n), kb.ix(_ravel(idx, u.shape)), kb.value(u, idx, own=True))
+      self._emit(name, kb, loops, [store], Reduce(r.op, acc, tuple(rloops), value))
     else:
       loops, idx = self._loops(u.shape)
       kb = _KernelBuilder(self, {l.var: l.extent for l in loops})
