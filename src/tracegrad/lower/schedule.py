@@ -380,17 +380,20 @@ class _Scheduler:
     name = f"k{len(self.kernels)}_{u.op.name.lower()}"
     if u.size == 0: return
     n = self.bufnum[u]
-    if u.op in REDUCE:
-      x = u.src[0]
+    if u.op in REDUCE or u in self.tail:   # a reduction, or an elementwise tail stored after its reduction
+      r = self.tail.get(u, u)
+      x = r.src[0]
       loops, idx = self._loops(u.shape)
-      rloops, ridx = self._loops(tuple(x.shape[a] if a in u.arg else 1 for a in range(x.ndim)))
+      rloops, ridx = self._loops(tuple(x.shape[a] if a in r.arg else 1 for a in range(x.ndim)))
       kb = _KernelBuilder(self, {l.var: l.extent for l in loops + rloops})
-      full = [r if a in u.arg else i for a, (i, r) in enumerate(zip(idx, ridx))]
-      ad = acc_dtype(u.dtype)
+      full = [j if a in r.arg else i for a, (i, j) in enumerate(zip(idx, ridx))]
+      ad = acc_dtype(r.dtype)
       acc = UOp.param((), ad)
       value = kb.value(x, full).cast(ad)
-      store = Store(kb.buf(n), kb.ix(_ravel(idx, u.shape)), acc.cast(u.dtype))
-      self._emit(name, kb, loops, [store], Reduce(u.op, acc, tuple(rloops), value))
+      kb.reduced[r] = acc.cast(r.dtype)
+      out = acc.cast(u.dtype) if r is u else kb.value(u, idx, own=True)
+      store = Store(kb.buf(n), kb.ix(_ravel(idx, u.shape)), out)
+      self._emit(name, kb, loops, [store], Reduce(r.op, acc, tuple(rloops), value))
     elif u.op is Ops.SCATTER:
       x, ind, upd = u.src
       loops, idx = self._loops(u.shape)
@@ -430,19 +433,6 @@ class _Scheduler:
         value = substitute([value], {again: out.gather(here.reshape((1,)))})[0]
       self._emit(name, kb, loops, [Store(out, here, value)], Reduce(r.op, acc, tuple(rloops), inner.cast(ad), kept),
                  epilogue=tuple(eloops))
-    elif u in self.tail:   # the reduction, then u's value of its result
-      r = self.tail[u]
-      x = r.src[0]
-      loops, idx = self._loops(u.shape)
-      rloops, ridx = self._loops(tuple(x.shape[a] if a in r.arg else 1 for a in range(x.ndim)))
-      kb = _KernelBuilder(self, {l.var: l.extent for l in loops + rloops})
-      full = [j if a in r.arg else i for a, (i, j) in enumerate(zip(idx, ridx))]
-      ad = acc_dtype(r.dtype)
-      acc = UOp.param((), ad)
-      value = kb.value(x, full).cast(ad)
-      kb.reduced[r] = acc.cast(r.dtype)
-      store = Store(kb.buf(n), kb.ix(_ravel(idx, u.shape)), kb.value(u, idx, own=True))
-      self._emit(name, kb, loops, [store], Reduce(r.op, acc, tuple(rloops), value))
     else:
       loops, idx = self._loops(u.shape)
       kb = _KernelBuilder(self, {l.var: l.extent for l in loops})
