@@ -142,3 +142,8 @@ def test_composite_on_concrete_arguments_just_runs():
   calls = []
   out = composite("n", lambda v: calls.append(1) or v + 1, tnp.ones(2))
   assert calls == [1] and np.asarray(out).tolist() == [2.0, 2.0]
+
+
+def test_composite_with_an_unhashable_static_argument_is_traced_afresh():
+  f = lambda x: composite("scaled", lambda v, *, w: v * w[0], x, w=[3.0])
+  assert_close(tracegrad.jit(f)(tnp.ones(2)), np.full(2, 3.0, np.float32))

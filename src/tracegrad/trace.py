@@ -113,10 +113,7 @@ def composite(name: str, fun: Callable, *args, **static):
   arrs = [a if isinstance(a, Array) else to_array(a, fn=name) for a in args]
   if not any(a.is_traced for a in arrs): return fun(*arrs, **static)
   avals = tuple((a.shape, a.dtype, a.weak_type) for a in arrs)
-  try:
-    g, free = _composite_graph(name, fun, tuple(sorted(static.items())), avals)
-  except TypeError:   # an unhashable static argument: traced afresh
-    g, free = _composite_body(name, fun, tuple(sorted(static.items())), avals)
+  g, free = _composite_graph(name, fun, tuple(sorted(static.items())), avals)
   outs = UOp.multi(Ops.COMPOSITE, (*free, *(a.uop for a in arrs)), (g, name))
   return tree_util.unflatten(g.out_tree, [Array(o, w) for o, w in zip(outs, g.out_weak)])
 
@@ -132,12 +129,16 @@ _BODIES_KEPT = 1024
 
 
 def _composite_graph(name: str, fun: Callable, static: tuple, avals: tuple) -> tuple[Graph, list[UOp]]:
-  """As _composite_body, the same Graph for the same function, statics and avals (so equal calls share one node).
-  TypeError when a static argument is not hashable."""
+  """As _composite_body, the same Graph for the same function, statics and avals (so equal calls share one node);
+  traced afresh when a static argument is not hashable."""
   key = (name, fun, static, avals)
-  if (g := _BODIES.get(key)) is not None: return g, []
+  try:
+    hash(key)
+  except TypeError:
+    key = None
+  if key is not None and (g := _BODIES.get(key)) is not None: return g, []
   g, free = _composite_body(name, fun, static, avals)
-  if not free:
+  if key is not None and not free:
     if len(_BODIES) >= _BODIES_KEPT: del _BODIES[next(iter(_BODIES))]
     _BODIES[key] = g
   return g, free

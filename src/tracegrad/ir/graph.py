@@ -1,8 +1,9 @@
 """Graph: a traced function as inputs -> outputs, with the pytree structure of both."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from .ops import Ops
 from .uop import UOp, substitute, toposort
@@ -86,6 +87,24 @@ class Graph:
     return "{ lambda " + ins + ". let\n" + "\n".join(body) + ("\n" if body else "") + f"  in ({outs}) }}"
 
   __repr__ = __str__
+
+
+def composite(name: str, build: Callable, *srcs: UOp, **static) -> list[UOp]:
+  """The results of build(*srcs, **static) (UOps -> a UOp or a tuple of them): where a source is traced, those of one
+  COMPOSITE node named `name`, whose body is made once per function, static values (hashable) and sources' shapes
+  and dtypes, so equal calls share one node; on concrete sources, build's own nodes."""
+  if not any(s.traced for s in srcs):
+    out = build(*srcs, **static)
+    return [out] if isinstance(out, UOp) else list(out)
+  body = _composite_body(build, tuple((s.shape, s.dtype) for s in srcs), tuple(sorted(static.items())))
+  return UOp.multi(Ops.COMPOSITE, srcs, (body, name))
+
+
+@functools.lru_cache(maxsize=1024)
+def _composite_body(build: Callable, avals: tuple, static: tuple) -> Graph:
+  params = [UOp.param(shape, dtype) for shape, dtype in avals]
+  out = build(*params, **dict(static))
+  return Graph(tuple(params), (out,) if isinstance(out, UOp) else tuple(out))
 
 
 def _op_text(u: UOp) -> tuple[str, str]:

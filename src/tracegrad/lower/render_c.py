@@ -629,6 +629,13 @@ def _dot_blocked(k: Kernel) -> bool:
   return moves and (True, False) in reads and (False, True) in reads
 
 
+def _accumulate(b: _Body, r, ct: str, cell: str) -> None:
+  """One step of a register block's sum: the accumulator `cell` read as acc, then updated by the reduction's step."""
+  b.line(f"{ct} acc = {cell};")
+  b.names[r.acc] = "acc"
+  b.line(f"{cell} = {_step(b, r)};")
+
+
 def _emit_dot_blocked(b: _Body, k: Kernel, pragmas: dict[int, str]):
   r, n = k.reduce, len(k.loops)
   rows, cols = k.loops[-2], k.loops[-1]
@@ -686,9 +693,7 @@ def _emit_dots(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str, 
               simd.enter_context(b.block(f"for (int64_t l = 0; l < {lanes}; l++)", "#pragma omp simd"))
               b.line(f"const int64_t r{m} = rv + l;")
             point()
-            b.line(f"{ct} acc = accs[q][c][{lane}];")
-            b.names[r.acc] = "acc"
-            b.line(f"accs[q][c][{lane}] = {_step(b, r)};")
+            _accumulate(b, r, ct, f"accs[q][c][{lane}]")
     if plan:
       with b.block(f"for (int64_t q = 0; q < {nr}; q++)"), b.block(f"for (int64_t c = 0; c < {nc}; c++)"):
         b.line(f"{ct} part = 0;")
@@ -773,9 +778,7 @@ def _emit_block(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str,
       with b.block(f"for (int64_t q = 0; q < {nr}; q++)", "#pragma GCC unroll 16" if nr == size[0] else None):
         with b.block(f"for (int64_t j = 0; j < {nc}; j++)", "#pragma omp simd"):
           point()
-          b.line(f"{ct} acc = accs[q][j];")
-          b.names[r.acc] = "acc"
-          b.line(f"accs[q][j] = {_step(b, r)};")
+          _accumulate(b, r, ct, "accs[q][j]")
     if plan:
       with b.block(f"for (int64_t q = 0; q < {nr}; q++)"), b.block(f"for (int64_t j = 0; j < {nc}; j++)"):
         b.line(add_exactly("sums[q][j]", "errs[q][j]", "accs[q][j]", ct))

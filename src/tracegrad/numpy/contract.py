@@ -8,12 +8,11 @@ pattern. Dtypes follow jax.numpy: operands promote by JAX's lattice, integers ac
 """
 from __future__ import annotations
 
-import functools
 import operator
 from typing import Sequence
 
 from ..array import Array, to_array
-from ..ir import Graph, Ops, UOp, broadcast_shapes, dtypes
+from ..ir import Ops, UOp, broadcast_shapes, composite, dtypes
 from ..ir.dtypes import DType
 from ..ir.shapes import fmt
 from .core import normalize_axis, promote
@@ -65,18 +64,10 @@ def contract_uops(x: UOp, xl: Sequence, y: UOp, yl: Sequence, out: Sequence, fn:
   einsum, ...), its body the broadcast product and sum.
   """
   _label_sizes(fn, (x, xl), (y, yl))
-  if not (x.traced or y.traced): return _contract(x, xl, y, yl, out, fn)
-  g = _contract_graph(fn, (x.shape, x.dtype), tuple(xl), (y.shape, y.dtype), tuple(yl), tuple(out))
-  return UOp.multi(Ops.COMPOSITE, (x, y), (g, fn))[0]
+  return composite(fn, _contract, x, y, xl=tuple(xl), yl=tuple(yl), out=tuple(out), fn=fn)[0]
 
 
-@functools.lru_cache(maxsize=512)
-def _contract_graph(fn: str, xa: tuple, xl: tuple, ya: tuple, yl: tuple, out: tuple) -> Graph:
-  px, py = UOp.param(*xa), UOp.param(*ya)
-  return Graph((px, py), (_contract(px, xl, py, yl, out, fn),))
-
-
-def _contract(x: UOp, xl: Sequence, y: UOp, yl: Sequence, out: Sequence, fn: str) -> UOp:
+def _contract(x: UOp, y: UOp, *, xl: tuple, yl: tuple, out: tuple, fn: str) -> UOp:
   sizes = _label_sizes(fn, (x, xl), (y, yl))
   red = [l for l in dict.fromkeys([*xl, *yl]) if l not in out]
   full = [*out, *red]

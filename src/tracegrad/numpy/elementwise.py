@@ -17,7 +17,7 @@ import math
 
 from .. import tree as tree_util
 from ..array import Array
-from ..ir import Graph, Ops, UOp, dtypes
+from ..ir import Graph, Ops, UOp, composite, dtypes
 from ..ir.dtypes import DType
 from .core import asarray_, broadcast_uops, promote
 
@@ -207,14 +207,7 @@ def _smooth(body, deriv, name: str | None = None):
     tree = tree_util.structure(tuple(range(len(us))))
     return UOp.multi(Ops.CUSTOM_JVP, us, (graph(tuple((u.shape, u.dtype) for u in us)), rule, tree, _LEAF, 0))[0]
 
-  @functools.lru_cache(maxsize=256)
-  def named(avals) -> Graph:
-    ps = [UOp.param(shape, dt) for shape, dt in avals]
-    return Graph(tuple(ps), (custom(*ps),))
-
-  def node(*us: UOp) -> UOp:
-    if not any(u.traced for u in us): return custom(*us)
-    return UOp.multi(Ops.COMPOSITE, us, (named(tuple((u.shape, u.dtype) for u in us)), name))[0]
+  def node(*us: UOp) -> UOp: return composite(name, custom, *us)[0]
 
   rule.__name__ = f"{body.__name__}_derivative"
   return node
