@@ -26,6 +26,8 @@ I64 = dtypes.int64
 CONTROL_FLOW = frozenset({Ops.COND, Ops.SCAN, Ops.WHILE})
 VIEWS = frozenset({Ops.RESHAPE, Ops.BROADCAST, Ops.PERMUTE, Ops.PAD, Ops.SLICE, Ops.FLIP})
 REINDEX = VIEWS | {Ops.CONCAT, Ops.GATHER, Ops.SCATTER}   # users that read their source at other indices
+# one step of these, needed by several kernels, is recomputed in each rather than stored and loaded back (x - mean, a
+# scale, a mask); not where read through a view, which could repeat it for every element a broadcast makes
 CHEAP = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.DIV, Ops.NEG, Ops.MAX, Ops.MIN, Ops.CMPLT, Ops.CMPEQ, Ops.CMPNE,
                    Ops.AND, Ops.OR, Ops.XOR, Ops.WHERE, Ops.CAST})
 
@@ -43,7 +45,8 @@ def _inline(m: UOp, p: UOp) -> UOp:
 
 INLINE = PatternMatcher([
   (UPat((Ops.DETACH, Ops.SHARDING_CONSTRAINT), src=(UPat.var("x"),)), lambda x: x),
-  (UPat(Ops.PROJ, src=(UPat((Ops.CUSTOM_JVP, Ops.CUSTOM_VJP, Ops.REMAT, Ops.COMPOSITE), name="m"),), name="p"), _inline),
+  (UPat(Ops.PROJ, src=(UPat((Ops.CUSTOM_JVP, Ops.CUSTOM_VJP, Ops.REMAT, Ops.COMPOSITE), name="m"),), name="p"),
+   _inline),
 ])
 
 
@@ -201,8 +204,9 @@ def _split_loops(loops, stores, reduce, ranges: dict) -> tuple:
   """Each loop whose variable the indices divide by a constant d that divides its extent (an axis merged from two: the
   heads and the head width of attention) split in two, var // d outside var % d, so that every index is linear in
   the loops and the renderer sees which loads run along which loop."""
-  roots = [x for st in stores + list(reduce.stores if reduce else ()) for x in (st.index, st.value, st.valid) if x is not None]
-  roots += [reduce.value] if reduce else []
+  every = list(stores) + list(reduce.stores if reduce else ())
+  roots = [x for st in every for x in (st.index, st.value, st.valid) if x is not None]
+  if reduce: roots.append(reduce.value)
   extents = {l.var: l.extent for l in (*loops, *(reduce.loops if reduce else ()))}
   split: dict[UOp, int] = {}
   for u in toposort(roots):
@@ -273,7 +277,7 @@ class _Scheduler:
     op and something else); and nodes that several kernels would otherwise each recompute. A reduction whose only
     use is broadcast back over its own input's shape into one elementwise output (softmax's sums) gets no buffer:
     it runs in that output's kernel, which stores the output in a loop after the reduction (its epilogue)."""
-    users: dict[UOp, list[UOp]] = {u: [] for u in order}
+    self.users = users = {u: [] for u in order}
     for u in order:
       for s in set(u.src): users[s].append(u)
     m = {u for u in order if u.op in REDUCE or u.op is Ops.SCATTER or u.op in (Ops.PARAM, Ops.BUFFER, Ops.PROJ)}
@@ -294,7 +298,7 @@ class _Scheduler:
         for u in reversed(order):
           roots[u] = frozenset().union(*(({v} if v in base else roots[v]) for v in users[u])) if users[u] else frozenset()
         more = {self._base(u) for u in order if u not in base and len(roots[u]) > 1
-                and not (self._cheap(u) or self._recomputed(u)) and u.op not in CONTROL_FLOW} - base
+                and not (self._cheap(u) or u.op in CHEAP) and u.op not in CONTROL_FLOW} - base
         if not more: break
         base |= more
       if all(self._epilogue_root(r, users, base - {r}) is o for o, r in self.epilogue.items()): return base
@@ -305,10 +309,7 @@ class _Scheduler:
     """Materialised elementwise nodes whose one operand that is not a constant or an input is a reduction nothing
     else reads (a mean: a sum divided by n), each with that reduction: it gets no buffer, and its kernel stores the
     node's value after the sum."""
-    users: dict[UOp, set[UOp]] = {}
-    for u in order:
-      for s in u.src: users.setdefault(s, set()).add(u)
-    out = {}
+    users, out = self.users, {}
     for u in order:
       if u not in keep or u.op not in ELEMENTWISE or u in self.epilogue: continue
       reds = [s for s in set(u.src) if s.op in REDUCE]
@@ -344,12 +345,6 @@ class _Scheduler:
   def _cheap(self, u: UOp) -> bool:
     while u.op in VIEWS: u = u.src[0]
     return u.op in (Ops.CONST, Ops.IOTA, Ops.PARAM, Ops.BUFFER)
-
-  def _recomputed(self, u: UOp) -> bool:
-    """Whether each kernel that needs u (reading each element once) computes it itself rather than reading it from a
-    buffer: one cheap arithmetic step (x - mean, a scale, a mask) costs less than storing it and loading it back. Read
-    through a broadcast (a matmul's operand), it would be computed again for every element it is broadcast to."""
-    return u.op in CHEAP
 
   def _new(self, u: UOp, data=None) -> int:
     self.bufnum[u] = self._spec(u.size if data is None else data.size, u.dtype, data)
