@@ -191,13 +191,13 @@ def _zero(v: Array) -> bool:
   return bool(x == 0 and not np.signbit(x))
 
 
-def _fill(u: UOp, pads, value: UOp | None) -> UOp:
-  """u padded by (low, high) pairs with value, a scalar (None: zero)."""
-  if value is None: return u.pad(pads)
-  for ax, (lo, hi) in enumerate(pads):
-    if lo or hi:
-      ends = [value.reshape((1,) * u.ndim).broadcast(u.shape[:ax] + (k,) + u.shape[ax + 1:]) for k in (lo, hi)]
-      u = UOp.concat([p for p in (ends[0], u, ends[1]) if p is u or p.shape[ax]], ax)
+def pad_constant(u: UOp, pads, values=None) -> UOp:
+  """u padded by one (low, high) pair of widths per axis, with one (low, high) pair of scalar constants per axis
+  (values None: zeros)."""
+  if values is None: return u.pad(pads)
+  for ax, ((lo, hi), ends) in enumerate(zip(pads, values)):
+    block = lambda c, k: c.reshape((1,) * u.ndim).broadcast(u.shape[:ax] + (k,) + u.shape[ax + 1:])
+    u = UOp.concat(([block(ends[0], lo)] if lo else []) + [u] + ([block(ends[1], hi)] if hi else []), ax)
   return u
 
 
@@ -220,12 +220,13 @@ def pad(operand, padding_value, padding_config: Sequence[Sequence[int]]) -> Arra
   if any(n + lo + hi + builtins.max(n - 1, 0) * i < 0 for n, (lo, hi, i) in zip(a.shape, config)):
     raise ValueError(f"pad: padding_config {padding_config!r} crops more than shape {fmt(a.shape)} holds")
   u, value = a.uop, None if _zero(v) else v.uop
+  fill = lambda u, pads: pad_constant(u, pads, None if value is None else [(value, value)] * len(pads))
   if any(i for _, _, i in config):  # each axis gets a unit axis after it, padded to interior + 1, then merged
     u = u.reshape(tuple(itertools.chain.from_iterable((n, 1) for n in a.shape)))
-    u = _fill(u, [p for _, _, i in config for p in ((0, 0), (0, i))], value)
+    u = fill(u, [p for _, _, i in config for p in ((0, 0), (0, i))])
     u = u.reshape(tuple(n * (i + 1) for n, (_, _, i) in zip(a.shape, config)))
     u = u.slice([(0, builtins.max(0, (n - 1) * (i + 1) + 1), 1) for n, (_, _, i) in zip(a.shape, config)])
-  u = _fill(u, [(builtins.max(lo, 0), builtins.max(hi, 0)) for lo, hi, _ in config], value)
+  u = fill(u, [(builtins.max(lo, 0), builtins.max(hi, 0)) for lo, hi, _ in config])
   crop = [(builtins.max(-lo, 0), n - builtins.max(-hi, 0), 1) for n, (lo, hi, _) in zip(u.shape, config)]
   return Array(u.slice(crop), a.weak_type)
 

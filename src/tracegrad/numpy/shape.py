@@ -12,6 +12,7 @@ import numpy as np
 from ..array import Array
 from ..ir import Ops, UOp, broadcast_shapes as _bshapes, dtypes
 from ..ir.dtypes import DType
+from ..lax.ops import pad_constant
 from .core import asarray_, normalize_axis, promote, sum_dtype
 
 __all__ = ["reshape", "ravel", "transpose", "permute_dims", "swapaxes", "moveaxis", "expand_dims", "squeeze",
@@ -674,14 +675,8 @@ def pad(array, pad_width, mode: str = "constant", *, constant_values=0, **kwargs
   if any(lo < 0 or hi < 0 for lo, hi in pw):
     raise ValueError(f"pad: pad_width must be non-negative, got {pad_width!r}; slice the array to crop it")
   if mode in ("constant", "empty"):
-    u = x.uop
     cv = None if mode == "empty" else _constant_values(constant_values, x)
-    if cv is None: return _w(x, u.pad(pw))
-    for ax, ((lo, hi), (clo, chi)) in enumerate(zip(pw, cv)):
-      block = lambda c, k: c.reshape((1,) * u.ndim).broadcast(u.shape[:ax] + (k,) + u.shape[ax + 1:])
-      parts = ([block(clo, lo)] if lo else []) + [u] + ([block(chi, hi)] if hi else [])
-      u = UOp.concat(parts, ax)
-    return _w(x, u)
+    return _w(x, pad_constant(x.uop, pw, cv))
   for ax, (lo, hi) in enumerate(pw):
     if lo == hi == 0: continue
     n = x.shape[ax]
