@@ -151,6 +151,28 @@ def test_a_broadcast_read_by_two_kernels_keeps_its_source_in_a_buffer():
   assert max(b.size for b in prog.buffers) <= max(X.size, w.size)
 
 
+def test_an_optimization_barrier_is_stored_and_nothing_fuses_across_it():
+  prog = schedule(tg.make_graph(lambda x: (lax.optimization_barrier(tnp.exp(x)) * 2.0).sum(1))(X))
+  first, second = prog.kernels
+  assert any(u.op is Ops.EXP2 for st in first.stores for u in st.value.toposort())
+  assert not any(u.op is Ops.EXP2 for u in second.reduce.value.toposort())
+  np.testing.assert_allclose(run_program(prog, [X])[0], (np.exp(X) * 2).sum(1), **tol("float32", 16, 16))
+
+
+def test_a_convolution_is_its_windows_stored_once_and_one_contraction_without_index_division():
+  x, w = rng.normal(size=(2, 3, 9, 9)).astype(np.float32), rng.normal(size=(4, 3, 3, 3)).astype(np.float32)
+  prog = schedule(tg.make_graph(lambda x, w: lax.conv_general_dilated(x, w, (2, 2), "SAME"))(x, w))
+  assert [k.reduce is not None for k in prog.kernels] == [False, True]
+  stores = [st for k in prog.kernels for st in (*k.stores, *(k.reduce.stores if k.reduce else ()))]
+  roots = [v for st in stores for v in (st.index, st.value, st.valid)]
+  ops = [u.op for v in roots + [prog.kernels[1].reduce.value] if v is not None for u in v.toposort()]
+  assert Ops.IDIV not in ops and Ops.MOD not in ops
+  xp = np.pad(x, [(0, 0), (0, 0), (1, 1), (1, 1)])
+  want = np.einsum("ncyxhw,ochw->noyx", np.stack([np.stack([xp[:, :, i:i + 9:2, j:j + 9:2] for j in range(3)], -1)
+                                                  for i in range(3)], -2), w)
+  np.testing.assert_allclose(run_program(prog, [x, w])[0].reshape(want.shape), want, **tol("float32", 64, 64))
+
+
 def test_index_arithmetic_is_simplified():
   prog = schedule(tg.make_graph(lambda x: x.reshape(4, 2, 4).transpose(0, 1, 2).reshape(4, 8)[::-1] + 1.0)(X))
   (k,) = prog.kernels

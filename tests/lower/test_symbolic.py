@@ -149,6 +149,21 @@ def test_reshape_index_folds_to_a_loop_variable():
   assert simplify((i0 * K(3) + i1) * K(4) + i2, ranges) is flat
 
 
+def test_a_sliding_window_index_folds_to_its_taps():
+  # rows of n + d read from n repeated: (t * (n + d) + j * s) % n is t * d + j * s while the windows fit in n
+  (t, j), ranges = loops(3, 4)
+  n, d, s = 9, 1, 2
+  assert simplify((t * K(n + d) + j * K(s)).alu(Ops.MOD, K(n)), ranges) is t * K(d) + j * K(s)
+  assert simplify((t * K(n + d) + j * K(s)).alu(Ops.IDIV, K(n)), ranges) is t
+  # a flat row c * 9 + tap of a tap-major block: c = row // 9, tap = row % 9, whatever the block's inner terms
+  (a, b), ranges = loops(9, 25)
+  assert simplify((a * K(75) + b).alu(Ops.IDIV, K(225)), ranges) is a.alu(Ops.IDIV, K(3))
+  assert simplify((a * K(75) + b).alu(Ops.MOD, K(225)), ranges) is a.alu(Ops.MOD, K(3)) * K(75) + b
+  # one more window would not fit: the modulo stays
+  (t, j), ranges = loops(3, 5)
+  assert simplify((t * K(n + d) + j * K(s)).alu(Ops.MOD, K(n)), ranges).op is Ops.MOD
+
+
 @pytest.mark.parametrize("build, want", [
   (lambda x: x + K(0), lambda x: x),
   (lambda x: K(0) + x, lambda x: x),

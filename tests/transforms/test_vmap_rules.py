@@ -75,6 +75,7 @@ UNARY = {
   "f16_to_int8": (lambda x: (x * 8).astype(tnp.int8), F16),
   "round_sign_clip": (lambda x: (tnp.round(x), tnp.sign(x), tnp.clip(x, -0.5, 0.5)), F),
   "constant_output": (lambda x: (1.0, tnp.zeros(2, tnp.int32)), F), "stop_gradient": (tg.lax.stop_gradient, F),
+  "optimization_barrier": (lambda x: tg.lax.optimization_barrier(x * 2.0) + 1.0, F),
   "nonzero_size": (lambda x: tnp.nonzero(tnp.atleast_1d(x), size=3), B),
 }
 

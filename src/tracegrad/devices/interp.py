@@ -211,7 +211,7 @@ def evaluate(u: UOp, vals: list):
   if op is Ops.CONCAT: return np.concatenate(vals, axis=arg)
   if op is Ops.GATHER: return _gather(*vals)
   if op is Ops.SCATTER: return _scatter(*vals, arg)
-  if op in (Ops.DETACH, Ops.SHARDING_CONSTRAINT): return vals[0]
+  if op in (Ops.DETACH, Ops.SHARDING_CONSTRAINT, Ops.OPTIMIZATION_BARRIER): return vals[0]
   if op is Ops.PROJ: return vals[0][arg]
   if op in MULTI: return MULTI[op](vals, arg)
   raise NotImplementedError(f"interp: no evaluation rule for {op}")

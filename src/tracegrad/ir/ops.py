@@ -19,7 +19,8 @@ data        GATHER(x, idx): x[*batch] = x[idx[*batch, 0], ..., idx[*batch, k-1]]
             inverse, out-of-range indices dropped
 identity    DETACH (the value unchanged; no derivative flows through it: lax.stop_gradient) ·
             SHARDING_CONSTRAINT (the value unchanged; arg=a NamedSharding it is to be laid out by in a sharded
-            program: lax.with_sharding_constraint)
+            program: lax.with_sharding_constraint) · OPTIMIZATION_BARRIER (the value unchanged, stored in a buffer
+            of its own: no computation is fused across it, lax.optimization_barrier)
 collectives across the lanes of a named axis (vmap(axis_name=), shard_map): each arg starts with (name, size)
             ALL_REDUCE(x; arg=(name, size, kind in sum/max/min)): every lane gets the reduction over all lanes ·
             ALL_GATHER(x; arg=(name, size, axis, tiled)): the lanes' x stacked on a new axis (tiled: concatenated) ·
@@ -58,7 +59,7 @@ class Ops(Enum):
   REDUCE_SUM = auto(); REDUCE_PROD = auto(); REDUCE_MAX = auto(); REDUCE_MIN = auto()
   RESHAPE = auto(); BROADCAST = auto(); PERMUTE = auto(); PAD = auto(); SLICE = auto(); FLIP = auto(); CONCAT = auto()
   GATHER = auto(); SCATTER = auto()
-  DETACH = auto(); SHARDING_CONSTRAINT = auto()
+  DETACH = auto(); SHARDING_CONSTRAINT = auto(); OPTIMIZATION_BARRIER = auto()
   ALL_REDUCE = auto(); ALL_GATHER = auto(); REDUCE_SCATTER = auto(); PPERMUTE = auto(); ALL_TO_ALL = auto()
   AXIS_INDEX = auto()
   PROJ = auto(); COND = auto(); SCAN = auto(); WHILE = auto(); CUSTOM_JVP = auto(); CUSTOM_VJP = auto(); REMAT = auto()

@@ -260,7 +260,8 @@ RULES = {Ops.RESHAPE: _reshape, Ops.BROADCAST: _broadcast, Ops.PERMUTE: _permute
          Ops.FLIP: _flip, Ops.CONCAT: _concat, Ops.CAST: _cast, Ops.BITCAST: _cast, Ops.GATHER: _gather,
          Ops.SCATTER: _scatter, Ops.WHERE: _elementwise,
          **{o: _elementwise for o in UNARY | BINARY}, **{o: _reduce for o in REDUCE}, **{o: _leaf for o in LEAF},
-         Ops.DETACH: _detach, Ops.SHARDING_CONSTRAINT: _detach, Ops.PROJ: _proj, **{o: _multi for o in MULTI}, **{o: _collective for o in COLLECTIVE}}
+         Ops.DETACH: _detach, Ops.SHARDING_CONSTRAINT: _detach, Ops.OPTIMIZATION_BARRIER: _detach,
+         Ops.PROJ: _proj, **{o: _multi for o in MULTI}, **{o: _collective for o in COLLECTIVE}}
 
 
 def infer_shape(op: Ops, dtype: DType, src: tuple, arg) -> Shape:

@@ -18,7 +18,7 @@ from ..ir import Graph, Ops, UOp, dtypes
 from ..ir.shapes import fmt
 from ..trace import ShapeDtypeStruct, trace
 
-__all__ = ["stop_gradient", "cond", "switch", "select", "scan", "fori_loop", "while_loop", "bitcast_convert_type"]
+__all__ = ["stop_gradient", "optimization_barrier", "cond", "switch", "select", "scan", "fori_loop", "while_loop", "bitcast_convert_type"]
 
 
 def _name(f) -> str: return getattr(f, "__name__", type(f).__name__)
@@ -45,6 +45,25 @@ def stop_gradient(x):
     a = to_array(v, fn="stop_gradient")
     return Array(a.uop.detach(), a.weak_type) if a.dtype.is_float else a
   return tree_util.map(leaf, x)
+
+
+def optimization_barrier(operand):
+  """operand unchanged (every leaf of a pytree), each traced array stored whole before anything reads it: no
+  computation is fused across the barrier, as jax.lax.optimization_barrier. Derivatives and vmap pass through it.
+
+  >>> print(tracegrad.make_graph(lambda x: lax.optimization_barrier(x * 2) + 1)(tnp.ones(2)))
+  { lambda a:f32[2]. let
+      b:f32[2] = broadcast[2] 2.0
+      c:f32[2] = mul a b
+      d:f32[2] = optimization_barrier c
+      e:f32[2] = broadcast[2] 1.0
+      f:f32[2] = add d e
+    in (f) }
+  """
+  def leaf(v):
+    a = to_array(v, fn="optimization_barrier")
+    return Array(UOp(Ops.OPTIMIZATION_BARRIER, a.dtype, (a.uop,)), a.weak_type) if a.is_traced else a
+  return tree_util.map(leaf, operand)
 
 
 def select(pred, on_true, on_false):

@@ -8,13 +8,12 @@ sums.
 """
 from __future__ import annotations
 
-import itertools
 import math
 from typing import Sequence
 
 from ..array import Array, to_array
 from ..ir import dtypes
-from . import ops
+from . import control, ops
 
 __all__ = ["conv", "conv_general_dilated"]
 
@@ -43,6 +42,20 @@ def _pad(x: Array, value, pads: Sequence[tuple[int, int]], dilation: Sequence[in
     lo = max(lo, -size)
     config.append((lo, max(hi, -size - lo), d - 1))
   return ops.pad(x, value, config)
+
+
+def _window(x: Array, axis: int, k: int, stride: int, dilation: int, m: int) -> Array:
+  """x with `axis` (length n) replaced by (k, m): element (t, j) is x[t * dilation + j * stride], the j-th window's
+  t-th tap, through views only: x repeated e times reads, from the flat (e * n,) as rows of n + dilation, at
+  (t * (n + dilation) + j * stride) % n, which is the index asked for while it stays below n (the windows fit)."""
+  n, sh = x.shape[axis], x.shape
+  e = -(-k * (n + dilation) // n)
+  y = ops.broadcast_in_dim(x, (*sh[:axis], e, *sh[axis:]), [i for i in range(len(sh) + 1) if i != axis])
+  y = ops.reshape(y, (*sh[:axis], e * n, *sh[axis + 1:]))
+  y = ops.slice(y, [0] * len(sh), [k * (n + dilation) if i == axis else v for i, v in enumerate(y.shape)])
+  y = ops.reshape(y, (*sh[:axis], k, n + dilation, *sh[axis + 1:]))
+  return ops.slice(y, [0] * y.ndim, [(m - 1) * stride + 1 if i == axis + 1 else v for i, v in enumerate(y.shape)],
+                   [stride if i == axis + 1 else 1 for i in range(y.ndim)])
 
 
 def _sum_dtype(d: dtypes.DType) -> dtypes.DType:
@@ -101,19 +114,17 @@ def conv_general_dilated(lhs, rhs, window_strides: Sequence[int], padding, lhs_d
   xp = _pad(x, 0, [(0, 0), (0, 0), *pads], (1, 1, *ldil))
   out_sp = [(sp - (k - 1) * d - 1) // s + 1 for sp, k, d, s in zip(xp.shape[2:], window, dil, strides)]
   if any(m <= 0 for m in out_sp): raise ValueError(f"{fn}: the window does not fit the padded input {xp.shape[2:]}")
-  wg = ops.reshape(w, (g, o // g, ci, *window))
-  full = (n, g, o // g, ci, *out_sp)
-  out = None
-  for tap in itertools.product(*(range(k) for k in window)):
-    start = [t * dl for t, dl in zip(tap, dil)]
-    part = ops.slice(xp, (0, 0, *start), (n, c, *(b + (m - 1) * s + 1 for b, m, s in zip(start, out_sp, strides))),
-                     (1, 1, *strides))
-    part = ops.broadcast_in_dim(ops.reshape(part, (n, g, 1, ci, *out_sp)), full, range(len(full)))
-    tw = ops.slice(wg, (0, 0, 0, *tap), (g, o // g, ci, *(t + 1 for t in tap)))
-    # a broadcast product summed over channels keeps the output's spatial axes last, where the input is contiguous
-    prod = ops.mul(part, ops.broadcast_in_dim(tw, full, range(1, len(full))))
-    term = ops.reduce_sum(prod if _sum_dtype(dt) is dt else ops.convert_element_type(prod, _sum_dtype(dt)), (3,))
-    out = term if out is None else ops.add(out, term)
+  # im2col: the windows of the padded input stored once, (n, g, ci * taps, positions); then one contraction
+  cols = xp
+  for ax, (k, d, s, m) in enumerate(zip(window, dil, strides, out_sp)): cols = _window(cols, 2 + 2 * ax, k, s, d, m)
+  spatial_axes = [3 + 2 * ax for ax in range(nd)]
+  cols = ops.transpose(cols, [0, 1, *(2 + 2 * ax for ax in range(nd)), *spatial_axes])
+  taps, positions = math.prod(window), math.prod(out_sp)
+  cols = control.optimization_barrier(ops.reshape(cols, (n, g, ci * taps, positions)))
+  wg = ops.reshape(w, (g, o // g, ci * taps))
+  full = (n, g, o // g, positions, ci * taps)
+  prod = ops.mul(ops.broadcast_in_dim(wg, full, (1, 2, 4)), ops.broadcast_in_dim(ops.transpose(cols, (0, 1, 3, 2)), full, (0, 1, 3, 4)))
+  out = ops.reduce_sum(prod if _sum_dtype(dt) is dt else ops.convert_element_type(prod, _sum_dtype(dt)), (4,))
   out = ops.reshape(out, (n, o, *out_sp))
   spatial_names = [ch for ch in out_spec if ch not in "NC"]
   src = "NC" + "".join(spatial_names)

@@ -26,7 +26,8 @@ from ..ir import Ops, UOp, dtypes
 from ..ir.dtypes import DType
 
 
-NOT_FLOPS = {Ops.CONST, Ops.PARAM, Ops.GATHER, Ops.CAST, Ops.BITCAST, Ops.RESHAPE, Ops.DETACH, Ops.SHARDING_CONSTRAINT}
+NOT_FLOPS = {Ops.CONST, Ops.PARAM, Ops.GATHER, Ops.CAST, Ops.BITCAST, Ops.RESHAPE, Ops.DETACH, Ops.SHARDING_CONSTRAINT,
+             Ops.OPTIMIZATION_BARRIER}
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,7 +1,7 @@
 """Scheduling: a Graph becomes a Program of kernels (lower/kernel.py).
 
 A node gets a buffer of its own (is materialised) when it is an input, a constant, an output, a reduction, a
-scatter, or when several nodes use it; everything else is computed inside the kernel of the node that uses it, at
+scatter, an optimization barrier, or when several nodes use it; everything else is computed inside the kernel of the node that uses it, at
 the index that node asks for. Movement ops never copy: RESHAPE, BROADCAST, PERMUTE, PAD, SLICE, FLIP and CONCAT
 only change the index a value is read at, so a broadcast is never materialised.
 
@@ -158,6 +158,7 @@ class _KernelBuilder:
       srcs = []
       for s in u.src: srcs.append((yield s, idx))
       return UOp(op, u.dtype, tuple(srcs), u.arg)
+    if op is Ops.OPTIMIZATION_BARRIER: return (yield u.src[0], idx)
     if op is Ops.RESHAPE: return (yield u.src[0], _unravel(_ravel(idx, u.shape), u.src[0].shape))
     if op is Ops.BROADCAST:
       s = u.src[0].shape
@@ -235,7 +236,7 @@ def _split_loops(loops, stores, reduce, ranges: dict) -> tuple:
   stores = [re_store(st) for st in stores]
   if reduce:
     reduce = Reduce(reduce.op, reduce.acc, rloops, new(reduce.value), tuple(re_store(st) for st in reduce.stores))
-  return loops, stores, reduce
+  return _split_loops(loops, stores, reduce, ranges)   # a part may be divided again (an im2col row: channel, tap)
 
 
 class _Scheduler:
@@ -273,14 +274,14 @@ class _Scheduler:
     self.calls: list[tuple[int, ...]] = []
 
   def _materialised(self, order: list[UOp]) -> set[UOp]:
-    """Nodes that get a buffer: outputs, reductions, scatters; nodes read at several indices (used by a movement
-    op and something else); and nodes that several kernels would otherwise each recompute. A reduction whose only
+    """Nodes that get a buffer: outputs, reductions, scatters, optimization barriers; nodes read at several indices
+    (used by a movement op and something else); and nodes that several kernels would otherwise each recompute. A reduction whose only
     use is broadcast back over its own input's shape into one elementwise output (softmax's sums) gets no buffer:
     it runs in that output's kernel, which stores the output in a loop after the reduction (its epilogue)."""
     self.users = users = {u: [] for u in order}
     for u in order:
       for s in set(u.src): users[s].append(u)
-    m = {u for u in order if u.op in REDUCE or u.op is Ops.SCATTER or u.op in (Ops.PARAM, Ops.BUFFER, Ops.PROJ)}
+    m = {u for u in order if u.op in REDUCE or u.op in (Ops.SCATTER, Ops.OPTIMIZATION_BARRIER, Ops.PARAM, Ops.BUFFER, Ops.PROJ)}
     m |= {s for u in order if u.op in CONTROL_FLOW for s in u.src}   # control flow reads its operands from buffers
     m |= {o for o in self.outs if o.op is not Ops.CONST}
     m |= {self._base(u) for u in order if len(users[u]) > 1 and not self._cheap(u)

@@ -183,6 +183,7 @@ def _split(ctx: Bounds, x: UOp, d: int) -> tuple[UOp, UOp] | None:
   """(q, r) with x = q*d + r, where q takes every term whose coefficient d divides and r keeps x's sign, so that
   x // d = q + r // d and x % d = r % d under truncation. None when there is nothing to take or signs are unproven."""
   terms, const = _linear(x)
+  if ctx(x)[0] >= 0 and (whole := _split_whole(ctx, terms, const, d, x.dtype)): return whole
   q = {t: c // d for t, c in terms.items() if c % d == 0}
   r = {t: c for t, c in terms.items() if c % d}
   qc = const // d if const % d == 0 or ctx(x)[0] >= 0 else -(-const // d)
@@ -191,6 +192,16 @@ def _split(ctx: Bounds, x: UOp, d: int) -> tuple[UOp, UOp] | None:
   lo, hi = ctx(rest)
   if lo == hi == 0 or (ctx(x)[0] >= 0 and lo >= 0) or (ctx(x)[1] <= 0 and hi <= 0): return _sum(q, qc, x.dtype), rest
   return None
+
+
+def _split_whole(ctx: Bounds, terms: dict[UOp, int], const: int, d: int, dt: DType) -> tuple[UOp, UOp] | None:
+  """(q, r) with r in [0, d) taking each coefficient modulo d: (k*(n+a) + j) % n is k*a + j where that stays below n,
+  the index a sliding window leaves behind. None when r could leave [0, d) or nothing is taken."""
+  if not any(c // d for c in terms.values()) and not const // d: return None
+  r = _sum({t: c % d for t, c in terms.items() if c % d}, const % d, dt)
+  lo, hi = ctx(r)
+  if lo < 0 or hi >= d: return None
+  return _sum({t: c // d for t, c in terms.items() if c // d}, const // d, dt), r
 
 
 # ---- rules ----
@@ -217,14 +228,32 @@ def _div_div(x: UOp, a: UOp, b: UOp) -> UOp | None:
   return x.alu(Ops.IDIV, UOp.const(x.dtype, a.arg * b.arg))
 
 
+def _factor(ctx: Bounds, x: UOp, d: int) -> tuple[UOp, UOp, int] | None:
+  """(y, r, g) with x = g*y + r, g > 1 dividing d and r in [0, g): then x // d = y // (d/g) and x % d is
+  (y % (d/g))*g + r (the channel and tap of a flat im2col row). None when no coefficient gives that."""
+  if ctx(x)[0] < 0: return None
+  terms, const = _linear(x)
+  for g in sorted({c for c in terms.values() if 1 < c <= d and d % c == 0}, reverse=True):
+    r = _sum({t: c for t, c in terms.items() if c % g}, const, x.dtype)
+    lo, hi = ctx(r)
+    if 0 <= lo and hi < g: return _sum({t: c // g for t, c in terms.items() if c % g == 0}, 0, x.dtype), r, g
+  return None
+
+
 def _div(ctx: Bounds, x: UOp, c: UOp) -> UOp | None:
-  if c.arg <= 0 or (qr := _split(ctx, x, c.arg)) is None: return None
-  return qr[0] + qr[1].alu(Ops.IDIV, c)
+  if c.arg <= 0: return None
+  if (qr := _split(ctx, x, c.arg)) is not None: return qr[0] + qr[1].alu(Ops.IDIV, c)
+  if (yrg := _factor(ctx, x, c.arg)) is not None: return yrg[0].alu(Ops.IDIV, UOp.const(c.dtype, c.arg // yrg[2]))
+  return None
 
 
 def _mod(ctx: Bounds, x: UOp, c: UOp) -> UOp | None:
-  if c.arg <= 0 or (qr := _split(ctx, x, c.arg)) is None: return None
-  return qr[1].alu(Ops.MOD, c)
+  if c.arg <= 0: return None
+  if (qr := _split(ctx, x, c.arg)) is not None: return qr[1].alu(Ops.MOD, c)
+  if (yrg := _factor(ctx, x, c.arg)) is not None:
+    y, r, g = yrg
+    return y.alu(Ops.MOD, UOp.const(c.dtype, c.arg // g)) * UOp.const(c.dtype, g) + r
+  return None
 
 
 def _max(ctx: Bounds, x: UOp, y: UOp) -> UOp | None:

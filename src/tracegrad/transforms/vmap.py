@@ -211,7 +211,7 @@ def _collective(c, u):
 
 
 BATCH_RULES = PatternMatcher([
-  (UPat(UNARY | BINARY | {Ops.WHERE, Ops.CAST, Ops.BITCAST, Ops.DETACH}, name="u"), _same),
+  (UPat(UNARY | BINARY | {Ops.WHERE, Ops.CAST, Ops.BITCAST, Ops.DETACH, Ops.OPTIMIZATION_BARRIER}, name="u"), _same),
   (UPat((Ops.REDUCE_SUM, Ops.REDUCE_PROD, Ops.REDUCE_MAX, Ops.REDUCE_MIN), name="u"), _axes),
   (UPat(Ops.RESHAPE, name="u"), lambda c, u: c.full(0).reshape((c.size, *u.arg))),
   (UPat(Ops.BROADCAST, name="u"), _broadcast),
