@@ -151,6 +151,19 @@ def test_a_broadcast_read_by_two_kernels_keeps_its_source_in_a_buffer():
   assert max(b.size for b in prog.buffers) <= max(X.size, w.size)
 
 
+def test_elementwise_work_a_broadcast_repeats_into_a_contraction_is_stored_once():
+  h, g, w = (rng.normal(size=s).astype(np.float32) for s in ((64, 32), (64, 32), (32, 16)))
+  f = lambda h, g, w: (tnp.where(h > 0, g, 0.0) * 3.0 + 1.0) @ w
+  prog = schedule(tg.make_graph(f)(h, g, w))
+  (contraction,) = [k for k in prog.kernels if k.reduce is not None]
+  assert Ops.CMPLT not in [u.op for u in contraction.reduce.value.toposort()]
+  assert len(prog.kernels) == 2
+  want = (np.where(h > 0, g, 0) * 3 + 1) @ w
+  np.testing.assert_allclose(run_program(prog, [h, g, w])[0].reshape(want.shape), want, **tol("float32", 64, 64))
+  # one step (a bias) stays in the contraction
+  assert len(schedule(tg.make_graph(lambda h, w: (h + 1.0) @ w)(h, w)).kernels) == 1
+
+
 def test_an_optimization_barrier_is_stored_and_nothing_fuses_across_it():
   prog = schedule(tg.make_graph(lambda x: (lax.optimization_barrier(tnp.exp(x)) * 2.0).sum(1))(X))
   first, second = prog.kernels

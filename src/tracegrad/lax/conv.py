@@ -1,6 +1,7 @@
-"""Convolutions as jax.lax.conv_general_dilated: a sum over the kernel's taps of strided slices of the padded input
-contracted with the tap's weights, so every transform (grad, vmap, jit) goes through ordinary slices, products and
-sums.
+"""Convolutions as jax.lax.conv_general_dilated: the windows of the padded input (im2col), built from reshapes and
+slices of it and stored once behind an optimization barrier, contracted with the kernel in one sum over channels and
+taps; so every transform (grad, vmap, jit) goes through ordinary views, products and sums, and the forward pass, the
+input gradient and the filter gradient are each one register-blocked contraction.
 
 >>> x, w = tnp.ones((1, 1, 4, 4)), tnp.ones((1, 1, 3, 3))
 >>> lax.conv_general_dilated(x, w, (1, 1), "VALID").shape
@@ -123,7 +124,8 @@ def conv_general_dilated(lhs, rhs, window_strides: Sequence[int], padding, lhs_d
   cols = control.optimization_barrier(ops.reshape(cols, (n, g, ci * taps, positions)))
   wg = ops.reshape(w, (g, o // g, ci * taps))
   full = (n, g, o // g, positions, ci * taps)
-  prod = ops.mul(ops.broadcast_in_dim(wg, full, (1, 2, 4)), ops.broadcast_in_dim(ops.transpose(cols, (0, 1, 3, 2)), full, (0, 1, 3, 4)))
+  rows = ops.broadcast_in_dim(ops.transpose(cols, (0, 1, 3, 2)), full, (0, 1, 3, 4))
+  prod = ops.mul(ops.broadcast_in_dim(wg, full, (1, 2, 4)), rows)
   out = ops.reduce_sum(prod if _sum_dtype(dt) is dt else ops.convert_element_type(prod, _sum_dtype(dt)), (4,))
   out = ops.reshape(out, (n, o, *out_sp))
   spatial_names = [ch for ch in out_spec if ch not in "NC"]

@@ -32,6 +32,11 @@ CHEAP = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.DIV, Ops.NEG, Ops.MAX, Ops.MIN
                    Ops.AND, Ops.OR, Ops.XOR, Ops.WHERE, Ops.CAST})
 
 
+# an elementwise value of at least STEPS operations, repeated at least REPEATS times by a broadcast into a reduction,
+# is stored once instead
+STEPS, REPEATS = 3, 8
+
+
 class Unsupported(NotImplementedError):
   """The graph holds an op the compiled backends do not run yet (control flow); callers run it on interp."""
 
@@ -286,6 +291,7 @@ class _Scheduler:
     m |= {o for o in self.outs if o.op is not Ops.CONST}
     m |= {self._base(u) for u in order if len(users[u]) > 1 and not self._cheap(u)
           and any(v.op in REINDEX for v in users[u])}
+    m |= self._repeated_into_reductions(order)
     candidates = [r for r in order if r.op in REDUCE and r not in self.outs and len(users[r]) == 1
                   and users[r][0].op is Ops.BROADCAST and users[r][0].shape == r.src[0].shape]
     while True:
@@ -305,6 +311,40 @@ class _Scheduler:
       if all(self._epilogue_root(r, users, base - {r}) is o for o, r in self.epilogue.items()): return base
       m = base | set(self.epilogue.values())
       candidates = [r for r in candidates if self._epilogue_root(r, users, base - {r}) is not None]
+
+  def _repeated_into_reductions(self, order: list[UOp]) -> set[UOp]:
+    """Elementwise work of several steps that a broadcast repeats into a reduction (a contraction's operand: the
+    backward pass's masked, normalised cotangent): stored once, rather than recomputed for every element the
+    broadcast makes."""
+    out = set()
+    for b in order:
+      if b.op is not Ops.BROADCAST or b.size < REPEATS * b.src[0].size: continue
+      base = b.src[0]
+      while base.op in (Ops.RESHAPE, Ops.PERMUTE): base = base.src[0]
+      if base.op in ELEMENTWISE and self._steps(base) >= STEPS and self._feeds_reduction(b): out.add(base)
+    return out
+
+  def _steps(self, u: UOp) -> int:
+    """The elementwise nodes computing u from leaves, views and reductions (counted up to STEPS)."""
+    seen, stack = set(), [u]
+    while stack and len(seen) < STEPS:
+      v = stack.pop()
+      if v in seen or v.op not in ELEMENTWISE and v.op not in VIEWS: continue
+      if v.op in ELEMENTWISE: seen.add(v)
+      stack.extend(v.src)
+    return len(seen)
+
+  def _feeds_reduction(self, u: UOp) -> bool:
+    """Whether a reduction reads u through elementwise ops and views only."""
+    seen, stack = set(), [u]
+    while stack:
+      v = stack.pop()
+      if v in seen: continue
+      seen.add(v)
+      for w in self.users[v]:
+        if w.op in REDUCE: return True
+        if w.op in ELEMENTWISE or w.op in VIEWS: stack.append(w)
+    return False
 
   def _tails(self, order: list[UOp], keep: set[UOp]) -> dict[UOp, UOp]:
     """Materialised elementwise nodes whose one operand that is not a constant or an input is a reduction nothing
