@@ -13,7 +13,7 @@ import math
 from typing import Sequence
 
 from ..array import Array, to_array
-from ..ir import dtypes
+from ..ir import Ops, UOp, dtypes
 from . import control, ops
 
 __all__ = ["conv", "conv_general_dilated"]
@@ -45,18 +45,25 @@ def _pad(x: Array, value, pads: Sequence[tuple[int, int]], dilation: Sequence[in
   return ops.pad(x, value, config)
 
 
-def _window(x: Array, axis: int, k: int, stride: int, dilation: int, m: int) -> Array:
-  """x with `axis` (length n) replaced by (k, m): element (t, j) is x[t * dilation + j * stride], the j-th window's
-  t-th tap, through views only: x repeated e times reads, from the flat (e * n,) as rows of n + dilation, at
-  (t * (n + dilation) + j * stride) % n, which is the index asked for while it stays below n (the windows fit)."""
-  n, sh = x.shape[axis], x.shape
-  e = -(-k * (n + dilation) // n)
-  y = ops.broadcast_in_dim(x, (*sh[:axis], e, *sh[axis:]), [i for i in range(len(sh) + 1) if i != axis])
-  y = ops.reshape(y, (*sh[:axis], e * n, *sh[axis + 1:]))
-  y = ops.slice(y, [0] * len(sh), [k * (n + dilation) if i == axis else v for i, v in enumerate(y.shape)])
-  y = ops.reshape(y, (*sh[:axis], k, n + dilation, *sh[axis + 1:]))
-  return ops.slice(y, [0] * y.ndim, [(m - 1) * stride + 1 if i == axis + 1 else v for i, v in enumerate(y.shape)],
-                   [stride if i == axis + 1 else 1 for i in range(y.ndim)])
+def _windows(x: Array, window, strides, dilation, out_sp, low) -> Array:
+  """The windows of x (N, C, *spatial) as (N, C, taps, positions): tap t of window j reads x at t * dilation +
+  j * stride - low along each spatial axis, zero outside x (its padding). A gather at indices computed from iotas
+  (affine: the kernel reads x directly), whose transpose, the input's gradient, is the scatter-add of each window's
+  taps back onto x (the padding's dropped)."""
+  nd, (n, c) = len(window), x.shape[:2]
+  shape = (n, c, *window, *out_sp)
+  at = lambda a: UOp.iota(shape, a, dtypes.int32)
+  k = lambda v: UOp.const(dtypes.int32, v, shape)
+  spatial = [at(2 + a) * k(d) + at(2 + nd + a) * k(s) - k(lo)
+             for a, (d, s, lo) in enumerate(zip(dilation, strides, low))]
+  taps = x.uop.gather(UOp.concat([i.reshape((*shape, 1)) for i in [at(0), at(1), *spatial]], len(shape)))
+  inside = None
+  for i, lo, m, t, d, s, size in zip(spatial, low, out_sp, window, dilation, strides, x.shape[2:]):
+    if lo <= 0 and (t - 1) * d + (m - 1) * s - lo < size: continue   # every window of this axis lies inside x
+    ok = k(-1).alu(Ops.CMPLT, i).alu(Ops.AND, i.alu(Ops.CMPLT, k(size)))
+    inside = ok if inside is None else inside.alu(Ops.AND, ok)
+  if inside is not None: taps = inside.where(taps, UOp.const(taps.dtype, 0, shape))
+  return Array(taps.reshape((n, c, math.prod(window), math.prod(out_sp))), x.weak_type)
 
 
 def _sum_dtype(d: dtypes.DType) -> dtypes.DType:
@@ -112,21 +119,21 @@ def conv_general_dilated(lhs, rhs, window_strides: Sequence[int], padding, lhs_d
   pads = _padding(padding, spatial, window, strides, dil, fn)
   dt = dtypes.result_type((x.dtype, x.weak_type), (w.dtype, w.weak_type))[0]  # mixed dtypes promote by JAX's lattice
   x, w = (Array(a.uop.cast(dt), a.weak_type) for a in (x, w))
-  xp = _pad(x, 0, [(0, 0), (0, 0), *pads], (1, 1, *ldil))
-  out_sp = [(sp - (k - 1) * d - 1) // s + 1 for sp, k, d, s in zip(xp.shape[2:], window, dil, strides)]
-  if any(m <= 0 for m in out_sp): raise ValueError(f"{fn}: the window does not fit the padded input {xp.shape[2:]}")
+  # zeros between the input's elements are a padded copy; the zeros around it, the windows' reads outside it
+  xp = _pad(x, 0, [(0, 0), (0, 0), *[(0, 0)] * nd], (1, 1, *ldil)) if any(d > 1 for d in ldil) else x
+  padded = [sp + lo + hi for sp, (lo, hi) in zip(xp.shape[2:], pads)]
+  out_sp = [(sp - (k - 1) * d - 1) // s + 1 for sp, k, d, s in zip(padded, window, dil, strides)]
+  if any(m <= 0 for m in out_sp): raise ValueError(f"{fn}: the window does not fit the padded input {tuple(padded)}")
   # im2col: the windows of the padded input stored once, (n, g, ci * taps, positions); then one contraction
-  cols = xp
-  for ax, (k, d, s, m) in enumerate(zip(window, dil, strides, out_sp)): cols = _window(cols, 2 + 2 * ax, k, s, d, m)
-  spatial_axes = [3 + 2 * ax for ax in range(nd)]
-  cols = ops.transpose(cols, [0, 1, *(2 + 2 * ax for ax in range(nd)), *spatial_axes])
+  cols = _windows(xp, window, strides, dil, out_sp, [lo for lo, _ in pads])
   taps, positions = math.prod(window), math.prod(out_sp)
   cols = control.optimization_barrier(ops.reshape(cols, (n, g, ci * taps, positions)))
   wg = ops.reshape(w, (g, o // g, ci * taps))
-  full = (n, g, o // g, positions, ci * taps)
-  rows = ops.broadcast_in_dim(ops.transpose(cols, (0, 1, 3, 2)), full, (0, 1, 3, 4))
-  prod = ops.mul(ops.broadcast_in_dim(wg, full, (1, 2, 4)), rows)
-  out = ops.reduce_sum(prod if _sum_dtype(dt) is dt else ops.convert_element_type(prod, _sum_dtype(dt)), (4,))
+  # positions last, where the windows, the output and its cotangent are contiguous: the forward pass and both
+  # gradients each vectorise along them (the filter's gradient sums along them)
+  full = (n, g, o // g, ci * taps, positions)
+  prod = ops.mul(ops.broadcast_in_dim(wg, full, (1, 2, 3)), ops.broadcast_in_dim(cols, full, (0, 1, 3, 4)))
+  out = ops.reduce_sum(prod if _sum_dtype(dt) is dt else ops.convert_element_type(prod, _sum_dtype(dt)), (3,))
   out = ops.reshape(out, (n, o, *out_sp))
   spatial_names = [ch for ch in out_spec if ch not in "NC"]
   src = "NC" + "".join(spatial_names)

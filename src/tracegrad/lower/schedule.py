@@ -250,6 +250,7 @@ class _Scheduler:
 
   def __init__(self, graph: Graph, buffers: list[BufferSpec] | None = None, fresh_outputs: bool = False):
     self.graph, self.fresh = graph, fresh_outputs
+    self._iotas: dict[UOp, bool] = {}
     self.outs = graph_rewrite_many(list(graph.outputs), INLINE + FOLD)
     order = toposort(self.outs)
     self.buffers: list[BufferSpec] = [] if buffers is None else buffers
@@ -385,7 +386,18 @@ class _Scheduler:
 
   def _cheap(self, u: UOp) -> bool:
     while u.op in VIEWS: u = u.src[0]
-    return u.op in (Ops.CONST, Ops.IOTA, Ops.PARAM, Ops.BUFFER)
+    return u.op in (Ops.CONST, Ops.IOTA, Ops.PARAM, Ops.BUFFER) or self._index_arithmetic(u)
+
+  def _index_arithmetic(self, u: UOp) -> bool:
+    """Whether u is computed from iotas and constants alone (indices: a convolution's windows), which every kernel
+    reading it recomputes, folded into its own index arithmetic, rather than loads."""
+    if (known := self._iotas.get(u)) is not None: return known
+    if u.op in (Ops.IOTA, Ops.CONST): known = True
+    elif u.op in ELEMENTWISE or u.op in VIEWS or u.op is Ops.CONCAT:
+      known = not u.dtype.is_float and all(self._index_arithmetic(s) for s in u.src)
+    else: known = False
+    self._iotas[u] = known
+    return known
 
   def _new(self, u: UOp, data=None) -> int:
     self.bufnum[u] = self._spec(u.size if data is None else data.size, u.dtype, data)

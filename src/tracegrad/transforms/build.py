@@ -89,7 +89,7 @@ def chooser_weights(x: UOp, out: UOp) -> UOp:
 
 def clamp_indices(idx: UOp, dims) -> UOp:
   """Integer indices (..., k) clamped into [0, dims[j]) column by column, as GATHER reads them."""
-  hi = UOp.buffer(np.asarray([d - 1 for d in dims], dtype=idx.dtype.np)).broadcast(idx.shape)
+  hi = UOp.concat([UOp.const(idx.dtype, d - 1, (*idx.shape[:-1], 1)) for d in dims], idx.ndim - 1)
   lo = zeros(idx)
   return idx.alu(Ops.MAX, lo).alu(Ops.MIN, hi)
 

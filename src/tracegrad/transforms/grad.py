@@ -332,7 +332,9 @@ VJP_RULES = PatternMatcher([
   (UPat(Ops.COMPOSITE, name="u"), _composite),
   (UPat(Ops.CUSTOM_JVP, name="u"), _custom_jvp),
   (UPat(Ops.CUSTOM_VJP, name="u"), _custom_vjp),
-  (UPat((Ops.SHARDING_CONSTRAINT, Ops.OPTIMIZATION_BARRIER), name="u"), lambda ct, u: (UOp(u.op, ct.dtype, (ct,), u.arg),)),
+  (UPat(Ops.SHARDING_CONSTRAINT, name="u"), lambda ct, u: (UOp(u.op, ct.dtype, (ct,), u.arg),)),
+  # the cotangent is a value of its own, stored where the scheduler sees fit (a barrier would copy a stored sum)
+  (UPat(Ops.OPTIMIZATION_BARRIER, name="u"), lambda ct, u: (ct,)),
   (UPat(Ops.ALL_REDUCE, name="u"), _all_reduce),
   # all_gather and psum_scatter are each other's transpose
   (UPat(Ops.ALL_GATHER, name="u"), lambda ct, u: (UOp(Ops.REDUCE_SCATTER, ct.dtype, (ct,), u.arg),)),
