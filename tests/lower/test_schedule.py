@@ -186,6 +186,22 @@ def test_a_convolution_is_its_windows_stored_once_and_one_contraction_without_in
   np.testing.assert_allclose(run_program(prog, [x, w])[0].reshape(want.shape), want, **tol("float32", 64, 64))
 
 
+def test_a_convolutions_input_gradient_is_one_scatter_shared_out_over_batch_and_channels():
+  x, w = rng.normal(size=(4, 8, 9, 9)).astype(np.float32), rng.normal(size=(5, 8, 3, 3)).astype(np.float32)
+  ct = rng.normal(size=(4, 5, 5, 5)).astype(np.float32)
+  f = lambda x, w: tg.grad(lambda x: (lax.conv_general_dilated(x, w, (2, 2), "SAME") * ct).sum())(x)
+  prog = schedule(tg.make_graph(f)(x, w))
+  (scatter,) = [k for k in prog.kernels if k.stores[0].mode == "add"]
+  assert [l.extent for l in scatter.loops] == [4, 8] and scatter.parallel and len(scatter.epilogue) == 4
+  xp = np.pad(x, [(0, 0), (0, 0), (1, 1), (1, 1)])
+  want = np.zeros_like(xp)
+  for i in range(3):
+    for j in range(3):
+      want[:, :, i:i + 9:2, j:j + 9:2] += np.einsum("nopq,oc->ncpq", ct, w[:, :, i, j])
+  got = run_program(prog, [x, w])[0].reshape(x.shape)
+  np.testing.assert_allclose(got, want[:, :, 1:-1, 1:-1], **tol("float32", 64, 64))
+
+
 def test_index_arithmetic_is_simplified():
   prog = schedule(tg.make_graph(lambda x: x.reshape(4, 2, 4).transpose(0, 1, 2).reshape(4, 8)[::-1] + 1.0)(X))
   (k,) = prog.kernels

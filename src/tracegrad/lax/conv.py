@@ -52,8 +52,8 @@ def _windows(x: Array, window, strides, dilation, out_sp, low) -> Array:
   taps back onto x (the padding's dropped)."""
   nd, (n, c) = len(window), x.shape[:2]
   shape = (n, c, *window, *out_sp)
-  at = lambda a: UOp.iota(shape, a, dtypes.int32)
-  k = lambda v: UOp.const(dtypes.int32, v, shape)
+  at = lambda a: UOp.iota(shape, a, dtypes.int64)
+  k = lambda v: UOp.const(dtypes.int64, v, shape)
   spatial = [at(2 + a) * k(d) + at(2 + nd + a) * k(s) - k(lo)
              for a, (d, s, lo) in enumerate(zip(dilation, strides, low))]
   taps = x.uop.gather(UOp.concat([i.reshape((*shape, 1)) for i in [at(0), at(1), *spatial]], len(shape)))

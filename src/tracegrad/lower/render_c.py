@@ -384,17 +384,18 @@ def _omp(what: str, n: int) -> str: return f"#pragma omp {what}" + (f" collapse(
 
 def _loop_pragmas(k: Kernel) -> dict[int, str]:
   """OpenMP pragmas by outer loop position: threads over the outer loops of big parallel kernels, simd on the
-  innermost loop where no accumulator is carried across it."""
+  innermost loop where no accumulator is carried across it and no loops run inside it."""
   n = len(k.loops)
   if not k.parallel or n == 0: return {}
-  opts = dict(k.opts)
-  if not opts.get("threads", 1): return {} if k.reduce else {n - 1: "#pragma omp simd"}
+  opts, nested = dict(k.opts), k.reduce is not None or bool(k.epilogue)
+  if not opts.get("threads", 1): return {} if nested else {n - 1: "#pragma omp simd"}
   ext = [l.extent for l in k.loops]
-  steps = math.prod(ext) * (math.prod(l.extent for l in k.reduce.loops) if k.reduce else 1)
+  inner = (*(k.reduce.loops if k.reduce else ()), *k.epilogue)
+  steps = math.prod(ext) * math.prod(l.extent for l in inner)
   if "collapse" not in opts and (steps < PARALLEL_MIN_STEPS or math.prod(ext) < 2):
-    return {} if k.reduce else {n - 1: "#pragma omp simd"}
+    return {} if nested else {n - 1: "#pragma omp simd"}
   c = min(opts.get("collapse", n), n)   # how many outer loops the threads share out
-  if k.reduce: return {0: _omp("parallel for", c)}
+  if nested: return {0: _omp("parallel for", c)}
   if "collapse" not in opts and n > 1 and math.prod(ext[:-1]) >= COLLAPSE_MIN: c = n - 1
   if c == n: return {0: _omp("parallel for simd", n)}
   return {0: _omp("parallel for", c), n - 1: "#pragma omp simd"}
@@ -826,9 +827,11 @@ def render_kernel(k: Kernel, name: str | None = None, restrict: bool = True, sto
       b.names[l.var] = f"i{j}"
       loops.enter_context(b.block(_loop(f"i{j}", l.extent), pragmas.get(j)))
     if k.reduce is not None: _emit_reduce(b, k)
+    simd = not any(s.mode for s in k.stores)   # a scatter's points may combine into one element, in order
     for j, l in enumerate(k.epilogue):
       b.names[l.var] = f"e{j}"
-      loops.enter_context(b.block(_loop(f"e{j}", l.extent), "#pragma omp simd" if j == len(k.epilogue) - 1 else None))
+      loops.enter_context(b.block(_loop(f"e{j}", l.extent),
+                                  "#pragma omp simd" if simd and j == len(k.epilogue) - 1 else None))
     for s in k.stores: _emit_store(b, s)
   return f"{storage} void {name or c_name(k.name)}({params or 'void'}) {{\n" + "".join(l + "\n" for l in b.lines) + "}"
 

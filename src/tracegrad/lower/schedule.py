@@ -458,7 +458,12 @@ class _Scheduler:
         cols.append(_clamp(c, x.shape[j]))
       flat = kb.ix(_ravel(cols + list(idx[batch:]), x.shape))
       mode = None if u.arg == "set" else u.arg
-      self._emit(name, kb, loops, [Store(kb.buf(n), flat, kb.value(upd, idx), mode, ok)], parallel=False)
+      # leading loops whose index is the loop itself write disjoint rows (a convolution's batch and channels): the
+      # threads share them out, each running the rest in order
+      own = next((j for j in range(min(batch, k)) if kb.ix(cols[j]) is not idx[j]), min(batch, k))
+      store = Store(kb.buf(n), flat, kb.value(upd, idx), mode, ok)
+      if own: self._emit(name, kb, loops[:own], [store], epilogue=tuple(loops[own:]))
+      else: self._emit(name, kb, loops, [store], parallel=False)
     elif u in self.epilogue:
       r = self.epilogue[u]
       loops, idx = self._loops(r.shape)
