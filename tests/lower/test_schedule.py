@@ -229,3 +229,17 @@ def test_matmul_kernels_run_in_register_blocks(transposed):
   (got,) = exe([a, b])
   np.testing.assert_allclose(got, a @ (b.T if transposed else b), rtol=ulps(840), atol=ulps(840))
   assert ("accs[q][c][l]" if transposed else "accs[q][j]") in exe.source and "TG_ROWS" in exe.source
+
+
+def test_a_transposed_weight_smaller_than_the_output_is_packed_for_register_blocks():
+  """x @ w.T with more rows of x than of w: w is copied once with the output's columns contiguous (a packed panel),
+  and the sum runs as blocks of rows by a vector of columns rather than as dot products."""
+  a, w = rng.normal(size=(520, 100)).astype(np.float32), rng.normal(size=(130, 100)).astype(np.float32)
+  prog = schedule(tg.make_graph(lambda x, w: x @ w.T)(a, w))
+  pack, dot = prog.kernels
+  assert pack.name.endswith("_pack") and pack.reduce is None and dot.reduce is not None
+  np.testing.assert_allclose(run_program(prog, [a, w])[0].reshape(520, 130), a @ w.T, **tol("float32", 840, 840))
+  if not _has_cpu(): return
+  exe = run.Executable(tg.make_graph(lambda x, w: x @ w.T)(a, w), "cpu")
+  np.testing.assert_allclose(exe([a, w])[0], a @ w.T, rtol=ulps(840), atol=ulps(840))
+  assert "accs[q][j]" in exe.source and "accs[q][c][l]" not in exe.source

@@ -35,7 +35,7 @@ from ..ir.dtypes import DType
 from .c_math import SOURCE as MATH
 from ..devices.base import Program
 from .kernel import Control, Kernel
-from .symbolic import _linear
+from .symbolic import _linear, coefficient
 
 # What a target defines before HELPERS: the fixed-width integer types, TG_INLINE (a helper function's qualifiers),
 # TG_BITCAST(T, S, x), TG_CLZLL (leading zeros of a 64-bit value), and tg_fbits, tg_ffrom, tg_dbits, tg_dfrom (the
@@ -579,21 +579,6 @@ BLOCK_PRELUDE = r"""
 """
 
 
-def _coefficient(index: UOp, var: UOp) -> int | None:
-  """How much index grows when var grows by one, when index is linear in var (else None). A clamp to a constant
-  (the edge of a padded view, whose clamped lanes a guard masks) counts as its unclamped operand: the answer only
-  chooses a loop order, never changes a result."""
-  terms, _ = _linear(index)
-  out = terms.get(var, 0)
-  for t, k in terms.items():
-    if t is var or var not in t.toposort(): continue
-    if t.op not in (Ops.MAX, Ops.MIN) or Ops.CONST not in (t.src[0].op, t.src[1].op): return None
-    inner = _coefficient(t.src[1] if t.src[0].op is Ops.CONST else t.src[0], var)
-    if inner is None: return None
-    out += k * inner
-  return out
-
-
 def _interchange(k: Kernel) -> bool:
   """Whether to run the reduction's loops outside the last outer loop, with one accumulator per element of that
   loop: worth it when some load is contiguous (or of stride 2: a strided convolution's input) along the last outer
@@ -604,7 +589,7 @@ def _interchange(k: Kernel) -> bool:
   for u in r.value.toposort():
     if u.op is Ops.GATHER:
       idx = u.src[1].src[0]
-      if _coefficient(idx, last) in (1, 2) and _coefficient(idx, inner) not in (0, 1, None): return True
+      if coefficient(idx, last) in (1, 2) and coefficient(idx, inner) not in (0, 1, None): return True
   return False
 
 
@@ -621,8 +606,8 @@ def _dot_blocked(k: Kernel) -> bool:
   for u in r.value.toposort():
     if u.op is Ops.GATHER:
       idx = u.src[1].src[0]
-      if _coefficient(idx, inner) not in (0, 1): return False
-      moves = moves or (_coefficient(idx, inner) == 1 and _coefficient(idx, last) not in (0, None))
+      if coefficient(idx, inner) not in (0, 1): return False
+      moves = moves or (coefficient(idx, inner) == 1 and coefficient(idx, last) not in (0, None))
       deps = set(idx.toposort())
       reads.append((rows in deps, last in deps))
   # a block pays only when a row's operand serves every column and a column's every row (a product of two operands);

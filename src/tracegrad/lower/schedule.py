@@ -20,7 +20,7 @@ from ..ir.ops import ELEMENTWISE, REDUCE
 from ..ir.shapes import multi_avals
 from ..devices.base import BufferSpec, Program
 from .kernel import Control, Kernel, Loop, Reduce, Store, acc_dtype
-from .symbolic import Simplifier, simplify
+from .symbolic import Simplifier, coefficient, simplify
 
 I64 = dtypes.int64
 CONTROL_FLOW = frozenset({Ops.COND, Ops.SCAN, Ops.WHILE})
@@ -35,6 +35,7 @@ CHEAP = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.DIV, Ops.NEG, Ops.MAX, Ops.MIN
 # an elementwise value of at least STEPS operations, repeated at least REPEATS times by a broadcast into a reduction,
 # is stored once instead
 STEPS, REPEATS = 3, 8
+PACK_MIN = 8   # a sum's last output loop and innermost reduction loop both this long at least, for packing to pay
 
 
 class Unsupported(NotImplementedError):
@@ -244,6 +245,27 @@ def _split_loops(loops, stores, reduce, ranges: dict) -> tuple:
   return _split_loops(loops, stores, reduce, ranges)   # a part may be divided again (an im2col row: channel, tap)
 
 
+def _packable(loops, reduce: Reduce) -> UOp | None:
+  """The load of a float sum of products to pack: one contiguous along the innermost reduction loop that moves with
+  the last output loop (the right operand of a matmul by a transposed matrix), when no load is contiguous along
+  that output loop, so that nothing vectorises along it. Packed, the sum runs as register blocks along it. Only an
+  operand no larger than the output (a weight, not a batch of activations, whose dot products pay as they are)."""
+  if reduce.op is not Ops.REDUCE_SUM or not reduce.acc.dtype.is_float or not loops or not reduce.loops: return None
+  last, inner = loops[-1], reduce.loops[-1]
+  if last.extent < PACK_MIN or inner.extent < PACK_MIN: return None
+  found = None
+  for u in reduce.value.toposort():
+    if u.op is not Ops.GATHER: continue
+    idx = u.src[1].src[0]
+    along, across = coefficient(idx, last.var), coefficient(idx, inner.var)
+    if along in (1, 2): return None
+    if across == 1 and along not in (0, None) and found is None: found = u
+  if found is None: return None
+  deps = set(found.src[1].src[0].toposort())
+  size = math.prod(l.extent for l in (*loops, *reduce.loops) if l.var in deps)
+  return found if size <= math.prod(l.extent for l in loops) else None
+
+
 class _Scheduler:
   """`buffers` is shared with the enclosing schedule for a control-flow op's sub-graphs, whose outputs then get
   buffers of their own (fresh_outputs) even when they are inputs or constants."""
@@ -418,11 +440,28 @@ class _Scheduler:
     return loops, idx
 
   def _emit(self, name: str, kb: _KernelBuilder, loops, stores, reduce=None, parallel=True, epilogue=()):
-    nums = sorted(kb.bufs)
     if not epilogue: loops, stores, reduce = _split_loops(loops, stores, reduce, kb.ranges)
+    if reduce is not None and parallel and not epilogue and (load := _packable(loops, reduce)) is not None:
+      reduce = self._pack(name, kb, loops, reduce, load)
+    nums = sorted(kb.bufs)
     self.kernels.append(Kernel(name, tuple(kb.bufs[n] for n in nums), tuple(loops), tuple(stores), reduce, parallel,
                                epilogue))
     self.calls.append(tuple(nums))
+
+  def _pack(self, name: str, kb: _KernelBuilder, loops, reduce: Reduce, load: UOp) -> Reduce:
+    """The reduction reading `load` from a copy of the values it reads, laid out with the last output loop's
+    axis contiguous (a packed panel): written by a kernel of its own just before."""
+    buf, idx = load.src[0], load.src[1].src[0]
+    deps = set(idx.toposort())
+    order = [l for l in (*loops[:-1], *reduce.loops, loops[-1]) if l.var in deps]
+    n = self._spec(math.prod(l.extent for l in order), buf.dtype)
+    packed = kb.buf(n)
+    at = _ravel([l.var for l in order], [l.extent for l in order])
+    src = next(m for m, p in kb.bufs.items() if p is buf)
+    self.kernels.append(Kernel(f"{name}_pack", (buf, packed), tuple(order), (Store(packed, at, load),)))
+    self.calls.append((src, n))
+    value = substitute([reduce.value], {load: packed.gather(kb.ix(at).reshape((1,)))})[0]
+    return Reduce(reduce.op, reduce.acc, reduce.loops, value, reduce.stores)
 
   def kernel_for(self, u: UOp):
     name = f"k{len(self.kernels)}_{u.op.name.lower()}"

@@ -204,6 +204,21 @@ def _split_whole(ctx: Bounds, terms: dict[UOp, int], const: int, d: int, dt: DTy
   return _sum({t: c // d for t, c in terms.items() if c // d}, const // d, dt), r
 
 
+def coefficient(index: UOp, var: UOp) -> int | None:
+  """How much index grows when var grows by one, when index is linear in var (else None). A clamp to a constant
+  (the edge of a padded view, whose clamped lanes a guard masks) counts as its unclamped operand: the answer only
+  chooses a loop order, never changes a result."""
+  terms, _ = _linear(index)
+  out = terms.get(var, 0)
+  for t, k in terms.items():
+    if t is var or var not in t.toposort(): continue
+    if t.op not in (Ops.MAX, Ops.MIN) or Ops.CONST not in (t.src[0].op, t.src[1].op): return None
+    inner = coefficient(t.src[1] if t.src[0].op is Ops.CONST else t.src[0], var)
+    if inner is None: return None
+    out += k * inner
+  return out
+
+
 # ---- rules ----
 
 def _fold(u: UOp) -> UOp | None:
