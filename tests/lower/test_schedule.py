@@ -202,6 +202,25 @@ def test_a_convolutions_input_gradient_is_one_scatter_shared_out_over_batch_and_
   np.testing.assert_allclose(got, want[:, :, 1:-1, 1:-1], **tol("float32", 64, 64))
 
 
+def test_an_optimizers_updates_of_one_parameter_are_one_kernel():
+  p, g, m, v = (rng.normal(size=(64, 32)).astype(np.float32) for _ in range(4))
+  v = np.abs(v)
+
+  def adam(p, g, m, v):
+    m = 0.9 * m + 0.1 * g
+    v = 0.999 * v + 0.001 * g * g
+    return p - 0.01 * m / (tnp.sqrt(v) + 1e-8), m, v
+  prog = schedule(tg.make_graph(adam)(p, g, m, v))
+  (k,) = prog.kernels
+  assert len(k.stores) == 3
+  m2, v2 = 0.9 * m + 0.1 * g, 0.999 * v + 0.001 * g * g
+  for got, want in zip(run_program(prog, [p, g, m, v]), (p - 0.01 * m2 / (np.sqrt(v2) + 1e-8), m2, v2)):
+    np.testing.assert_allclose(got.reshape(want.shape), want, **tol("float32", 16, 16))
+  # a kernel reading another's output at another index (a transpose) stays apart
+  prog = schedule(tg.make_graph(lambda a: (tnp.exp(a), tnp.exp(a).T + 1.0))(p[:32]))
+  assert len(prog.kernels) == 2
+
+
 def test_index_arithmetic_is_simplified():
   prog = schedule(tg.make_graph(lambda x: x.reshape(4, 2, 4).transpose(0, 1, 2).reshape(4, 8)[::-1] + 1.0)(X))
   (k,) = prog.kernels

@@ -549,7 +549,8 @@ class _Scheduler:
       n = self.bufnum[o]
       if self.fresh and n in own: n = self._copy(o)
       outputs.append((n, o.shape))
-    return Program(self.kernels, self.calls, self.buffers, self.inputs, outputs)
+    kernels, calls = merge_elementwise(self.kernels, self.calls)
+    return Program(kernels, calls, self.buffers, self.inputs, outputs)
 
   def _copy(self, o: UOp) -> int:
     n = self._spec(o.size, o.dtype)
@@ -562,6 +563,65 @@ class _Scheduler:
   def _const_output(self, o: UOp):
     self._new(o)
     self.kernel_for(o)
+
+
+# ---- after scheduling: elementwise kernels over one shape run as one (an optimizer's updates of one parameter) ----
+
+MERGE_MAX = 8   # stores in one merged kernel at most
+
+
+def _plain(k) -> bool:
+  return (isinstance(k, Kernel) and k.reduce is None and not k.epilogue and k.parallel and bool(k.loops)
+          and all(s.mode is None and s.valid is None for s in k.stores))
+
+
+def _written(k: Kernel, nums) -> set[int]:
+  stored = {s.buf for s in k.stores}
+  return {n for p, n in zip(k.bufs, nums) if p in stored}
+
+
+def _joinable(g: Kernel, gn, k: Kernel, kn) -> dict | None:
+  """The substitution that puts k's loops and buffers in g's terms, when k can run in g's iterations after g's
+  stores: the same loops, k reading what g writes only at the index g writes it, and k writing nothing g uses."""
+  if [l.extent for l in g.loops] != [l.extent for l in k.loops] or len(g.stores) + len(k.stores) > MERGE_MAX:
+    return None
+  if _written(k, kn) & set(gn): return None
+  sub = {kl.var: gl.var for kl, gl in zip(k.loops, g.loops)}
+  gparam = dict(zip(gn, g.bufs))
+  sub.update({p: gparam[n] for p, n in zip(k.bufs, kn) if n in gparam})
+  at = {s.buf: s.index for s in g.stores}
+  for s in k.stores:
+    for u in toposort([substitute([s.value], sub)[0]]):
+      if u.op is Ops.GATHER and u.src[0] in at and u.src[1].src[0] is not at[u.src[0]]: return None
+  return sub
+
+
+def merge_elementwise(kernels: list, calls: list) -> tuple[list, list]:
+  """Each plain elementwise kernel joined to an earlier one over the same loops that it can run beside: moved up past
+  the kernels between (none writing what it reads, none using what it writes), its stores after that kernel's in
+  each iteration. An optimizer's moments and parameter of one shape are then one pass."""
+  out_k, out_c = [], []
+  for k, kn in zip(kernels, calls):
+    joined = False
+    if _plain(k):
+      reads, writes = set(kn) - _written(k, kn), _written(k, kn)
+      for j in range(len(out_k) - 1, -1, -1):
+        g, gn = out_k[j], out_c[j]
+        if not isinstance(g, Kernel): break
+        if _plain(g) and (sub := _joinable(g, gn, k, kn)) is not None:
+          stores = [Store(sub.get(s.buf, s.buf), *substitute([s.index, s.value], sub)) for s in k.stores]
+          nums = dict(zip(gn, g.bufs)) | {n: p for p, n in zip(k.bufs, kn) if n not in gn}
+          order = sorted(nums)
+          out_k[j] = Kernel(g.name, tuple(nums[n] for n in order), g.loops, (*g.stores, *stores), parallel=True)
+          out_c[j] = tuple(order)
+          joined = True
+          break
+        gw = _written(g, gn)
+        if gw & reads or set(gn) & writes: break
+    if not joined:
+      out_k.append(k)
+      out_c.append(kn)
+  return out_k, out_c
 
 
 def schedule(graph: Graph) -> Program:
