@@ -615,6 +615,14 @@ def _dot_blocked(k: Kernel) -> bool:
   return moves and (True, False) in reads and (False, True) in reads
 
 
+# the largest TG_ROWS, TG_VBYTES and TG_DOT_COLS of any target: an extent they divide is cut into whole blocks
+# everywhere, and its kernel needs no code for a cut edge
+MAX_ROWS, MAX_VBYTES, MAX_DOT_COLS = 8, 256, 4
+
+
+def _whole(extent: int, block) -> bool: return extent % int(block) == 0
+
+
 def _accumulate(b: _Body, r, ct: str, cell: str) -> None:
   """One step of a register block's sum: the accumulator `cell` read as acc, then updated by the reduction's step."""
   b.line(f"{ct} acc = {cell};")
@@ -637,6 +645,9 @@ def _emit_dot_blocked(b: _Body, k: Kernel, pragmas: dict[int, str]):
     loops.enter_context(b.block(f"for (int64_t jb = 0; jb < {cols.extent}; jb += {nc})"))
     b.line(f"const int64_t rn = {rows.extent} - ib < {nr} ? {rows.extent} - ib : {nr};")
     b.line(f"const int64_t cn = {cols.extent} - jb < {nc} ? {cols.extent} - jb : {nc};")
+    if _whole(rows.extent, opts.get("rows", MAX_ROWS)) and _whole(cols.extent, opts.get("cols", MAX_DOT_COLS)):
+      _emit_dots(b, k, nr, nc, ct, (nr, nc))
+      return
     with b.block(f"if (rn == {nr} && cn == {nc})"): _emit_dots(b, k, nr, nc, ct, (nr, nc))
     with b.block("else"): _emit_dots(b, k, "rn", "cn", ct, (nr, nc))
 
@@ -729,6 +740,10 @@ def _emit_interchanged(b: _Body, k: Kernel, pragmas: dict[int, str]):
     if rows: b.line(f"const int64_t rn = {rows.extent} - ib < {nrows} ? {rows.extent} - ib : {nrows};")
     b.line(f"const int64_t tn = {last.extent} - t < {width} ? {last.extent} - t : {width};")
     full = f"rn == {nrows} && tn == {width}" if rows else f"tn == {width}"
+    if (not rows or _whole(rows.extent, opts.get("rows", MAX_ROWS))) and \
+       _whole(last.extent, opts.get("width", MAX_VBYTES // r.acc.dtype.itemsize)):
+      _emit_block(b, k, nrows if rows else "1", width, ct, (nrows, width))
+      return
     with b.block(f"if ({full})"): _emit_block(b, k, nrows if rows else "1", width, ct, (nrows, width))
     with b.block("else"): _emit_block(b, k, "rn" if rows else "1", "tn", ct, (nrows, width))
 
