@@ -117,7 +117,8 @@ class _KernelBuilder:
 
   def __init__(self, sched: "_Scheduler", ranges: dict[UOp, int]):
     self.s, self.ranges, self.memo, self.bufs = sched, ranges, {}, {}
-    self.simplify = Simplifier(ranges)
+    self.simplify = sched.simplifier
+    sched.simplifier.bounds.ranges.update(ranges)
     self.reduced: dict[UOp, UOp] = {}   # a reduction computed in this kernel: its accumulator
 
   def buf(self, n: int) -> UOp:
@@ -272,6 +273,8 @@ class _Scheduler:
 
   def __init__(self, graph: Graph, buffers: list[BufferSpec] | None = None, fresh_outputs: bool = False):
     self.graph, self.fresh = graph, fresh_outputs
+    self._vars: dict[tuple, UOp] = {}
+    self.simplifier = Simplifier({})   # for every kernel: a loop variable has one extent
     self._iotas: dict[UOp, bool] = {}
     self.outs = graph_rewrite_many(list(graph.outputs), INLINE + FOLD)
     order = toposort(self.outs)
@@ -429,12 +432,14 @@ class _Scheduler:
     self.buffers.append(BufferSpec(size, dtype, data))
     return len(self.buffers) - 1
 
-  def _loops(self, shape) -> tuple[list[Loop], list[UOp]]:
+  def _loops(self, shape, role: str = "outer") -> tuple[list[Loop], list[UOp]]:
+    """Loops over shape's axes longer than one, and the index of each axis. A loop's variable is the same for every
+    kernel (by role, position and extent), so that equal index arithmetic is one node, simplified once."""
     loops, idx = [], []
     for n in shape:
       if n == 1: idx.append(_i(0))
       else:
-        v = UOp.param((), I64)
+        if (v := self._vars.get(key := (role, len(loops), n))) is None: v = self._vars[key] = UOp.param((), I64)
         loops.append(Loop(v, n))
         idx.append(v)
     return loops, idx
@@ -471,7 +476,7 @@ class _Scheduler:
       r = self.tail.get(u, u)
       x = r.src[0]
       loops, idx = self._loops(u.shape)
-      rloops, ridx = self._loops(tuple(x.shape[a] if a in r.arg else 1 for a in range(x.ndim)))
+      rloops, ridx = self._loops(tuple(x.shape[a] if a in r.arg else 1 for a in range(x.ndim)), "reduce")
       kb = _KernelBuilder(self, {l.var: l.extent for l in loops + rloops})
       full = [j if a in r.arg else i for a, (i, j) in enumerate(zip(idx, ridx))]
       ad = acc_dtype(r.dtype)
@@ -506,8 +511,8 @@ class _Scheduler:
     elif u in self.epilogue:
       r = self.epilogue[u]
       loops, idx = self._loops(r.shape)
-      rloops, ridx = self._loops(tuple(u.shape[a] if a in r.arg else 1 for a in range(u.ndim)))
-      eloops, eidx = self._loops(tuple(u.shape[a] if a in r.arg else 1 for a in range(u.ndim)))
+      rloops, ridx = self._loops(tuple(u.shape[a] if a in r.arg else 1 for a in range(u.ndim)), "reduce")
+      eloops, eidx = self._loops(tuple(u.shape[a] if a in r.arg else 1 for a in range(u.ndim)), "epilogue")
       kb = _KernelBuilder(self, {l.var: l.extent for l in loops + rloops + eloops})
       ad = acc_dtype(r.dtype)
       acc = UOp.param((), ad)
