@@ -36,6 +36,7 @@ CHEAP = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.DIV, Ops.NEG, Ops.MAX, Ops.MIN
 # is stored once instead
 STEPS, REPEATS = 3, 8
 PACK_MIN = 8   # a sum's last output loop and innermost reduction loop both this long at least, for packing to pay
+PACK_MAX_RATIO = 4   # and the packed operand at most this many times the output's size
 
 
 class Unsupported(NotImplementedError):
@@ -250,7 +251,7 @@ def _packable(loops, reduce: Reduce) -> UOp | None:
   """The load of a float sum of products to pack: one contiguous along the innermost reduction loop that moves with
   the last output loop (the right operand of a matmul by a transposed matrix), when no load is contiguous along
   that output loop, so that nothing vectorises along it. Packed, the sum runs as register blocks along it. Only an
-  operand no larger than the output (a weight, not a batch of activations, whose dot products pay as they are)."""
+  operand not much larger than the output (a weight, not a batch of windows, whose dot products pay as they are)."""
   if reduce.op is not Ops.REDUCE_SUM or not reduce.acc.dtype.is_float or not loops or not reduce.loops: return None
   last, inner = loops[-1], reduce.loops[-1]
   if last.extent < PACK_MIN or inner.extent < PACK_MIN: return None
@@ -264,7 +265,7 @@ def _packable(loops, reduce: Reduce) -> UOp | None:
   if found is None: return None
   deps = set(found.src[1].src[0].toposort())
   size = math.prod(l.extent for l in (*loops, *reduce.loops) if l.var in deps)
-  return found if size <= math.prod(l.extent for l in loops) else None
+  return found if size <= PACK_MAX_RATIO * math.prod(l.extent for l in loops) else None
 
 
 class _Scheduler:
