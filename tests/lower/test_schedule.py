@@ -238,10 +238,11 @@ def test_control_flow_is_a_program_item_with_sub_programs():
 
 @pytest.mark.parametrize("transposed", [False, True])
 def test_matmul_kernels_run_in_register_blocks(transposed):
-  """x @ y reads y along the output row: blocks of rows by a vector width of columns; x @ y.T reads both along the
-  reduction: blocks of dot products. Both with whole blocks and cut edges (70 = 8 * 8 + 6, 130 = 2 * 64 + 2)."""
+  """x @ y reads y along the output row: blocks of rows by a vector width of columns; x @ y.T with y much larger than
+  the output reads both along the reduction: blocks of dot products. Both with whole blocks and cut edges (20 = 2 * 8
+  + 4, 130 = 2 * 64 + 2)."""
   if not _has_cpu(): pytest.skip("no C compiler")
-  a = rng.normal(size=(70, 100)).astype(np.float32)
+  a = rng.normal(size=(20, 100)).astype(np.float32)
   b = rng.normal(size=(130, 100) if transposed else (100, 130)).astype(np.float32)
   g = tg.make_graph(lambda x, y: x @ (y.T if transposed else y))(a, b)
   exe = run.Executable(g, "cpu")
