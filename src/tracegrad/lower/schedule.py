@@ -319,8 +319,7 @@ class _Scheduler:
     m |= {self._base(u) for u in order if len(users[u]) > 1 and not self._cheap(u)
           and any(v.op in REINDEX for v in users[u])}
     m |= self._repeated_into_reductions(order)
-    candidates = [r for r in order if r.op in REDUCE and r not in self.outs and len(users[r]) == 1
-                  and users[r][0].op is Ops.BROADCAST and users[r][0].shape == r.src[0].shape]
+    candidates = [r for r in order if r.op in REDUCE and r not in self.outs and self._broadcast_back(r) is not None]
     while True:
       self.epilogue = {}
       for r in candidates:
@@ -387,10 +386,22 @@ class _Scheduler:
         out[u] = r
     return out
 
+  def _broadcast_back(self, r: UOp) -> UOp | None:
+    """The broadcast of r (or of cheap elementwise steps on r alone: a variance's reciprocal square root) back over
+    r's input shape, when that is r's one use; else None."""
+    u = r
+    while len(self.users[u]) == 1 and (v := self.users[u][0]).op in ELEMENTWISE and v.shape == r.shape and \
+        all(s is u or self._cheap(s) for s in v.src):
+      u = v
+    if len(self.users[u]) != 1 or u in self.outs: return None
+    b = self.users[u][0]
+    return b if b.op is Ops.BROADCAST and b.shape == r.src[0].shape else None
+
   def _epilogue_root(self, r: UOp, users, m) -> UOp | None:
     """The one elementwise output root that reads r, broadcast over r's input shape, at its own index; else None."""
-    if users[r][0] in m: return None
-    found, stack, seen = None, [users[r][0]], set()
+    b = self._broadcast_back(r)
+    if b in m or any(u in m for u in b.src[0].toposort() if r in u.toposort() and u is not r): return None
+    found, stack, seen = None, [b], set()
     while stack:
       u = stack.pop()
       if u in seen: continue
