@@ -273,3 +273,42 @@ def test_intermediate_buffers_are_reused_and_results_are_not():
   for t in threads: t.join()
   for g, w in zip(got, want):
     for a, b in zip(g, w): np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+def _sum_program():
+  import tracegrad as tg
+  from tracegrad import run
+  x = np.random.default_rng(5).normal(size=(3, 2 ** 19)).astype(np.float32)
+  return run.Executable(tg.make_graph(lambda a: (a.sum(), (a * a).sum(1)))(x), "cpu"), x
+
+
+@needs_cc
+def test_a_threaded_sum_gives_the_same_bits_on_any_number_of_threads(cache):
+  exe, x = _sum_program()
+  if "parts[" not in exe.source: pytest.skip("the sum is not threaded")
+  base = cpu_mod._threads.base
+  try:
+    got = []
+    for n in (1, 2, 3):
+      cpu_mod.limit_threads(n)
+      got.append([np.asarray(v).tobytes() for v in exe([x])])
+  finally:
+    cpu_mod.limit_threads(base)
+  assert got[0] == got[1] == got[2]
+  np.testing.assert_allclose(exe([x])[0], x.astype(np.float64).sum(), rtol=1e-6)
+
+
+@needs_cc
+@pytest.mark.parametrize("single_faster", [True, False])
+def test_a_program_keeps_the_thread_count_its_probes_found_faster(cache, single_faster):
+  if cpu_mod._threads.base == 1: pytest.skip("one core")
+  import time
+  exe, x = _sum_program()
+  runner, base = exe._runner, cpu_mod._threads.base
+  slow, fast = 0.002, 0.0005
+  runner.tg_run = lambda ptrs: time.sleep(fast if (cpu_mod._threads.now == 1) == single_faster else slow)
+  try:
+    for _ in range(cpu_mod.PROBE * cpu_mod.OTHER * 2 + 1): runner([x])
+    assert runner.single is single_faster
+  finally:
+    cpu_mod._threads.use(base)

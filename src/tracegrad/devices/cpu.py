@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import math
 import json
 import os
 import re
@@ -24,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import warnings
 import weakref
 from collections import OrderedDict
@@ -70,7 +72,7 @@ os.environ.setdefault("GOMP_SPINCOUNT", "10000")
 
 _ffi = cffi.FFI()
 _omp_ffi = cffi.FFI()
-_omp_ffi.cdef("void omp_set_num_threads(int n);")
+_omp_ffi.cdef("void omp_set_num_threads(int n); int omp_get_max_threads(void);")
 
 
 @lru_cache(maxsize=None)
@@ -84,7 +86,32 @@ def _openmp():
 
 def limit_threads(n: int) -> None:
   """Let the calling thread's parallel kernels use n threads (devices sharing the cores each take a share)."""
-  if (omp := _openmp()) is not None: omp.omp_set_num_threads(max(1, n))
+  if (omp := _openmp()) is not None:
+    omp.omp_set_num_threads(max(1, n))
+    _threads.base, _threads.now = max(1, n), max(1, n)
+
+
+class _Threads(threading.local):
+  """The calling thread's OpenMP thread count: `base` (every core, or its share), `now` (what it is set to)."""
+
+  def __init__(self):
+    omp = _openmp()
+    self.omp = omp
+    self.base = self.now = omp.omp_get_max_threads() if omp is not None else 1
+
+  def use(self, n: int) -> None:
+    if n != self.now:
+      self.omp.omp_set_num_threads(n)
+      self.now = n
+
+
+_threads = _Threads()
+
+# A program runs its kernels on every core or on one, whichever its recent calls found faster: another process on the
+# machine can hold a core that a parallel kernel's threads all wait for at its end (beside one busy process a GPT step
+# ran 3x slower on two threads, 1.8x on one). Every PROBE-th call is timed, every OTHER-th of those on the other
+# count; one thread is kept while it is faster by MARGIN. Sums give the same bits on any number of threads.
+PROBE, OTHER, MARGIN = 32, 4, 0.85
 _ffi.cdef("void tg_run(void **bufs); void tg_times(double *ns);")
 
 
@@ -260,6 +287,22 @@ class _Runner:
       if c is not None and n not in self.written_consts: self.const_ptrs[n] = _ffi.from_buffer(c)
     self.has_consts = any(c is not None for c in self.consts)
     self.per_call = [n for n, *_ in self.inputs] + [n for n, *_ in self.allocs] + self.written_consts   # fresh pointers
+    self.calls, self.single, self.times = 0, False, {False: math.inf, True: math.inf}   # by whether on one thread
+
+  def _run(self, ptrs) -> None:
+    """tg_run on the thread count this program chose, timing a probe call and choosing again after it."""
+    t = _threads
+    self.calls += 1
+    if t.base == 1 or self.calls % PROBE:
+      t.use(1 if self.single else t.base)
+      self.tg_run(ptrs)
+      return
+    single = self.single != (self.calls // PROBE % OTHER == 0)   # now and then, the other count
+    t.use(1 if single else t.base)
+    t0 = time.perf_counter()
+    self.tg_run(ptrs)
+    self.times[single] = time.perf_counter() - t0
+    self.single = self.times[True] < MARGIN * self.times[False]
 
   def _workspace(self):
     """The pointer array with constants' and scratch buffers' pointers filled in, and the scratch arrays."""
@@ -285,7 +328,7 @@ class _Runner:
     keep = [_ffi.from_buffer(arrays[n]) for n in self.per_call]   # alive until the run returns
     for n, p in zip(self.per_call, keep): ptrs[n] = p
     try:
-      self.tg_run(ptrs)
+      self._run(ptrs)
     finally:
       self._spare.append(ws)
     return [(arrays[n].copy() if copy else arrays[n]).reshape(shape) for n, shape, copy in self.outputs]

@@ -42,6 +42,7 @@ from .symbolic import _linear, coefficient
 # bits of a float or double, and back)
 C_HEAD = r"""#include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -485,9 +486,10 @@ def add_error(acc: str, comp: str) -> str:
 
 def _emit_blocked_sum(b: _Body, k: Kernel, step: UOp):
   """A long float sum: each block summed on its own into `part`, and added to acc exactly but for an error kept in
-  comp; threaded over the blocks when the sum is one value. Where the last loop is long enough, a block keeps a
-  partial sum per vector lane (b.sum_lanes bytes of them, added up as a tree), which breaks the chain of additions
-  and gives each few values to add."""
+  comp, in block order. When the sum is one value, threads share out the blocks, each block's sum kept in `parts`,
+  and the sums are added in order after: the same bits for any number of threads. Where the last loop is long
+  enough, a block keeps a partial sum per vector lane (b.sum_lanes bytes of them, added up as a tree), which breaks
+  the chain of additions and gives each few values to add."""
   r, ct = k.reduce, CTYPE[k.reduce.acc.dtype]
   plan, zero, last = sum_plan(r, b.sum_block), render_const(0.0, r.acc.dtype), len(r.loops) - 1
   lanes = b.sum_lanes // r.acc.dtype.itemsize
@@ -501,8 +503,11 @@ def _emit_blocked_sum(b: _Body, k: Kernel, step: UOp):
     b.line(f"{part} = {b.emit([step])[0]};")
     for s in r.stores: _emit_store(b, s)
 
+  j, c = plan
+  chunks = -(-r.loops[j].extent // c)
+  if threads: b.line(f"{ct} *parts = ({ct} *)malloc({math.prod(l.extent for l in r.loops[:j]) * chunks} * sizeof({ct}));")
   with ExitStack() as loops:
-    open_blocks(b, r, plan, loops, "#pragma omp parallel for reduction(+:acc,comp)" if threads else None)
+    open_blocks(b, r, plan, loops, "#pragma omp parallel for" if threads else None)
     if lanes:
       b.line(f"{ct} part[{lanes}];")
       b.line(f"for (int64_t l = 0; l < {lanes}; l++) part[l] = {zero};")
@@ -527,7 +532,14 @@ def _emit_blocked_sum(b: _Body, k: Kernel, step: UOp):
         point("part")
       total = "part"
     b.names[r.acc] = "acc"
-    b.line(add_exactly("acc", "comp", total, ct))
+    if not threads: b.line(add_exactly("acc", "comp", total, ct))
+    else:
+      block = "".join(f"(" for _ in range(j)) + "0" + "".join(f" * {l.extent} + r{i})" for i, l in enumerate(r.loops[:j]))
+      b.line(f"parts[{block} * {chunks} + rb / {c}] = {total};")
+  if threads:
+    b.line(f"for (int64_t i = 0; i < {math.prod(l.extent for l in r.loops[:j]) * chunks}; i++) "
+           + add_exactly("acc", "comp", "parts[i]", ct))
+    b.line("free(parts);")
   b.line(add_error("acc", "comp"))
 
 
