@@ -4,7 +4,10 @@ each, tracegrad's speed-up over JAX (above 1 means faster), the first step's los
 kernels in tracegrad's compiled step, and the first call in a fresh process (tracegrad with a cold, then a warm disk
 cache; JAX with its default, no disk cache). Not a test: a loss that disagrees is flagged, not asserted.
 
-  python3 benchmarks/models.py [--quick] [--only NAME] [--no-first-call]
+  python3 benchmarks/models.py [--quick] [--only NAME] [--no-first-call] [--busy N]
+
+--busy N runs the steady steps beside N processes that keep a core busy each (a loaded machine): both libraries
+share the cores with them in the same way.
 
 cnn, gpt and mlp are written once over a namespace (numpy module, nn, lax, transforms) that is tracegrad's or
 JAX's; mlperf-resnet and mlperf-gpt are the steps of examples/mlperf built through its functions, and their JAX
@@ -13,6 +16,7 @@ twins are written out in plain JAX from the same weights.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import functools
 import math
@@ -422,11 +426,25 @@ def main():
   ap.add_argument("--quick", action="store_true", help="fewer, shorter rounds")
   ap.add_argument("--only", choices=list(WORKLOADS), help="run one workload")
   ap.add_argument("--no-first-call", action="store_true", help="skip the first-call timings in fresh processes")
+  ap.add_argument("--busy", type=int, default=0, metavar="N", help="time the steps beside N busy processes")
   a = ap.parse_args()
   rounds, min_time = (2, 0.2) if a.quick else (5, 0.5)
   print(f"tracegrad on {tg.default_backend()} ({tg.devices()[0]}); numpy {np.__version__}"
-        + ("; jax installed (loss: the first step's, tracegrad / jax)" if _have("jax") else ""), flush=True)
-  for name in [a.only] if a.only else WORKLOADS: bench(name, rounds, min_time, not a.no_first_call)
+        + ("; jax installed (loss: the first step's, tracegrad / jax)" if _have("jax") else "")
+        + (f"; beside {a.busy} busy processes" if a.busy else ""), flush=True)
+  with busy(a.busy):
+    for name in [a.only] if a.only else WORKLOADS: bench(name, rounds, min_time, not a.no_first_call and not a.busy)
+
+
+@contextlib.contextmanager
+def busy(n: int):
+  """n processes spinning on a core each while the block runs."""
+  procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+  try:
+    yield
+  finally:
+    for p in procs: p.kill()
+    for p in procs: p.wait()
 
 
 if __name__ == "__main__":

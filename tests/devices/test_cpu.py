@@ -308,7 +308,7 @@ def test_a_program_keeps_the_thread_count_its_probes_found_faster(cache, single_
   slow, fast = 0.002, 0.0005
   runner.tg_run = lambda ptrs: time.sleep(fast if (cpu_mod._threads.now == 1) == single_faster else slow)
   try:
-    for _ in range(cpu_mod.PROBE * cpu_mod.OTHER * 2 + 1): runner([x])
+    for _ in range(4 * cpu_mod.PROBE_MAX): runner([x])
     assert runner.single is single_faster
   finally:
     cpu_mod._threads.use(base)

@@ -109,9 +109,10 @@ _threads = _Threads()
 
 # A program runs its kernels on every core or on one, whichever its recent calls found faster: another process on the
 # machine can hold a core that a parallel kernel's threads all wait for at its end (beside one busy process a GPT step
-# ran 3x slower on two threads, 1.8x on one). Every PROBE-th call is timed, every OTHER-th of those on the other
-# count; one thread is kept while it is faster by MARGIN. Sums give the same bits on any number of threads.
-PROBE, OTHER, MARGIN = 32, 4, 0.85
+# ran 3x slower on two threads, 1.8x on one). Every call is timed (a moving average per count, weight RECENT for the
+# newest); now and then one runs on the other count: after PROBE calls at first, twice as many after each that
+# loses, up to PROBE_MAX. One thread is kept while it is faster by MARGIN. Sums give the same bits on any count.
+PROBE, PROBE_MAX, RECENT, MARGIN = 2, 64, 0.3, 0.85
 _ffi.cdef("void tg_run(void **bufs); void tg_times(double *ns);")
 
 
@@ -287,22 +288,28 @@ class _Runner:
       if c is not None and n not in self.written_consts: self.const_ptrs[n] = _ffi.from_buffer(c)
     self.has_consts = any(c is not None for c in self.consts)
     self.per_call = [n for n, *_ in self.inputs] + [n for n, *_ in self.allocs] + self.written_consts   # fresh pointers
-    self.calls, self.single, self.times = 0, False, {False: math.inf, True: math.inf}   # by whether on one thread
+    self.threaded = getattr(lib, "threaded", True)
+    self.single, self.times = False, {False: math.inf, True: math.inf}   # by whether on one thread
+    self.every, self.until = PROBE, PROBE   # calls between probes of the other count, and to the next
 
   def _run(self, ptrs) -> None:
-    """tg_run on the thread count this program chose, timing a probe call and choosing again after it."""
+    """tg_run on the thread count this program chose (or, as a probe, the other), timed, and choose again."""
     t = _threads
-    self.calls += 1
-    if t.base == 1 or self.calls % PROBE:
-      t.use(1 if self.single else t.base)
+    if not self.threaded or t.base == 1:
       self.tg_run(ptrs)
       return
-    single = self.single != (self.calls // PROBE % OTHER == 0)   # now and then, the other count
+    self.until -= 1
+    single = self.single != (self.until == 0)
     t.use(1 if single else t.base)
     t0 = time.perf_counter()
     self.tg_run(ptrs)
-    self.times[single] = time.perf_counter() - t0
-    self.single = self.times[True] < MARGIN * self.times[False]
+    took = time.perf_counter() - t0
+    was = self.times[single]
+    self.times[single] = took if was == math.inf else RECENT * took + (1 - RECENT) * was
+    if self.until: return
+    chosen = self.times[True] < MARGIN * self.times[False]
+    self.every = PROBE if chosen != self.single else min(2 * self.every, PROBE_MAX)
+    self.single, self.until = chosen, self.every
 
   def _workspace(self):
     """The pointer array with constants' and scratch buffers' pointers filled in, and the scratch arrays."""
@@ -446,6 +453,7 @@ class CPUDevice(Device):
         base.distrust(e.dir, e.error)   # warns; from now on this process compiles into a private directory
         path = self.library_path(source)
         lib = self._load(source, path, timeout)
+    lib.threaded = "#pragma omp parallel" in source   # whether any kernel shares its work out to threads
     with self._lock:
       self._libs[path] = self._recent[path] = lib
       self._recent.move_to_end(path)
