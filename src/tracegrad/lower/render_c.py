@@ -570,25 +570,13 @@ def _emit_nan_reduce(b: _Body, r):
 
 
 # The register block of a matmul-like kernel: rows of the second-last output loop by bytes of the last, sized for the
-# target's vector registers (AVX-512: 8 x 4 registers of accumulators)
-BLOCK_PRELUDE = r"""
-#if defined(__AVX512F__)
-#define TG_ROWS 8
-#define TG_VBYTES 256
-#define TG_VREG 64
-#define TG_DOT_COLS 4
-#elif defined(__AVX__)
-#define TG_ROWS 4
-#define TG_VBYTES 64
-#define TG_VREG 32
-#define TG_DOT_COLS 2
-#else
-#define TG_ROWS 4
-#define TG_VBYTES 32
-#define TG_VREG 16
-#define TG_DOT_COLS 2
-#endif
-"""
+# target's vector registers (AVX-512: 8 x 4 registers of accumulators), by the macro that tells the target
+BLOCKS = {"__AVX512F__": dict(TG_ROWS=8, TG_VBYTES=256, TG_VREG=64, TG_DOT_COLS=4),
+          "__AVX__": dict(TG_ROWS=4, TG_VBYTES=64, TG_VREG=32, TG_DOT_COLS=2),
+          None: dict(TG_ROWS=4, TG_VBYTES=32, TG_VREG=16, TG_DOT_COLS=2)}
+BLOCK_PRELUDE = "\n" + "".join(
+  ("#else\n" if macro is None else f"#{'if' if i == 0 else 'elif'} defined({macro})\n")
+  + "".join(f"#define {k} {v}\n" for k, v in sizes.items()) for i, (macro, sizes) in enumerate(BLOCKS.items())) + "#endif\n"
 
 
 def _interchange(k: Kernel) -> bool:
@@ -627,9 +615,10 @@ def _dot_blocked(k: Kernel) -> bool:
   return moves and (True, False) in reads and (False, True) in reads
 
 
-# the largest TG_ROWS, TG_VBYTES and TG_DOT_COLS of any target: an extent they divide is cut into whole blocks
-# everywhere, and its kernel needs no code for a cut edge
-MAX_ROWS, MAX_VBYTES, MAX_DOT_COLS = 8, 256, 4
+# the least common multiples of TG_ROWS, TG_VBYTES and TG_DOT_COLS over the targets: an extent they divide is cut
+# into whole blocks everywhere, and its kernel needs no code for a cut edge
+MAX_ROWS, MAX_VBYTES, MAX_DOT_COLS = (math.lcm(*(b[k] for b in BLOCKS.values())) for k in ("TG_ROWS", "TG_VBYTES",
+                                                                                         "TG_DOT_COLS"))
 
 
 def _whole(extent: int, block) -> bool: return extent % int(block) == 0
