@@ -100,7 +100,7 @@ def test_cheap_arithmetic_is_recomputed_rather_than_stored():
   assert len(fwd.kernels) == 2 and fwd.kernels[0].reduce is not None
   assert fwd.kernels[1].epilogue and Ops.SQRT in [u.op for u in fwd.kernels[1].stores[0].value.toposort()]
   both = schedule(tg.make_graph(tg.grad(lambda x, g, b: _layer_norm(x, g, b).sum(), (0, 1, 2)))(x, g, b))
-  assert len(both.kernels) <= 7
+  assert len(both.kernels) <= 5
   sm = schedule(tg.make_graph(tg.grad(lambda x: (_softmax(x) * x).sum()))(X))
   assert len(sm.kernels) <= 6
   for f, args in ((_layer_norm, (x, g, b)), (tg.grad(lambda x: (_softmax(x) * x).sum()), (X,))):

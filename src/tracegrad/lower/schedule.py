@@ -386,21 +386,22 @@ class _Scheduler:
         out[u] = r
     return out
 
-  def _broadcast_back(self, r: UOp) -> UOp | None:
+  def _broadcast_back(self, r: UOp) -> tuple[UOp, list[UOp]] | None:
     """The broadcast of r (or of cheap elementwise steps on r alone: a variance's reciprocal square root) back over
-    r's input shape, when that is r's one use; else None."""
-    u = r
+    r's input shape, when that is r's one use, and those steps; else None."""
+    u, steps = r, []
     while len(self.users[u]) == 1 and (v := self.users[u][0]).op in ELEMENTWISE and v.shape == r.shape and \
         all(s is u or self._cheap(s) for s in v.src):
       u = v
+      steps.append(v)
     if len(self.users[u]) != 1 or u in self.outs: return None
     b = self.users[u][0]
-    return b if b.op is Ops.BROADCAST and b.shape == r.src[0].shape else None
+    return (b, steps) if b.op is Ops.BROADCAST and b.shape == r.src[0].shape else None
 
   def _epilogue_root(self, r: UOp, users, m) -> UOp | None:
     """The one elementwise output root that reads r, broadcast over r's input shape, at its own index; else None."""
-    b = self._broadcast_back(r)
-    if b in m or any(u in m for u in b.src[0].toposort() if r in u.toposort() and u is not r): return None
+    b, steps = self._broadcast_back(r)
+    if b in m or any(u in m for u in steps): return None
     found, stack, seen = None, [b], set()
     while stack:
       u = stack.pop()
@@ -587,9 +588,10 @@ class _Scheduler:
 MERGE_MAX = 8   # stores in one merged kernel at most
 
 
-def _plain(k) -> bool:
-  return (isinstance(k, Kernel) and k.reduce is None and not k.epilogue and k.parallel and bool(k.loops)
-          and all(s.mode is None and s.valid is None for s in k.stores))
+def _plain(k, reduce_ok: bool = False) -> bool:
+  """An elementwise kernel (or with reduce_ok, also a reduction's) over parallel loops with plain stores."""
+  return (isinstance(k, Kernel) and (k.reduce is None or reduce_ok) and not k.epilogue and k.parallel
+          and bool(k.loops) and all(s.mode is None and s.valid is None for s in k.stores))
 
 
 def _written(k: Kernel, nums) -> set[int]:
@@ -614,9 +616,10 @@ def _joinable(g: Kernel, gn, k: Kernel, kn) -> dict | None:
 
 
 def merge_elementwise(kernels: list, calls: list) -> tuple[list, list]:
-  """Each plain elementwise kernel joined to an earlier one over the same loops that it can run beside: moved up past
-  the kernels between (none writing what it reads, none using what it writes), its stores after that kernel's in
-  each iteration. An optimizer's moments and parameter of one shape are then one pass."""
+  """Each plain elementwise kernel joined to an earlier one over the same loops (elementwise, or a reduction's outer
+  loops) that it can run beside: moved up past the kernels between (none writing what it reads, none using what it
+  writes), its stores after that kernel's in each iteration. An optimizer's moments and parameter of one shape are
+  then one pass, and a row's statistics computed from its sums are stored with them."""
   out_k, out_c = [], []
   for k, kn in zip(kernels, calls):
     joined = False
@@ -625,11 +628,11 @@ def merge_elementwise(kernels: list, calls: list) -> tuple[list, list]:
       for j in range(len(out_k) - 1, -1, -1):
         g, gn = out_k[j], out_c[j]
         if not isinstance(g, Kernel): break
-        if _plain(g) and (sub := _joinable(g, gn, k, kn)) is not None:
+        if _plain(g, reduce_ok=True) and (sub := _joinable(g, gn, k, kn)) is not None:
           stores = [Store(sub.get(s.buf, s.buf), *substitute([s.index, s.value], sub)) for s in k.stores]
           nums = dict(zip(gn, g.bufs)) | {n: p for p, n in zip(k.bufs, kn) if n not in gn}
           order = sorted(nums)
-          out_k[j] = Kernel(g.name, tuple(nums[n] for n in order), g.loops, (*g.stores, *stores), parallel=True)
+          out_k[j] = Kernel(g.name, tuple(nums[n] for n in order), g.loops, (*g.stores, *stores), g.reduce)
           out_c[j] = tuple(order)
           joined = True
           break
