@@ -586,12 +586,16 @@ class _Scheduler:
 # ---- after scheduling: elementwise kernels over one shape run as one (an optimizer's updates of one parameter) ----
 
 MERGE_MAX = 8   # stores in one merged kernel at most
+JOIN_REDUCE_POINTS = 4096   # outer points of a reduction that elementwise work may join (a row's statistics)
 
 
 def _plain(k, reduce_ok: bool = False) -> bool:
-  """An elementwise kernel (or with reduce_ok, also a reduction's) over parallel loops with plain stores."""
-  return (isinstance(k, Kernel) and (k.reduce is None or reduce_ok) and not k.epilogue and k.parallel
-          and bool(k.loops) and all(s.mode is None and s.valid is None for s in k.stores))
+  """An elementwise kernel (or with reduce_ok, also a reduction's over few points: the renderer's register blocks
+  store point by point, unvectorised) over parallel loops with plain stores."""
+  if not isinstance(k, Kernel) or k.epilogue or not k.parallel or not k.loops: return False
+  if k.reduce is not None and not (reduce_ok and math.prod(l.extent for l in k.loops) <= JOIN_REDUCE_POINTS):
+    return False
+  return all(s.mode is None and s.valid is None for s in k.stores)
 
 
 def _written(k: Kernel, nums) -> set[int]:
