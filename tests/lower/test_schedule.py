@@ -265,3 +265,9 @@ def test_a_transposed_weight_smaller_than_the_output_is_packed_for_register_bloc
   exe = run.Executable(tg.make_graph(lambda x, w: x @ w.T)(a, w), "cpu")
   np.testing.assert_allclose(exe([a, w])[0], a @ w.T, rtol=ulps(840), atol=ulps(840))
   assert "accs[q][j]" in exe.source and "accs[q][c][l]" not in exe.source
+  # extents of whole tiles: the copy runs in 16 x 16 tiles
+  w = rng.normal(size=(128, 96)).astype(np.float32)
+  x = rng.normal(size=(520, 96)).astype(np.float32)
+  prog = schedule(tg.make_graph(lambda x, w: x @ w.T)(x, w))
+  assert [l.extent for l in prog.kernels[0].loops] == [6, 8, 16, 16]
+  np.testing.assert_allclose(run_program(prog, [x, w])[0].reshape(520, 128), x @ w.T, **tol("float32", 840, 840))

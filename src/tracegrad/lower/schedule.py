@@ -37,6 +37,7 @@ CHEAP = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.DIV, Ops.NEG, Ops.MAX, Ops.MIN
 STEPS, REPEATS = 3, 8
 PACK_MIN = 8   # a sum's last output loop and innermost reduction loop both this long at least, for packing to pay
 PACK_MAX_RATIO = 4   # and the packed operand at most this many times the output's size
+TILE = 16   # a packing copy's tiles: TILE x TILE elements
 
 
 class Unsupported(NotImplementedError):
@@ -476,10 +477,22 @@ class _Scheduler:
     packed = kb.buf(n)
     at = _ravel([l.var for l in order], [l.extent for l in order])
     src = next(m for m, p in kb.bufs.items() if p is buf)
-    self.kernels.append(Kernel(f"{name}_pack", (buf, packed), tuple(order), (Store(packed, at, load),)))
+    self.kernels.append(Kernel(f"{name}_pack", (buf, packed), *self._tiles(order, Store(packed, at, load))))
     self.calls.append((src, n))
     value = substitute([reduce.value], {load: packed.gather(kb.ix(at).reshape((1,)))})[0]
     return Reduce(reduce.op, reduce.acc, reduce.loops, value, reduce.stores)
+
+  def _tiles(self, order: list[Loop], store: Store) -> tuple[tuple[Loop, ...], tuple[Store]]:
+    """The loops of a packing copy, its last two (read along one, written along the other) in TILE x TILE tiles
+    that stay in cache while both are done, when TILE divides them; and its store in their terms."""
+    if len(order) < 2 or order[-1].extent % TILE or order[-2].extent % TILE: return tuple(order), (store,)
+    (a, b), parts = order[-2:], [UOp.param((), I64) for _ in range(4)]
+    outer = lambda l, hi: Loop(hi, l.extent // TILE)
+    loops = (*order[:-2], outer(a, parts[0]), outer(b, parts[1]), Loop(parts[2], TILE), Loop(parts[3], TILE))
+    ranges = {l.var: l.extent for l in loops}
+    at = {a.var: parts[0] * _i(TILE) + parts[2], b.var: parts[1] * _i(TILE) + parts[3]}
+    new = lambda u: simplify(substitute([u], at)[0], ranges)
+    return loops, (Store(store.buf, new(store.index), new(store.value)),)
 
   def kernel_for(self, u: UOp):
     name = f"k{len(self.kernels)}_{u.op.name.lower()}"
