@@ -18,7 +18,8 @@ from ..ir import Graph, Ops, UOp, dtypes
 from ..ir.shapes import fmt
 from ..trace import ShapeDtypeStruct, trace
 
-__all__ = ["stop_gradient", "optimization_barrier", "cond", "switch", "select", "scan", "fori_loop", "while_loop", "bitcast_convert_type"]
+__all__ = ["stop_gradient", "optimization_barrier", "cond", "switch", "select", "scan", "fori_loop", "while_loop",
+           "bitcast_convert_type"]
 
 
 def _name(f) -> str: return getattr(f, "__name__", type(f).__name__)

@@ -1,7 +1,7 @@
-"""Convolutions as jax.lax.conv_general_dilated: the windows of the padded input (im2col), built from reshapes and
-slices of it and stored once behind an optimization barrier, contracted with the kernel in one sum over channels and
-taps; so every transform (grad, vmap, jit) goes through ordinary views, products and sums, and the forward pass, the
-input gradient and the filter gradient are each one register-blocked contraction.
+"""Convolutions as jax.lax.conv_general_dilated: the windows of the padded input (im2col), a gather at indices made
+from iotas, stored once behind an optimization barrier and contracted with the kernel in one sum over channels and
+taps; so every transform (grad, vmap, jit) goes through ordinary gathers, products and sums. The forward pass and
+the filter gradient are each one register-blocked contraction, the input gradient one and a scatter-add.
 
 >>> x, w = tnp.ones((1, 1, 4, 4)), tnp.ones((1, 1, 3, 3))
 >>> lax.conv_general_dilated(x, w, (1, 1), "VALID").shape

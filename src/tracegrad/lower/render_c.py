@@ -505,7 +505,8 @@ def _emit_blocked_sum(b: _Body, k: Kernel, step: UOp):
 
   j, c = plan
   chunks = -(-r.loops[j].extent // c)
-  if threads: b.line(f"{ct} *parts = ({ct} *)malloc({math.prod(l.extent for l in r.loops[:j]) * chunks} * sizeof({ct}));")
+  blocks = math.prod(l.extent for l in r.loops[:j]) * chunks
+  if threads: b.line(f"{ct} *parts = ({ct} *)malloc({blocks} * sizeof({ct}));")
   with ExitStack() as loops:
     open_blocks(b, r, plan, loops, "#pragma omp parallel for" if threads else None)
     if lanes:
@@ -534,11 +535,11 @@ def _emit_blocked_sum(b: _Body, k: Kernel, step: UOp):
     b.names[r.acc] = "acc"
     if not threads: b.line(add_exactly("acc", "comp", total, ct))
     else:
-      block = "".join(f"(" for _ in range(j)) + "0" + "".join(f" * {l.extent} + r{i})" for i, l in enumerate(r.loops[:j]))
+      block = "0"
+      for i, l in enumerate(r.loops[:j]): block = f"({block} * {l.extent} + r{i})"
       b.line(f"parts[{block} * {chunks} + rb / {c}] = {total};")
   if threads:
-    b.line(f"for (int64_t i = 0; i < {math.prod(l.extent for l in r.loops[:j]) * chunks}; i++) "
-           + add_exactly("acc", "comp", "parts[i]", ct))
+    b.line(f"for (int64_t i = 0; i < {blocks}; i++) " + add_exactly("acc", "comp", "parts[i]", ct))
     b.line("free(parts);")
   b.line(add_error("acc", "comp"))
 
@@ -576,7 +577,8 @@ BLOCKS = {"__AVX512F__": dict(TG_ROWS=8, TG_VBYTES=256, TG_VREG=64, TG_DOT_COLS=
           None: dict(TG_ROWS=4, TG_VBYTES=32, TG_VREG=16, TG_DOT_COLS=2)}
 BLOCK_PRELUDE = "\n" + "".join(
   ("#else\n" if macro is None else f"#{'if' if i == 0 else 'elif'} defined({macro})\n")
-  + "".join(f"#define {k} {v}\n" for k, v in sizes.items()) for i, (macro, sizes) in enumerate(BLOCKS.items())) + "#endif\n"
+  + "".join(f"#define {k} {v}\n" for k, v in sizes.items())
+  for i, (macro, sizes) in enumerate(BLOCKS.items())) + "#endif\n"
 
 
 def _interchange(k: Kernel) -> bool:
@@ -615,10 +617,9 @@ def _dot_blocked(k: Kernel) -> bool:
   return moves and (True, False) in reads and (False, True) in reads
 
 
-# the least common multiples of TG_ROWS, TG_VBYTES and TG_DOT_COLS over the targets: an extent they divide is cut
-# into whole blocks everywhere, and its kernel needs no code for a cut edge
-MAX_ROWS, MAX_VBYTES, MAX_DOT_COLS = (math.lcm(*(b[k] for b in BLOCKS.values())) for k in ("TG_ROWS", "TG_VBYTES",
-                                                                                         "TG_DOT_COLS"))
+# each block size's least common multiple over the targets: an extent it divides is cut into whole blocks
+# everywhere, and its kernel needs no code for a cut edge
+EVERY_TARGET = {k: math.lcm(*(b[k] for b in BLOCKS.values())) for k in BLOCKS[None]}
 
 
 def _whole(extent: int, block) -> bool: return extent % int(block) == 0
@@ -646,7 +647,8 @@ def _emit_dot_blocked(b: _Body, k: Kernel, pragmas: dict[int, str]):
     loops.enter_context(b.block(f"for (int64_t jb = 0; jb < {cols.extent}; jb += {nc})"))
     b.line(f"const int64_t rn = {rows.extent} - ib < {nr} ? {rows.extent} - ib : {nr};")
     b.line(f"const int64_t cn = {cols.extent} - jb < {nc} ? {cols.extent} - jb : {nc};")
-    if _whole(rows.extent, opts.get("rows", MAX_ROWS)) and _whole(cols.extent, opts.get("cols", MAX_DOT_COLS)):
+    if _whole(rows.extent, opts.get("rows", EVERY_TARGET["TG_ROWS"])) and \
+       _whole(cols.extent, opts.get("cols", EVERY_TARGET["TG_DOT_COLS"])):
       _emit_dots(b, k, nr, nc, ct, (nr, nc))
       return
     with b.block(f"if (rn == {nr} && cn == {nc})"): _emit_dots(b, k, nr, nc, ct, (nr, nc))
@@ -741,8 +743,8 @@ def _emit_interchanged(b: _Body, k: Kernel, pragmas: dict[int, str]):
     if rows: b.line(f"const int64_t rn = {rows.extent} - ib < {nrows} ? {rows.extent} - ib : {nrows};")
     b.line(f"const int64_t tn = {last.extent} - t < {width} ? {last.extent} - t : {width};")
     full = f"rn == {nrows} && tn == {width}" if rows else f"tn == {width}"
-    if (not rows or _whole(rows.extent, opts.get("rows", MAX_ROWS))) and \
-       _whole(last.extent, opts.get("width", MAX_VBYTES // r.acc.dtype.itemsize)):
+    if (not rows or _whole(rows.extent, opts.get("rows", EVERY_TARGET["TG_ROWS"]))) and \
+       _whole(last.extent, opts.get("width", EVERY_TARGET["TG_VBYTES"] // r.acc.dtype.itemsize)):
       _emit_block(b, k, nrows if rows else "1", width, ct, (nrows, width))
       return
     with b.block(f"if ({full})"): _emit_block(b, k, nrows if rows else "1", width, ct, (nrows, width))

@@ -1,9 +1,9 @@
 """Scheduling: a Graph becomes a Program of kernels (lower/kernel.py).
 
 A node gets a buffer of its own (is materialised) when it is an input, a constant, an output, a reduction, a
-scatter, an optimization barrier, or when several nodes use it; everything else is computed inside the kernel of the node that uses it, at
-the index that node asks for. Movement ops never copy: RESHAPE, BROADCAST, PERMUTE, PAD, SLICE, FLIP and CONCAT
-only change the index a value is read at, so a broadcast is never materialised.
+scatter, an optimization barrier, or when several nodes use it; everything else is computed inside the kernel of
+the node that uses it, at the index that node asks for. Movement ops never copy: RESHAPE, BROADCAST, PERMUTE, PAD,
+SLICE, FLIP and CONCAT only change the index a value is read at, so a broadcast is never materialised.
 
 >>> import tracegrad, tracegrad.numpy as tnp
 >>> prog = schedule(tracegrad.make_graph(lambda x: tnp.exp(x * 2).sum())(tnp.ones((4, 8))))
@@ -12,7 +12,9 @@ only change the index a value is read at, so a broadcast is never materialised.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
+
 import numpy as np
 
 from ..ir import Graph, Ops, PatternMatcher, UOp, UPat, dtypes, graph_rewrite_many, substitute, toposort
@@ -308,13 +310,15 @@ class _Scheduler:
 
   def _materialised(self, order: list[UOp]) -> set[UOp]:
     """Nodes that get a buffer: outputs, reductions, scatters, optimization barriers; nodes read at several indices
-    (used by a movement op and something else); and nodes that several kernels would otherwise each recompute. A reduction whose only
-    use is broadcast back over its own input's shape into one elementwise output (softmax's sums) gets no buffer:
-    it runs in that output's kernel, which stores the output in a loop after the reduction (its epilogue)."""
+    (used by a movement op and something else); and nodes that several kernels would otherwise each recompute. A
+    reduction whose only use is broadcast back over its own input's shape into one elementwise output (softmax's
+    sums) gets no buffer: it runs in that output's kernel, which stores the output in a loop after the reduction
+    (its epilogue)."""
     self.users = users = {u: [] for u in order}
     for u in order:
       for s in set(u.src): users[s].append(u)
-    m = {u for u in order if u.op in REDUCE or u.op in (Ops.SCATTER, Ops.OPTIMIZATION_BARRIER, Ops.PARAM, Ops.BUFFER, Ops.PROJ)}
+    stored = (Ops.SCATTER, Ops.OPTIMIZATION_BARRIER, Ops.PARAM, Ops.BUFFER, Ops.PROJ)
+    m = {u for u in order if u.op in REDUCE or u.op in stored}
     m |= {s for u in order if u.op in CONTROL_FLOW for s in u.src}   # control flow reads its operands from buffers
     m |= {o for o in self.outs if o.op is not Ops.CONST}
     m |= {self._base(u) for u in order if len(users[u]) > 1 and not self._cheap(u)
@@ -479,8 +483,8 @@ class _Scheduler:
     src = next(m for m, p in kb.bufs.items() if p is buf)
     self.kernels.append(Kernel(f"{name}_pack", (buf, packed), *self._tiles(order, Store(packed, at, load))))
     self.calls.append((src, n))
-    value = substitute([reduce.value], {load: packed.gather(kb.ix(at).reshape((1,)))})[0]
-    return Reduce(reduce.op, reduce.acc, reduce.loops, value, reduce.stores)
+    from_packed = packed.gather(kb.ix(at).reshape((1,)))
+    return dataclasses.replace(reduce, value=substitute([reduce.value], {load: from_packed})[0])
 
   def _tiles(self, order: list[Loop], store: Store) -> tuple[tuple[Loop, ...], tuple[Store]]:
     """The loops of a packing copy, its last two (read along one, written along the other) in TILE x TILE tiles
@@ -641,7 +645,8 @@ def merge_elementwise(kernels: list, calls: list) -> tuple[list, list]:
   for k, kn in zip(kernels, calls):
     joined = False
     if _plain(k):
-      reads, writes = set(kn) - _written(k, kn), _written(k, kn)
+      writes = _written(k, kn)
+      reads = set(kn) - writes
       for j in range(len(out_k) - 1, -1, -1):
         g, gn = out_k[j], out_c[j]
         if not isinstance(g, Kernel): break

@@ -380,7 +380,8 @@ def _leaf(c, u): return u, replicated(u.ndim)
 
 
 SHARD_RULES = PatternMatcher([
-  (UPat(UNARY | BINARY | {Ops.WHERE, Ops.CAST, Ops.BITCAST, Ops.DETACH, Ops.OPTIMIZATION_BARRIER}, name="u"), _elementwise),
+  (UPat(UNARY | BINARY | {Ops.WHERE, Ops.CAST, Ops.BITCAST, Ops.DETACH, Ops.OPTIMIZATION_BARRIER}, name="u"),
+   _elementwise),
   (UPat((Ops.REDUCE_SUM, Ops.REDUCE_PROD, Ops.REDUCE_MAX, Ops.REDUCE_MIN), name="u"), _reduce),
   (UPat(Ops.RESHAPE, name="u"), _reshape),
   (UPat(Ops.BROADCAST, name="u"), _broadcast),
