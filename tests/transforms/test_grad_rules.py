@@ -224,6 +224,19 @@ def test_floor_and_rounding_have_zero_gradient():
     _close(tg.jvp(f, (x,), (np.ones(6, np.float32),))[1], np.zeros(6))
 
 
+def test_optimization_barrier_is_the_identity_to_every_transform():
+  f = lambda x: (tg.lax.optimization_barrier(x * x) * x).sum()
+  x = np.arange(1.0, 4.0, dtype=np.float32)
+  _close(tg.grad(f)(x), 3 * x ** 2)
+  _close(tg.jit(tg.grad(f))(x), 3 * x ** 2)
+  _close(tg.jvp(f, (x,), (np.ones(3, np.float32),))[1], (3 * x ** 2).sum())
+  _close(tg.vmap(lambda v: tg.lax.optimization_barrier(v) * 2.0)(np.ones((2, 3), np.float32)), np.full((2, 3), 2.0))
+  # a pytree passes through leaf by leaf; bad input names the function
+  a, (b,) = tg.lax.optimization_barrier((1.0, [np.int32(2)]))
+  assert float(a) == 1.0 and int(b) == 2
+  with pytest.raises(TypeError, match="optimization_barrier"): tg.lax.optimization_barrier("x")
+
+
 def test_stop_gradient():
   _close(tg.grad(lambda x: x * tg.lax.stop_gradient(x))(3.0), 3.0)
   _close(tg.jvp(lambda x: tg.lax.stop_gradient(x) * 2.0 + x, (1.0,), (1.0,))[1], 1.0)

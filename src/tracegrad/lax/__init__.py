@@ -17,4 +17,5 @@ from .collectives import (all_gather, all_to_all, axis_index, pmax, pmean, pmin,
 __all__ = ["add", "sub", "mul", "max", "min", "convert_element_type", "broadcast_in_dim", "reshape", "transpose",
            "slice", "pad", "reduce_sum", "stop_gradient", "optimization_barrier", "cond", "switch", "select", "scan",
            "fori_loop", "while_loop", "bitcast_convert_type", "conv", "conv_general_dilated", "reduce_window", "psum",
-           "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "all_to_all", "axis_index", "with_sharding_constraint"]
+           "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "all_to_all", "axis_index",
+           "with_sharding_constraint"]
