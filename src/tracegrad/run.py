@@ -10,6 +10,7 @@ import weakref
 import numpy as np
 
 from .devices import CPUDevice, CUDADevice, Device, InterpDevice, OpenCLDevice, TracedValueError
+from .devices.base import Layout
 from .ir import Buffer, Graph, UOp
 from .ir.shapes import INT64_MAX, fmt
 from .parallel import distributed
@@ -149,45 +150,66 @@ class Executable:
   interp), and calling it with numpy input leaves gives the numpy outputs."""
 
   def __init__(self, graph: Graph, backend: str, search: int | None = None):
-    from .lower.schedule import Unsupported, schedule
+    from .lower.fingerprint import fingerprint
+    from .lower.schedule import Unsupported, prepare, schedule
     from .lower.search import optimise, search_width
     # a copy: _executables holds this weakly keyed by `graph`, which must not be kept alive from here
     self.graph = copy.copy(graph)
-    self.backend, self.program, self.source, self._runner = backend, None, None, None
+    self.backend, self._program, self.source, self._runner = backend, None, None, None
     self.resident = False   # whether run_buffers leaves outputs in the device's memory (a GPU backend's program)
     self._device = local_devices(backend)[0]
     if backend == "interp": return
     t0 = time.perf_counter()
+    width = search_width() if search is None else search
+    prepared, key = prepare(graph), None
+    if backend not in GPU_BACKENDS and not width and _DEBUG < 2 and not _CHECK_PTX:
+      key = fingerprint(prepared)
+      if key is not None and (hit := self._device.program_record(key)) is not None:
+        self.source, layout = hit
+        self._runner = self._device.runner(layout, self._device.compile(self.source))
+        self._prepared = prepared   # scheduled again only if its kernels are asked for
+        debug(1, f"compile: {layout.kernels} kernels from the disk cache in {1e3 * (time.perf_counter() - t0):.1f} ms")
+        return
     try:
-      self.program = schedule(graph)
+      self._program = schedule(prepared, prepared=True)
     except Unsupported as e:
       debug(1, f"compile: {e}; this graph runs on interp")
       return
-    width = search_width() if search is None else search
     if width:
       t1 = time.perf_counter()
-      self.program = optimise(self.program, width, self._device)
-      debug(1, f"search: beam {width} over {len(self.program.kernels)} items in {time.perf_counter() - t1:.1f} s")
+      self._program = optimise(self._program, width, self._device)
+      debug(1, f"search: beam {width} over {len(self._program.kernels)} items in {time.perf_counter() - t1:.1f} s")
     if backend in GPU_BACKENDS:
       from .lower.render_gpu import prelude as render_gpu_prelude, render_program
-      src = render_program(self.program, backend)
+      src = render_program(self._program, backend)
       self.source = src.source
       _show_source(self.source, render_gpu_prelude(backend))
       functions = self._device.compile(src.source, [name for name, _ in src.launches.values()])
-      self._runner = self._device.runner(self.program, functions, src.launches)
+      self._runner = self._device.runner(self._program, functions, src.launches)
       self._runner.timed = _DEBUG >= 2
       self.resident = True
-      debug(1, f"compile: {len(self.program.kernels)} kernels for {backend} in {1e3 * (time.perf_counter() - t0):.1f} ms")
+      debug(1, f"compile: {len(self._program.kernels)} kernels for {backend} in {1e3 * (time.perf_counter() - t0):.1f} ms")
       return
     if _CHECK_PTX:
       from .devices.cuda import check_ptx
       from .lower import render_gpu
-      check_ptx(render_gpu.render_program(self.program, "cuda").source)
+      check_ptx(render_gpu.render_program(self._program, "cuda").source)
     from .lower.render_c import program_prelude, render_program
-    self.source = render_program(self.program, timed=_DEBUG >= 2)
+    self.source = render_program(self._program, timed=_DEBUG >= 2)
     _show_source(self.source, program_prelude())
-    self._runner = self._device.runner(self.program, self._device.compile(self.source))
-    debug(1, f"compile: {len(self.program.kernels)} kernels in {1e3 * (time.perf_counter() - t0):.1f} ms")
+    layout = Layout.of(self._program)
+    self._runner = self._device.runner(layout, self._device.compile(self.source))
+    if key is not None: self._device.keep_program(key, self.source, layout)
+    debug(1, f"compile: {len(self._program.kernels)} kernels in {1e3 * (time.perf_counter() - t0):.1f} ms")
+
+  @property
+  def program(self):
+    """The scheduled Program (None when the graph runs on interp); one found in the disk cache is scheduled again
+    only when asked for here."""
+    if self._program is None and self._runner is not None and not self.resident:
+      from .lower.schedule import schedule
+      self._program = schedule(self._prepared, prepared=True)
+    return self._program
 
   def run_buffers(self, buffers: list[Buffer]) -> list[Buffer]:
     """The outputs as Buffers for input Buffers of the graph's input shapes; on a GPU backend they stay in its

@@ -344,3 +344,46 @@ def test_libraries_no_program_uses_are_unloaded(cache):
   assert r.returncode == 0, r.stderr
   out = json.loads(r.stdout)
   assert out["kept"] == [0.0] * 3 and 1 <= out["mapped"] <= 4, out
+
+
+NO_SCHEDULE = ("import sys\nfrom tracegrad.lower import schedule\nfrom tracegrad.devices import cpu\n"
+               "schedule._Scheduler = lambda *a, **kw: sys.exit('scheduled again')\n"
+               "cpu._build = lambda *a: sys.exit('compiled again')\n"
+               "cpu._compiles = lambda *a: sys.exit('the compiler was probed again')\n")
+
+
+@needs_cc
+def test_program_record_in_another_process(cache):
+  _jit_in_child(TRACEGRAD_CHECK_PTX="0")
+  (record,) = cache.glob("program-*.json")
+  assert _digest_matches(record) and stat.S_IMODE(os.lstat(record).st_mode) == 0o600
+  r = _child(NO_SCHEDULE + JIT, TRACEGRAD_CHECK_PTX="0")
+  assert r.returncode == 0, r.stderr
+  assert json.loads(r.stdout) == double(X).tolist()
+
+
+@needs_cc
+@pytest.mark.parametrize("damage", ["truncated", "replaced", "not json"])
+def test_damaged_program_record_is_scheduled_again(cache, damage):
+  _jit_in_child(TRACEGRAD_CHECK_PTX="0")
+  (record,) = cache.glob("program-*.json")
+  good = record.read_bytes()
+  if damage == "truncated": os.truncate(record, len(good) // 2)
+  elif damage == "replaced": record.write_bytes(good.replace(b'"kernels": ', b'"kernels": 1'))
+  else: _plant(record, b"{not json")
+  _jit_in_child(TRACEGRAD_CHECK_PTX="0")
+  assert record.read_bytes() == good and _digest_matches(record)
+
+
+@needs_cc
+def test_kernels_of_a_program_from_its_record(cache, monkeypatch):
+  monkeypatch.setattr(run, "_CHECK_PTX", False)
+  f = lambda x: tg.numpy.tanh(x) * 2 + x.sum()
+  first = tg.jit(f).lower(X).compile()
+  scheduled = []
+  real = schedule.__globals__["_Scheduler"]
+  monkeypatch.setitem(schedule.__globals__, "_Scheduler", lambda *a, **kw: (scheduled.append(1), real(*a, **kw))[1])
+  again = tg.jit(lambda y: tg.numpy.tanh(y) * 2 + y.sum()).lower(X).compile()
+  np.testing.assert_array_equal(np.asarray(again(X)), np.asarray(first(X)))
+  assert not scheduled
+  assert [k.name for k in again.kernels] == [k.name for k in first.kernels] and scheduled

@@ -3,6 +3,7 @@ Program a compiling device runs, and the directories devices keep their caches i
 from __future__ import annotations
 
 import atexit
+import base64
 import os
 import shutil
 import stat
@@ -17,7 +18,7 @@ from typing import Mapping
 import numpy as np
 
 from ..ir import UOp
-from ..ir.dtypes import DType
+from ..ir.dtypes import DType, dtype_from_name
 
 
 def cache_root() -> Path:
@@ -147,3 +148,41 @@ class Program:
   buffers: list[BufferSpec]
   inputs: list[int]
   outputs: list[tuple[int, tuple[int, ...]]]
+
+
+@dataclass(frozen=True, eq=False)
+class Layout:
+  """What running a compiled Program needs besides its code: its buffers, which are the inputs and the outputs,
+  which ones kernels write, and how many kernels there are. A device keeps it on disk beside the code (`to_json`),
+  so that a program compiled in an earlier process runs again without being scheduled.
+
+  >>> one = Layout((BufferSpec(3, dtype_from_name("float32")),), (0,), ((0, (3,)),), frozenset(), 0)
+  >>> Layout.from_json(one.to_json()).outputs
+  ((0, (3,)),)
+  """
+  buffers: tuple[BufferSpec, ...]
+  inputs: tuple[int, ...]
+  outputs: tuple[tuple[int, tuple[int, ...]], ...]
+  written: frozenset[int]
+  kernels: int
+
+  @staticmethod
+  def of(prog: Program) -> "Layout":
+    written = frozenset(nums[k.bufs.index(s.buf)] for k, nums in zip(prog.kernels, prog.calls) for s in k.stores)
+    return Layout(tuple(prog.buffers), tuple(prog.inputs), tuple((n, tuple(sh)) for n, sh in prog.outputs), written,
+                  len(prog.kernels))
+
+  def to_json(self) -> dict:
+    def buf(b: BufferSpec) -> list:
+      return [b.size, b.dtype.name, None if b.data is None else base64.b64encode(b.data.tobytes()).decode()]
+    return {"buffers": [buf(b) for b in self.buffers], "inputs": list(self.inputs),
+            "outputs": [[n, list(sh)] for n, sh in self.outputs], "written": sorted(self.written),
+            "kernels": self.kernels}
+
+  @staticmethod
+  def from_json(d: dict) -> "Layout":
+    def buf(size: int, name: str, data: str | None) -> BufferSpec:
+      dt = dtype_from_name(name)
+      return BufferSpec(size, dt, None if data is None else np.frombuffer(base64.b64decode(data), dt.np))
+    return Layout(tuple(buf(*b) for b in d["buffers"]), tuple(d["inputs"]),
+                  tuple((n, tuple(sh)) for n, sh in d["outputs"]), frozenset(d["written"]), d["kernels"])

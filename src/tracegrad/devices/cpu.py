@@ -41,7 +41,7 @@ import numpy as np
 
 from ..ir import UOp
 from . import base
-from .base import Device, Program, numbered
+from .base import Device, Layout, Program, numbered
 from .interp import InterpDevice
 
 FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-fopenmp", "-fwrapv", "-ffp-contract=off", "-fno-math-errno",
@@ -146,8 +146,37 @@ def _version(cmd: list[str]) -> str | None:
 @lru_cache(None)
 def find_toolchain(cc: str | None, target: str = "") -> Toolchain | None:
   """The compiler `cc` (from $CC), else the first of cc, gcc, clang that compiles a shared library, with FLAGS (the
-  -march of `target` when given) less the optional flags it rejects; None when there is none."""
-  for cmd in ([shlex.split(cc)] if cc else [[c] for c in COMPILERS]):
+  -march of `target` when given) less the optional flags it rejects; None when there is none. The answer is kept in
+  the cache directory under the candidates' paths, sizes and times of change: later processes skip the probe."""
+  candidates = [shlex.split(cc)] if cc else [[c] for c in COMPILERS]
+  key = json.dumps([cc, target, [_identity(cmd) for cmd in candidates]])
+  path = cache_dir() / "toolchains.json"
+  try:
+    known = json.loads(_read(path) or b"{}")
+    if key in known: return None if known[key] is None else Toolchain(*map(tuple, known[key][:2]), known[key][2])
+  except (ValueError, TypeError, IndexError):
+    known = {}
+  tc = _probe_toolchain(candidates, target)
+  known[key] = None if tc is None else [tc.cmd, tc.flags, tc.version]
+  try:
+    fd, tmp = _temp(path.parent, "toolchains-")
+    with open(fd, "w") as f: json.dump(known, f)
+    os.replace(tmp, path)
+  except (OSError, _Unwritable):
+    pass
+  return tc
+
+
+def _identity(cmd: list[str]) -> list | None:
+  """The compiler cmd[0] as found on PATH: its real path, size and time of change."""
+  found = shutil.which(cmd[0]) if cmd else None
+  if found is None: return None
+  st = os.stat(found)
+  return [os.path.realpath(found), st.st_size, st.st_mtime_ns, cmd[1:]]
+
+
+def _probe_toolchain(candidates: list[list[str]], target: str) -> Toolchain | None:
+  for cmd in candidates:
     if not cmd or shutil.which(cmd[0]) is None or (version := _version(cmd)) is None: continue
     flags = target_flags(target)
     for drop in (None, *OPTIONAL_FLAGS):
@@ -216,7 +245,8 @@ def _verified(path: Path) -> bytes | None:
 
 
 def _publish(path: Path, tmp: str, data: bytes) -> None:
-  """Move the library `tmp`, holding `data`, into place as `path`, its digest beside it, each replaced atomically."""
+  """Move the file `tmp` (a library, a program's record), holding `data`, into place as `path`, its digest beside it,
+  each replaced atomically."""
   fd, digest_tmp = _temp(path.parent, path.stem[:16] + "-")
   try:
     with open(fd, "w") as f: f.write(hashlib.sha256(data).hexdigest() + "\n")
@@ -268,20 +298,19 @@ class _Runner:
   fresh from the system costs a page fault per page on first touch (a GPT step spent more time there than in its
   kernels). A call takes a spare workspace, or makes one when calls run at once (devices on threads)."""
 
-  def __init__(self, prog: Program, lib: "Library"):
-    written = {nums[k.bufs.index(s.buf)] for k, nums in zip(prog.kernels, prog.calls) for s in k.stores}
-    ins = set(prog.inputs)
-    self.tg_run, self.n, self.lib, self.kernels = lib.tg_run, len(prog.buffers), lib, len(prog.kernels)
-    self.inputs = [(n, prog.buffers[n].dtype.np, prog.buffers[n].size, n in written) for n in prog.inputs]
+  def __init__(self, layout: Layout, lib: "Library"):
+    written, ins = layout.written, set(layout.inputs)
+    self.tg_run, self.n, self.lib, self.kernels = lib.tg_run, len(layout.buffers), lib, layout.kernels
+    self.inputs = [(n, layout.buffers[n].dtype.np, layout.buffers[n].size, n in written) for n in layout.inputs]
     self.consts = [None if b.data is None else np.ascontiguousarray(b.data, b.dtype.np).reshape(-1)
-                   for b in prog.buffers]
-    allocs = [(n, b.size, b.dtype.np) for n, b in enumerate(prog.buffers) if b.data is None and n not in ins]
-    out = {n for n, _ in prog.outputs}
+                   for b in layout.buffers]
+    allocs = [(n, b.size, b.dtype.np) for n, b in enumerate(layout.buffers) if b.data is None and n not in ins]
+    out = {n for n, _ in layout.outputs}
     self.allocs = [a for a in allocs if a[0] in out]          # fresh each call: the caller keeps them
     self.scratch = [a for a in allocs if a[0] not in out]     # reused from a workspace
     self._spare: list = []
-    self.written_consts = [n for n, b in enumerate(prog.buffers) if b.data is not None and n in written]
-    self.outputs = [(n, shape, n in ins and n not in written) for n, shape in prog.outputs]
+    self.written_consts = [n for n, b in enumerate(layout.buffers) if b.data is not None and n in written]
+    self.outputs = [(n, shape, n in ins and n not in written) for n, shape in layout.outputs]
     self.ptrs_type = _ffi.typeof(f"void *[{max(self.n, 1)}]")
     self.const_ptrs = _ffi.new(self.ptrs_type)
     for n, c in enumerate(self.consts):
@@ -466,16 +495,45 @@ class CPUDevice(Device):
     if data is None: data = _build(self.toolchain(), source, path, timeout)
     return Library(path, data)
 
-  def runner(self, prog: Program, lib: Library) -> _Runner:
-    """A function running the compiled Program `prog` on numpy inputs (in the order of prog.inputs), giving its
-    outputs, shaped; made once per program."""
+  def runner(self, prog: Program | Layout, lib: Library) -> _Runner:
+    """A function running the compiled Program `prog` (or a program of this Layout, found in the disk cache) on numpy
+    inputs (in the order of prog.inputs), giving its outputs, shaped; made once per program."""
     r = self._runners.get(prog)
-    if r is None: r = self._runners[prog] = _Runner(prog, lib)
+    if r is None: r = self._runners[prog] = _Runner(prog if isinstance(prog, Layout) else Layout.of(prog), lib)
     return r
 
   def run_program(self, prog: Program, lib: Library, inputs: list[np.ndarray]) -> list[np.ndarray]:
     """Run a compiled Program once on `inputs` (in the order of prog.inputs); its outputs, shaped."""
     return self.runner(prog, lib)(inputs)
+
+  def _record_path(self, key: str) -> Path: return cache_dir() / f"program-{key}.json"
+
+  def program_record(self, key: str) -> tuple[str, Layout] | None:
+    """(source, layout) of the program kept under `key` (keep_program) when its entry is whole, else None."""
+    data = _verified(self._record_path(key))
+    if data is None: return None
+    try:
+      d = json.loads(data)
+      return d["source"], Layout.from_json(d["layout"])
+    except (ValueError, KeyError, TypeError):
+      return None
+
+  def keep_program(self, key: str, source: str, layout: Layout) -> None:
+    """Keep a program's source and layout under `key` (a graph's fingerprint) for later processes; a cache directory
+    that cannot be written to only loses the entry."""
+    path = self._record_path(key)
+    data = json.dumps({"source": source, "layout": layout.to_json()}).encode()
+    try:
+      fd, tmp = _temp(path.parent, "program-")
+    except _Unwritable:
+      return
+    try:
+      with open(fd, "wb") as f: f.write(data)
+      _publish(path, tmp, data)
+    except (OSError, _Unwritable):
+      pass
+    finally:
+      if os.path.exists(tmp): os.unlink(tmp)
 
   def time_library(self, lib: Library, arrays: list[np.ndarray], stored: list[int], min_time: float = 0.05,
                    timeout: float = 10.0) -> tuple[float, list[np.ndarray]] | None:

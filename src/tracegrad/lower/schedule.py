@@ -280,7 +280,7 @@ class _Scheduler:
     self._vars: dict[tuple, UOp] = {}
     self.simplifier = Simplifier({})   # for every kernel: a loop variable has one extent
     self._iotas: dict[UOp, bool] = {}
-    self.outs = graph_rewrite_many(list(graph.outputs), INLINE + FOLD)
+    self.outs = list(graph.outputs)
     order = toposort(self.outs)
     self.buffers: list[BufferSpec] = [] if buffers is None else buffers
     self.bufnum: dict[UOp, int] = {}
@@ -567,7 +567,7 @@ class _Scheduler:
 
   def control(self, h: UOp):
     """A COND, SCAN or WHILE as a Control item over sub-programs scheduled into this schedule's buffers."""
-    def sub(g: Graph) -> Program: return _Scheduler(g, self.buffers, fresh_outputs=True).program()
+    def sub(g: Graph) -> Program: return _Scheduler(prepare(g), self.buffers, fresh_outputs=True).program()
     if h.op is Ops.COND: bodies, arg = tuple(sub(g) for g in h.arg), ()
     elif h.op is Ops.SCAN: bodies, arg = (sub(h.arg[0]),), h.arg[1:]
     else: bodies, arg = (sub(h.arg[0]), sub(h.arg[1])), (h.arg[2],)
@@ -666,6 +666,13 @@ def merge_elementwise(kernels: list, calls: list) -> tuple[list, list]:
   return out_k, out_c
 
 
-def schedule(graph: Graph) -> Program:
-  """The kernels (and control-flow items) that compute graph's outputs from its inputs."""
-  return _Scheduler(graph).program()
+def prepare(graph: Graph) -> Graph:
+  """graph as the scheduler takes it: calls inlined, stop_gradient gone, repeated values reduced without copies."""
+  outs = tuple(graph_rewrite_many(list(graph.outputs), INLINE + FOLD))
+  return Graph(graph.inputs, outs, graph.in_tree, graph.out_tree, graph.in_weak, graph.out_weak)
+
+
+def schedule(graph: Graph, prepared: bool = False) -> Program:
+  """The kernels (and control-flow items) that compute graph's outputs from its inputs (`prepared`: graph came from
+  prepare already)."""
+  return _Scheduler(graph if prepared else prepare(graph)).program()
