@@ -223,6 +223,25 @@ def test_an_optimizers_updates_of_one_parameter_are_one_kernel():
   assert len(prog.kernels) == 2
 
 
+def test_scalar_work_is_one_kernel():
+  """An optimizer's bias corrections from its step count, and a loss with its negation, each run as one kernel."""
+  x = rng.normal(size=(32,)).astype(np.float32)
+  count = np.float32(3)
+
+  def corrections(count):
+    t = count + 1
+    return t, 1 - 0.9 ** t, 1 - 0.999 ** t
+  prog = schedule(tg.make_graph(corrections)(count))
+  (k,) = prog.kernels
+  assert len(k.stores) == 3
+  for got, want in zip(run_program(prog, [count]), corrections(np.float32(3))):
+    np.testing.assert_allclose(got.reshape(()), want, **tol("float32", 4, 4))
+  prog = schedule(tg.make_graph(lambda x: (x.sum(), -x.sum()))(x))
+  (k,) = prog.kernels
+  got = run_program(prog, [x])
+  np.testing.assert_allclose([g.reshape(()) for g in got], [x.sum(), -x.sum()], **tol("float32", 32, 32))
+
+
 def test_index_arithmetic_is_simplified():
   prog = schedule(tg.make_graph(lambda x: x.reshape(4, 2, 4).transpose(0, 1, 2).reshape(4, 8)[::-1] + 1.0)(X))
   (k,) = prog.kernels

@@ -608,8 +608,9 @@ JOIN_REDUCE_POINTS = 4096   # outer points of a reduction that elementwise work 
 
 def _plain(k, reduce_ok: bool = False) -> bool:
   """An elementwise kernel (or with reduce_ok, also a reduction's over few points: the renderer's register blocks
-  store point by point, unvectorised) over parallel loops with plain stores."""
-  if not isinstance(k, Kernel) or k.epilogue or not k.parallel or not k.loops: return False
+  store point by point, unvectorised) over parallel loops, or none (scalar work: a step count's corrections, a
+  loss's negation), with plain stores."""
+  if not isinstance(k, Kernel) or k.epilogue or not k.parallel: return False
   if k.reduce is not None and not (reduce_ok and math.prod(l.extent for l in k.loops) <= JOIN_REDUCE_POINTS):
     return False
   return all(s.mode is None and s.valid is None for s in k.stores)
