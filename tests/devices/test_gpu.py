@@ -1,6 +1,6 @@
 """The GPU-style path (lower/render_gpu.py): programs over every kind of kernel (elementwise in every dtype, plain
-and work-group reductions, NaN-propagating extrema, a softmax's stores and epilogue, gathers, sequential scatters,
-casts and bitcasts, control flow run from the host) on the opencl device (PoCL here) against the interp reference;
+and work-group reductions, NaN-propagating extrema, a softmax's stores and epilogue, phases over rows, gathers,
+sequential scatters, casts and bitcasts, control flow run from the host) on the opencl device (PoCL here) against the interp reference;
 their CUDA rendering compiled to PTX by NVRTC (no GPU needed) and run on a GPU when there is one; errors naming the
 device, or showing the source and the compiler's log."""
 import subprocess
@@ -36,6 +36,8 @@ PROGRAMS = {
   "group_reductions": (lambda x: (x.sum(), x.min(), tnp.all(x > -10), tnp.mean(x * x)), (X,)),
   "nan_extrema": (lambda x: (tnp.where(x > 2, tnp.nan, x).max(1), tnp.where(x > 2, tnp.nan, x).min()), (X,)),
   "softmax": (lambda x: tg.nn.softmax(x, axis=1), (X,)),
+  "row_phases": (lambda x: ((x - x.mean(1, keepdims=True)) / tnp.sqrt(x.var(1, keepdims=True) + 1e-5),
+                            tnp.exp(x - x.max(1, keepdims=True)).sum(1) * x.sum(1)), (X,)),
   "gather_scatter": (lambda x, i: (x[i], x.at[i].add(1.0), x.at[i, 3].set(-2.0), x.at[i].max(x[:20])), (X, IDX)),
   "control_flow": (lambda x: (lax.cond(x.sum() > 0, lambda v: v * 2, lambda v: -v, x),
                               lax.scan(lambda c, r: (c + r, c * r), tnp.zeros(48), x),

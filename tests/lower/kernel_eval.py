@@ -71,28 +71,40 @@ def _run(prog: Program, bufs: list):
     if isinstance(k, Control):
       _control(k, bufs)
       continue
-    env = {p: bufs[n] for p, n in zip(k.bufs, nums)}
-    loops = list(k.loops) + (list(k.reduce.loops) if k.reduce else [])
-    shape = tuple(l.extent for l in loops)
-    for d, l in enumerate(loops):
-      env[l.var] = np.arange(l.extent, dtype=np.int64).reshape([-1 if j == d else 1 for j in range(len(loops))])
-    store_loops = list(k.loops) + list(k.epilogue)
-    outer = tuple(l.extent for l in store_loops)
-    if k.reduce:
-      v = _eval(k.reduce.value, env, shape)
-      for st in k.reduce.stores: env[st.buf][_eval(st.index, env, shape).reshape(-1)] = _eval(st.value, env, shape).reshape(-1)
-      axes = tuple(range(len(k.loops), len(loops)))
-      red = _REDUCE[k.reduce.op](v, axis=axes) if axes else v
-      env = {p: bufs[n] for p, n in zip(k.bufs, nums)}
-      env[k.reduce.acc] = red.astype(k.reduce.acc.dtype.np).reshape(red.shape + (1,) * len(k.epilogue))
-    for d, l in enumerate(store_loops):
-      env[l.var] = np.arange(l.extent, dtype=np.int64).reshape([-1 if j == d else 1 for j in range(len(outer))])
-    for st in k.stores:
-      idx = _eval(st.index, env, outer).reshape(-1)
-      val = _eval(st.value, env, outer).reshape(-1)
-      ok = _eval(st.valid, env, outer).reshape(-1) if st.valid is not None else np.ones(idx.shape, bool)
-      buf = env[st.buf]
-      if k.parallel and st.mode is None: buf[idx[ok]] = val[ok]
-      else:
-        for i, v, g in zip(idx, val, ok):
-          if g: buf[i] = v if st.mode is None else _COMBINE[st.mode](buf[i], v)
+    base = {p: bufs[n] for p, n in zip(k.bufs, nums)}
+    if not k.phases:
+      _step(k, k, k.loops, base)
+      continue
+    # a kernel with phases runs them row by row, so that a phase reading another row's values would be caught
+    for point in np.ndindex(*(l.extent for l in k.loops)):
+      env = {**base, **{l.var: np.int64(i) for l, i in zip(k.loops, point)}}
+      for p in k.steps(): _step(k, p, [], env)
+
+
+def _step(k, p, loops: list, base: dict):
+  """One step (the kernel itself, or a phase) at every point of `loops` (the outer loops not fixed in base)."""
+  env = dict(base)
+  all_loops = list(loops) + (list(p.reduce.loops) if p.reduce else [])
+  shape = tuple(l.extent for l in all_loops)
+  for d, l in enumerate(all_loops):
+    env[l.var] = np.arange(l.extent, dtype=np.int64).reshape([-1 if j == d else 1 for j in range(len(all_loops))])
+  store_loops = list(loops) + list(p.epilogue)
+  outer = tuple(l.extent for l in store_loops)
+  if p.reduce:
+    v = _eval(p.reduce.value, env, shape)
+    for st in p.reduce.stores: env[st.buf][_eval(st.index, env, shape).reshape(-1)] = _eval(st.value, env, shape).reshape(-1)
+    axes = tuple(range(len(loops), len(all_loops)))
+    red = _REDUCE[p.reduce.op](v, axis=axes) if axes else v
+    env = dict(base)
+    env[p.reduce.acc] = red.astype(p.reduce.acc.dtype.np).reshape(red.shape + (1,) * len(p.epilogue))
+  for d, l in enumerate(store_loops):
+    env[l.var] = np.arange(l.extent, dtype=np.int64).reshape([-1 if j == d else 1 for j in range(len(outer))])
+  for st in p.stores:
+    idx = _eval(st.index, env, outer).reshape(-1)
+    val = _eval(st.value, env, outer).reshape(-1)
+    ok = _eval(st.valid, env, outer).reshape(-1) if st.valid is not None else np.ones(idx.shape, bool)
+    buf = env[st.buf]
+    if k.parallel and st.mode is None: buf[idx[ok]] = val[ok]
+    else:
+      for i, v, g in zip(idx, val, ok):
+        if g: buf[i] = v if st.mode is None else _COMBINE[st.mode](buf[i], v)

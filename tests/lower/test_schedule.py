@@ -95,14 +95,16 @@ def _layer_norm(x, g, b):
 def test_cheap_arithmetic_is_recomputed_rather_than_stored():
   x, g, b = rng.normal(size=(16, 32)).astype(np.float32), np.ones(32, np.float32), np.zeros(32, np.float32)
   fwd = schedule(tg.make_graph(_layer_norm)(x, g, b))
-  # the mean's sum; the variance's sum (x - mean recomputed in it), the output in its epilogue (the reciprocal square
-  # root of the variance computed there)
-  assert len(fwd.kernels) == 2 and fwd.kernels[0].reduce is not None
-  assert fwd.kernels[1].epilogue and Ops.SQRT in [u.op for u in fwd.kernels[1].stores[0].value.toposort()]
+  # one pass over each row: the mean's sum; the variance's sum (x - mean recomputed in it), the output in its
+  # epilogue (the reciprocal square root of the variance computed there)
+  (k,) = fwd.kernels
+  assert len(k.phases) == 1 and k.phases[0].reduce is not None and not k.phases[0].epilogue
+  assert k.epilogue and Ops.SQRT in [u.op for u in k.stores[0].value.toposort()]
+  # backward: the rows' statistics, output and input gradient in one pass; the scale's and shift's column sums
   both = schedule(tg.make_graph(tg.grad(lambda x, g, b: _layer_norm(x, g, b).sum(), (0, 1, 2)))(x, g, b))
-  assert len(both.kernels) <= 5
+  assert len(both.kernels) == 2
   sm = schedule(tg.make_graph(tg.grad(lambda x: (_softmax(x) * x).sum()))(X))
-  assert len(sm.kernels) <= 6
+  assert len(sm.kernels) == 1
   for f, args in ((_layer_norm, (x, g, b)), (tg.grad(lambda x: (_softmax(x) * x).sum()), (X,))):
     want = [np.asarray(v) for v in tg.tree.leaves(f(*args))]
     got = run_program(schedule(tg.make_graph(f)(*args)), list(args))
@@ -116,14 +118,33 @@ def test_a_row_reduction_reading_a_per_row_value_stays_a_row_reduction():
   assert "accs[" not in var.source   # not interchanged: the per-row mean does not move along the reduction
 
 
-def test_row_softmax_is_two_kernels_with_the_division_in_the_sums_epilogue():
+def test_row_softmax_is_one_pass_with_the_division_in_the_sums_epilogue():
   prog = schedule(tg.make_graph(_softmax)(X))
-  assert len(prog.kernels) == 2 and prog.kernels[1].epilogue and prog.kernels[1].reduce.op is Ops.REDUCE_SUM
+  (k,) = prog.kernels
+  assert [p.reduce.op for p in k.steps()] == [Ops.REDUCE_MAX, Ops.REDUCE_SUM] and k.epilogue
   assert max(b.size for b in prog.buffers) == X.size
   # exp(x - max) is computed once: kept in the output while summed, then divided there in the epilogue
-  (kept,) = prog.kernels[1].reduce.stores
-  assert kept.buf is prog.kernels[1].stores[0].buf
-  assert sum(u.op is Ops.EXP2 for s in prog.kernels[1].stores for u in s.value.toposort()) == 0
+  (kept,) = k.reduce.stores
+  assert kept.buf is k.stores[0].buf
+  assert sum(u.op is Ops.EXP2 for s in k.stores for u in s.value.toposort()) == 0
+  np.testing.assert_allclose(run_program(prog, [X])[0].reshape(X.shape), np.asarray(_softmax(X)), **tol("float32", 8, 8))
+
+
+def test_reductions_over_the_same_rows_are_phases_of_one_pass():
+  x = rng.normal(size=(16, 32)).astype(np.float32)
+  f = lambda x: tnp.exp(x - x.max(1, keepdims=True)).sum(1) * x.sum(1)
+  prog = schedule(tg.make_graph(f)(x))
+  (k,) = prog.kernels
+  assert len(k.phases) == 2 and [l.extent for l in k.loops] == [16]
+  want = np.exp(x - x.max(1, keepdims=True)).sum(1) * x.sum(1)
+  np.testing.assert_allclose(run_program(prog, [x])[0], want, **tol("float32", 64, 64))
+  np.testing.assert_allclose(np.asarray(tg.jit(f)(x)), want, **tol("float32", 64, 64))
+  # a row's phase reading another row's maximum would read it before that row computed it: two kernels
+  g = lambda x: tnp.exp(x - x.max(1)[::-1, None]).sum(1)
+  prog = schedule(tg.make_graph(g)(x))
+  assert len(prog.kernels) == 2 and not any(k.phases for k in prog.kernels)
+  want = np.exp(x - x.max(1)[::-1, None]).sum(1)
+  np.testing.assert_allclose(np.asarray(tg.jit(g)(x)), want, **tol("float32", 64, 64))
 
 
 def test_a_broadcast_is_never_materialised():
@@ -168,7 +189,8 @@ def test_elementwise_work_a_broadcast_repeats_into_a_contraction_is_stored_once(
 
 def test_an_optimization_barrier_is_stored_and_nothing_fuses_across_it():
   prog = schedule(tg.make_graph(lambda x: (lax.optimization_barrier(tnp.exp(x)) * 2.0).sum(1))(X))
-  first, second = prog.kernels
+  (k,) = prog.kernels   # a row's exponentials stored, then summed from the buffer: phases of one pass
+  first, second = k.steps()
   assert any(u.op is Ops.EXP2 for st in first.stores for u in st.value.toposort())
   assert not any(u.op is Ops.EXP2 for u in second.reduce.value.toposort())
   np.testing.assert_allclose(run_program(prog, [X])[0], (np.exp(X) * 2).sum(1), **tol("float32", 16, 16))

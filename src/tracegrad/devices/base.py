@@ -168,7 +168,8 @@ class Layout:
 
   @staticmethod
   def of(prog: Program) -> "Layout":
-    written = frozenset(nums[k.bufs.index(s.buf)] for k, nums in zip(prog.kernels, prog.calls) for s in k.stores)
+    written = frozenset(nums[k.bufs.index(s.buf)] for k, nums in zip(prog.kernels, prog.calls)
+                        for p in (*getattr(k, "phases", ()), k) for s in p.stores)
     return Layout(tuple(prog.buffers), tuple(prog.inputs), tuple((n, tuple(sh)) for n, sh in prog.outputs), written,
                   len(prog.kernels))
 

@@ -72,7 +72,7 @@ class Runner:
           written.update(k.results)
           for body in k.bodies: stores(body)
           if any(b in written for body in k.bodies for b in body.inputs): written.update(k.operands)   # bound there
-        else: written.update(nums[k.bufs.index(s.buf)] for s in k.stores)
+        else: written.update(nums[k.bufs.index(s.buf)] for p in (*k.phases, k) for s in p.stores)
 
     stores(prog)
     self.written_inputs = {n for n in prog.inputs if n in written}

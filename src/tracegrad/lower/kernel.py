@@ -11,8 +11,9 @@ simplifies it and the same printer shows it:
   operation, as numpy does
 - a reduction's running value is read through its accumulator, a float/int scalar PARAM (Reduce.acc)
 
-A Kernel runs, for every point of `loops`: if it has a `reduce`, acc = identity of reduce.op, then for every point of
-reduce.loops acc = op(acc, reduce.value) and reduce.stores; then, for every point of `epilogue` (no loops: once), each Store in order.
+A Kernel runs, for every point of `loops`: first its `phases` in order, each like what follows; then, if it has a
+`reduce`, acc = identity of reduce.op, then for every point of reduce.loops acc = op(acc, reduce.value) and
+reduce.stores; then, for every point of `epilogue` (no loops: once), each Store in order.
 A load after a store to the same buffer in the same iteration reads the stored value. Iterations of `loops` are independent when
 `parallel` is true; a SCATTER kernel is sequential (later writes win, as in numpy).
 """
@@ -55,6 +56,16 @@ class Store:
 
 
 @dataclass(frozen=True, eq=False)
+class Phase:
+  """An earlier step of a kernel at each point of its outer loops: its reduction (if any), then its stores at every
+  point of its epilogue. A layer norm's mean, its variance, then the normalised row run as three phases of one pass
+  over each row, the row still in cache."""
+  reduce: "Reduce | None"
+  epilogue: tuple[Loop, ...]
+  stores: tuple[Store, ...]
+
+
+@dataclass(frozen=True, eq=False)
 class Kernel:
   name: str
   bufs: tuple[UOp, ...]        # the buffer PARAMs it reads or writes, in argument order
@@ -64,15 +75,21 @@ class Kernel:
   parallel: bool = True
   epilogue: tuple[Loop, ...] = ()   # loops around the stores, after the reduce (a softmax's division by its sum)
   opts: tuple = ()             # optimisation actions chosen for it (lower/opt.py), as (name, amount) pairs
+  phases: tuple[Phase, ...] = ()   # run before its own reduce, epilogue and stores at each outer point
+
+  def steps(self) -> tuple["Phase | Kernel", ...]:
+    """Its phases, then itself (its own reduce, epilogue and stores): what runs at each outer point, in order."""
+    return (*self.phases, self)
 
   def cost(self) -> tuple[int, int]:
     """(float operations, bytes of the buffers it touches) of one run: the estimate behind TRACEGRAD_DEBUG=2's
     GFLOPS and GB/s."""
     def flops(u: UOp) -> int:
       return sum(1 for n in u.toposort() if n.dtype.is_float and n.op not in NOT_FLOPS)
-    outer = math.prod(l.extent for l in self.loops)
-    n = outer * math.prod(l.extent for l in self.epilogue) * sum(flops(s.value) for s in self.stores)
-    if self.reduce: n += outer * math.prod(l.extent for l in self.reduce.loops) * (flops(self.reduce.value) + 1)
+    outer, n = math.prod(l.extent for l in self.loops), 0
+    for p in self.steps():
+      n += outer * math.prod(l.extent for l in p.epilogue) * sum(flops(s.value) for s in p.stores)
+      if p.reduce: n += outer * math.prod(l.extent for l in p.reduce.loops) * (flops(p.reduce.value) + 1)
     return n, sum(b.size * b.dtype.itemsize for b in self.bufs)
 
   # `source` (the kernel as C source) and str() are installed by render_c

@@ -64,7 +64,7 @@ TILE_MIN_STEPS = 16     # ... and its reduction is this long or longer
 def groupable(k: Kernel) -> bool:
   """Whether k's reduction can run as a work-group per output point."""
   r = k.reduce
-  return r is not None and k.parallel and not r.stores and not k.epilogue and bool(r.loops)
+  return r is not None and k.parallel and not r.stores and not k.epilogue and not k.phases and bool(r.loops)
 
 
 def grouped(k: Kernel, opts: dict) -> bool:
@@ -80,7 +80,7 @@ def gpu_default(k: Kernel) -> dict:
   """The GPU actions of a kernel without opts: a register tile for a matmul-like kernel big enough to keep the chip
   busy with a tile per item, else none (one point per item, GPU_DEFAULTS)."""
   r = k.reduce
-  if r is None or len(k.loops) < 2 or not k.parallel or not r.loops: return {}
+  if r is None or len(k.loops) < 2 or not k.parallel or not r.loops or k.phases: return {}
   acts = gpu_actions(k, {})
   if TILE not in acts.get("upcast", ()) or TILE not in acts.get("upcast_rows", ()): return {}
   items = math.prod(l.extent for l in k.loops) // TILE ** 2
@@ -135,6 +135,7 @@ def gpu_actions(k: Kernel, opts: dict) -> dict[str, tuple]:
   if grouped(k, opts): return {**out, "local": tuple(n for n in GPU_AMOUNTS["local"] if n >= 32)}
   if not k.loops: return out
   out["local"] = GPU_AMOUNTS["local"]
+  if k.phases: return out   # one point per item, its phases in order
   out["upcast"] = tuple(u for u in GPU_AMOUNTS["upcast"] if k.loops[-1].extent % u == 0)
   if len(k.loops) >= 2:
     out["upcast_rows"] = tuple(u for u in GPU_AMOUNTS["upcast_rows"] if k.loops[-2].extent % u == 0)
@@ -149,11 +150,11 @@ def shape(k: Kernel, target: str = "c") -> str | None:
   """Which template the renderer uses for k by default: register blocks of a matmul-like kernel, plain parallel
   loops (one, or a nest), or None for a kernel with no actions (sequential, or no loops). On a GPU target: "items"
   (one or more points per work item) or "group" (a reduction by work-groups), or None."""
-  from .render_c import _dot_blocked, _interchange
+  from .render_c import dot_blocked, interchanged
   if target in GPU_TARGETS:
     return None if not gpu_actions(k, {}) else "group" if grouped(k, {}) else "items"
-  if _interchange(k): return "rows_by_width"
-  if _dot_blocked(k): return "dots"
+  if interchanged(k): return "rows_by_width"
+  if dot_blocked(k): return "dots"
   if not k.parallel or not k.loops: return None
   return "plain" if len(k.loops) == 1 else "plain_nest"
 

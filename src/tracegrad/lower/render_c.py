@@ -24,6 +24,7 @@ rounding error (TwoSum), so its error grows with the block, not with its length 
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from contextlib import ExitStack, contextmanager
@@ -121,7 +122,7 @@ CTYPE = {dtypes.bool_: "_Bool", dtypes.int8: "int8_t", dtypes.int16: "int16_t", 
          dtypes.int64: "int64_t", dtypes.uint8: "uint8_t", dtypes.uint16: "uint16_t", dtypes.uint32: "uint32_t",
          dtypes.uint64: "uint64_t", dtypes.float16: "float", dtypes.bfloat16: "float", dtypes.float32: "float",
          dtypes.float64: "double"}
-MEMTYPE = {**CTYPE, dtypes.float16: "uint16_t", dtypes.bfloat16: "uint16_t"}
+MEMTYPE = {**CTYPE, dtypes.bool_: "uint8_t", dtypes.float16: "uint16_t", dtypes.bfloat16: "uint16_t"}   # bytes: gcc vectorises no _Bool load
 LOAD = {dtypes.float16: "tg_h2f", dtypes.bfloat16: "tg_bf2f"}
 STORE = {dtypes.float16: "tg_f2h", dtypes.bfloat16: "tg_bf_bits"}   # the values are exact: no rounding at a store
 ROUND = {dtypes.float16: "tg_rh", dtypes.bfloat16: "tg_rb"}
@@ -388,11 +389,11 @@ def _loop_pragmas(k: Kernel) -> dict[int, str]:
   innermost loop where no accumulator is carried across it and no loops run inside it."""
   n = len(k.loops)
   if not k.parallel or n == 0: return {}
-  opts, nested = dict(k.opts), k.reduce is not None or bool(k.epilogue)
+  opts, nested = dict(k.opts), k.reduce is not None or bool(k.epilogue) or bool(k.phases)
   if not opts.get("threads", 1): return {} if nested else {n - 1: "#pragma omp simd"}
   ext = [l.extent for l in k.loops]
-  inner = (*(k.reduce.loops if k.reduce else ()), *k.epilogue)
-  steps = math.prod(ext) * math.prod(l.extent for l in inner)
+  steps = math.prod(ext) * sum(math.prod(l.extent for l in (*(p.reduce.loops if p.reduce else ()), *p.epilogue))
+                               for p in k.steps())
   if "collapse" not in opts and (steps < PARALLEL_MIN_STEPS or math.prod(ext) < 2):
     return {} if nested else {n - 1: "#pragma omp simd"}
   c = min(opts.get("collapse", n), n)   # how many outer loops the threads share out
@@ -420,11 +421,7 @@ def _emit_reduce(b: _Body, k: Kernel):
   inner = {l.var for l in r.loops} | {r.acc}
   for j, l in enumerate(r.loops): b.names[l.var] = f"r{j}"
   step = _combine(REDUCE_ALU[r.op], r.acc, r.value)
-  nodes = _order([step], b.names)
-  varying = set(inner)
-  for u in nodes:
-    if any(s in varying for s in _deps(u)): varying.add(u)
-  b.emit([s for u in nodes if u in varying for s in _deps(u) if s not in varying])   # loop-invariant parts, hoisted
+  _hoist(b, [step], inner)
   b.line(f"{CTYPE[r.acc.dtype]} acc = {render_const(_identity(r.op, r.acc.dtype), r.acc.dtype)};")
   if r.op in NAN_REDUCTION and r.acc.dtype in (dtypes.float32, dtypes.float64):
     _emit_nan_reduce(b, r)
@@ -438,6 +435,16 @@ def _emit_reduce(b: _Body, k: Kernel):
       loops.enter_context(b.block(_loop(f"r{j}", l.extent), _reduce_pragma(k) if j == last else None))
     b.line(f"acc = {b.emit([step])[0]};")
     for s in r.stores: _emit_store(b, s)
+
+
+def _hoist(b: _Body, roots, inner: set, stored: frozenset = frozenset()):
+  """Emit the parts of roots that a loop over `inner` (its variables, and the accumulator) does not change, before
+  it: what reads neither an inner variable nor a buffer the loop stores to."""
+  nodes = _order(roots, b.names)
+  varying = set(inner)
+  for u in nodes:
+    if any(s in varying for s in _deps(u)) or (u.op is Ops.GATHER and u.src[0] in stored): varying.add(u)
+  b.emit([s for u in nodes if u in varying for s in _deps(u) if s not in varying])
 
 
 def sum_plan(r, block: int = SUM_BLOCK) -> tuple[int, int] | None:
@@ -581,12 +588,12 @@ BLOCK_PRELUDE = "\n" + "".join(
   for i, (macro, sizes) in enumerate(BLOCKS.items())) + "#endif\n"
 
 
-def _interchange(k: Kernel) -> bool:
+def interchanged(k: Kernel) -> bool:
   """Whether to run the reduction's loops outside the last outer loop, with one accumulator per element of that
   loop: worth it when some load is contiguous (or of stride 2: a strided convolution's input) along the last outer
   loop but strided along the reduction (the right operand of a matmul), so that the innermost loop vectorises."""
   r = k.reduce
-  if r is None or not k.loops or k.epilogue or not r.loops or not k.parallel: return False
+  if r is None or not k.loops or k.epilogue or k.phases or not r.loops or not k.parallel: return False
   last, inner = k.loops[-1].var, r.loops[-1].var
   for u in r.value.toposort():
     if u.op is Ops.GATHER:
@@ -595,12 +602,13 @@ def _interchange(k: Kernel) -> bool:
   return False
 
 
-def _dot_blocked(k: Kernel) -> bool:
+def dot_blocked(k: Kernel) -> bool:
   """Whether a sum is a block of dot products: every load contiguous (or constant) along the reduction's innermost
   loop, and some load moving with the last outer loop (a matmul by a transposed right operand). Those run as
   TG_ROWS x TG_DOT_COLS outputs at once, each with a vector of partial sums along the reduction."""
   r = k.reduce
-  if r is None or r.op is not Ops.REDUCE_SUM or len(k.loops) < 2 or not r.loops or k.epilogue or not k.parallel:
+  if r is None or r.op is not Ops.REDUCE_SUM or len(k.loops) < 2 or not r.loops or k.epilogue or k.phases or \
+     not k.parallel:
     return False
   if r.acc.dtype not in (dtypes.float32, dtypes.float64) or r.loops[-1].extent < 16: return False
   last, rows, inner, moves = k.loops[-1].var, k.loops[-2].var, r.loops[-1].var, False
@@ -809,6 +817,21 @@ def _emit_store(b: _Body, s):
     b.stored(s.buf)
 
 
+def _emit_step(b: _Body, k: Kernel):
+  """k's reduction, then its stores in its epilogue loops, at one point of its outer loops."""
+  with ExitStack() as loops:
+    if k.reduce is not None: _emit_reduce(b, k)
+    simd = not any(s.mode for s in k.stores)   # a scatter's points may combine into one element, in order
+    if k.epilogue:   # a value loaded once before the loop (gcc vectorises no loop loading what the kernel stores)
+      _hoist(b, [u for s in k.stores for u in (s.index, s.value, s.valid) if u is not None],
+             {l.var for l in k.epilogue}, frozenset(s.buf for s in k.stores))
+    for j, l in enumerate(k.epilogue):
+      b.names[l.var] = f"e{j}"
+      loops.enter_context(b.block(_loop(f"e{j}", l.extent),
+                                  "#pragma omp simd" if simd and j == len(k.epilogue) - 1 else None))
+    for s in k.stores: _emit_store(b, s)
+
+
 def c_name(name: str) -> str:
   """A C identifier from a kernel name (kernels never take the tg_ prefix of the prelude)."""
   s = re.sub(r"\W", "_", name) or "kernel"
@@ -818,24 +841,21 @@ def c_name(name: str) -> str:
 def render_kernel(k: Kernel, name: str | None = None, restrict: bool = True, storage: str = "static") -> str:
   """The C function of one kernel: `static void name(T *restrict b0, const T *restrict b1, ...)`."""
   b = _Body(k)
-  stored = {s.buf for s in k.stores}
+  stored = {s.buf for p in k.steps() for s in p.stores}
   params = ", ".join(f"{'' if p in stored else 'const '}{MEMTYPE[p.dtype]} *{'restrict ' if restrict else ''}{n}"
                      for p, n in b.bufs.items())
   pragmas = _loop_pragmas(k)
-  if dict(k.opts).get("block", 1) and (_interchange(k) or _dot_blocked(k)):
-    (_emit_interchanged if _interchange(k) else _emit_dot_blocked)(b, k, pragmas)
+  if dict(k.opts).get("block", 1) and (interchanged(k) or dot_blocked(k)):
+    (_emit_interchanged if interchanged(k) else _emit_dot_blocked)(b, k, pragmas)
     return f"{storage} void {name or c_name(k.name)}({params or 'void'}) {{\n" + "".join(l + "\n" for l in b.lines) + "}"
   with ExitStack() as loops:
     for j, l in enumerate(k.loops):
       b.names[l.var] = f"i{j}"
       loops.enter_context(b.block(_loop(f"i{j}", l.extent), pragmas.get(j)))
-    if k.reduce is not None: _emit_reduce(b, k)
-    simd = not any(s.mode for s in k.stores)   # a scatter's points may combine into one element, in order
-    for j, l in enumerate(k.epilogue):
-      b.names[l.var] = f"e{j}"
-      loops.enter_context(b.block(_loop(f"e{j}", l.extent),
-                                  "#pragma omp simd" if simd and j == len(k.epilogue) - 1 else None))
-    for s in k.stores: _emit_store(b, s)
+    for p in k.phases:
+      with b.block(""):   # its accumulator and values stay inside
+        _emit_step(b, dataclasses.replace(k, reduce=p.reduce, epilogue=p.epilogue, stores=p.stores, phases=()))
+    _emit_step(b, k)
   return f"{storage} void {name or c_name(k.name)}({params or 'void'}) {{\n" + "".join(l + "\n" for l in b.lines) + "}"
 
 

@@ -32,6 +32,7 @@ __kernel void neg(__global float *restrict b0) {
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -215,7 +216,7 @@ def render_kernel(k: Kernel, target: str, name: str | None = None, restrict: boo
   t = TARGETS[target]
   opts = dict(k.opts) if k.opts else gpu_default(k)
   b = _GPUBody(k, t)
-  stored = {s.buf for s in k.stores} | {s.buf for s in (k.reduce.stores if k.reduce else ())}
+  stored = {s.buf for p in k.steps() for s in (*p.stores, *(p.reduce.stores if p.reduce else ()))}
   params = ", ".join(f"{t.space}{'' if p in stored else 'const '}{'uint8_t' if p.dtype.is_bool else MEMTYPE[p.dtype]} "
                      f"*{t.restrict + ' ' if restrict else ''}{n}" for p, n in b.bufs.items())
   local = opts.get("local", LOCAL)
@@ -238,7 +239,10 @@ def render_kernel(k: Kernel, target: str, name: str | None = None, restrict: boo
 
 
 def _emit_point(b: _Body, k: Kernel) -> None:
-  """The reduction, epilogue and stores of one point of k's outer loops."""
+  """The phases, then the reduction, epilogue and stores, of one point of k's outer loops."""
+  for p in k.phases:
+    with b.block(""):   # its accumulator and values stay inside
+      _emit_point(b, dataclasses.replace(k, reduce=p.reduce, epilogue=p.epilogue, stores=p.stores, phases=()))
   with ExitStack() as loops:
     if k.reduce is not None: _emit_reduce(b, k)
     for j, l in enumerate(k.epilogue):

@@ -21,7 +21,8 @@ from ..ir import Graph, Ops, PatternMatcher, UOp, UPat, dtypes, graph_rewrite_ma
 from ..ir.ops import ELEMENTWISE, REDUCE
 from ..ir.shapes import multi_avals
 from ..devices.base import BufferSpec, Program
-from .kernel import Control, Kernel, Loop, Reduce, Store, acc_dtype
+from .kernel import Control, Kernel, Loop, Phase, Reduce, Store, acc_dtype
+from .render_c import dot_blocked, interchanged
 from .symbolic import Simplifier, coefficient, simplify
 
 I64 = dtypes.int64
@@ -584,7 +585,7 @@ class _Scheduler:
       n = self.bufnum[o]
       if self.fresh and n in own: n = self._copy(o)
       outputs.append((n, o.shape))
-    kernels, calls = merge_elementwise(self.kernels, self.calls)
+    kernels, calls = merge_rows(*merge_elementwise(self.kernels, self.calls))
     return Program(kernels, calls, self.buffers, self.inputs, outputs)
 
   def _copy(self, o: UOp) -> int:
@@ -610,61 +611,156 @@ def _plain(k, reduce_ok: bool = False) -> bool:
   """An elementwise kernel (or with reduce_ok, also a reduction's over few points: the renderer's register blocks
   store point by point, unvectorised) over parallel loops, or none (scalar work: a step count's corrections, a
   loss's negation), with plain stores."""
-  if not isinstance(k, Kernel) or k.epilogue or not k.parallel: return False
+  if not isinstance(k, Kernel) or k.epilogue or k.phases or not k.parallel: return False
   if k.reduce is not None and not (reduce_ok and math.prod(l.extent for l in k.loops) <= JOIN_REDUCE_POINTS):
     return False
   return all(s.mode is None and s.valid is None for s in k.stores)
 
 
 def _written(k: Kernel, nums) -> set[int]:
-  stored = {s.buf for s in k.stores}
+  stored = {s.buf for p in k.steps() for s in p.stores}
   return {n for p, n in zip(k.bufs, nums) if p in stored}
 
 
-def _joinable(g: Kernel, gn, k: Kernel, kn) -> dict | None:
-  """The substitution that puts k's loops and buffers in g's terms, when k can run in g's iterations after g's
-  stores: the same loops, k reading what g writes only at the index g writes it, and k writing nothing g uses."""
-  if [l.extent for l in g.loops] != [l.extent for l in k.loops] or len(g.stores) + len(k.stores) > MERGE_MAX:
-    return None
-  if _written(k, kn) & set(gn): return None
-  sub = {kl.var: gl.var for kl, gl in zip(k.loops, g.loops)}
+def _in_terms_of(g: Kernel, gn, k: Kernel, kn, n: int) -> dict | None:
+  """The substitution putting k's first n loops and its buffers in g's terms, when k writes nothing g uses."""
+  if [l.extent for l in g.loops[:n]] != [l.extent for l in k.loops[:n]] or _written(k, kn) & set(gn): return None
+  sub = {kl.var: gl.var for kl, gl in zip(k.loops[:n], g.loops)}
   gparam = dict(zip(gn, g.bufs))
   sub.update({p: gparam[n] for p, n in zip(k.bufs, kn) if n in gparam})
-  at = {s.buf: s.index for s in g.stores}
-  for s in k.stores:
-    for u in toposort([substitute([s.value], sub)[0]]):
-      if u.op is Ops.GATHER and u.src[0] in at and u.src[1].src[0] is not at[u.src[0]]: return None
   return sub
 
 
-def merge_elementwise(kernels: list, calls: list) -> tuple[list, list]:
-  """Each plain elementwise kernel joined to an earlier one over the same loops (elementwise, or a reduction's outer
-  loops) that it can run beside: moved up past the kernels between (none writing what it reads, none using what it
-  writes), its stores after that kernel's in each iteration. An optimizer's moments and parameter of one shape are
-  then one pass, and a row's statistics computed from its sums are stored with them."""
+def _buffers(g: Kernel, gn, k: Kernel, kn) -> tuple[tuple, tuple]:
+  """The buffer parameters and numbers of g and k together, in buffer order."""
+  nums = dict(zip(gn, g.bufs)) | {n: p for p, n in zip(k.bufs, kn) if n not in gn}
+  order = sorted(nums)
+  return tuple(nums[n] for n in order), tuple(order)
+
+
+def _join_elementwise(g: Kernel, gn, k: Kernel, kn) -> tuple[Kernel, tuple] | None:
+  """g with k's stores after its own in each iteration, when k can run there: the same loops, k reading what g
+  writes only at the index g writes it, and k writing nothing g uses."""
+  if not _plain(g, reduce_ok=True) or len(g.loops) != len(k.loops) or len(g.stores) + len(k.stores) > MERGE_MAX:
+    return None
+  if (sub := _in_terms_of(g, gn, k, kn, len(k.loops))) is None: return None
+  at = {s.buf: s.index for s in g.stores}
+  stores = [Store(sub.get(s.buf, s.buf), *substitute([s.index, s.value], sub)) for s in k.stores]
+  for s in stores:
+    for u in toposort([s.value]):
+      if u.op is Ops.GATHER and u.src[0] in at and u.src[1].src[0] is not at[u.src[0]]: return None
+  bufs, nums = _buffers(g, gn, k, kn)
+  return Kernel(g.name, bufs, g.loops, (*g.stores, *stores), g.reduce), nums
+
+
+def _merge(kernels: list, calls: list, movable, join) -> tuple[list, list]:
+  """Each kernel that is `movable` joined to the nearest earlier one that `join` accepts (giving the two as one),
+  moved up past the kernels between: none of them writing what it reads, or using what it writes."""
   out_k, out_c = [], []
   for k, kn in zip(kernels, calls):
     joined = False
-    if _plain(k):
+    if movable(k):
       writes = _written(k, kn)
       reads = set(kn) - writes
       for j in range(len(out_k) - 1, -1, -1):
         g, gn = out_k[j], out_c[j]
         if not isinstance(g, Kernel): break
-        if _plain(g, reduce_ok=True) and (sub := _joinable(g, gn, k, kn)) is not None:
-          stores = [Store(sub.get(s.buf, s.buf), *substitute([s.index, s.value], sub)) for s in k.stores]
-          nums = dict(zip(gn, g.bufs)) | {n: p for p, n in zip(k.bufs, kn) if n not in gn}
-          order = sorted(nums)
-          out_k[j] = Kernel(g.name, tuple(nums[n] for n in order), g.loops, (*g.stores, *stores), g.reduce)
-          out_c[j] = tuple(order)
+        if (both := join(g, gn, k, kn)) is not None:
+          out_k[j], out_c[j] = both
           joined = True
           break
-        gw = _written(g, gn)
-        if gw & reads or set(gn) & writes: break
+        if _written(g, gn) & reads or set(gn) & writes: break
     if not joined:
       out_k.append(k)
       out_c.append(kn)
   return out_k, out_c
+
+
+def merge_elementwise(kernels: list, calls: list) -> tuple[list, list]:
+  """Each plain elementwise kernel joined to an earlier one over the same loops (elementwise, or a reduction's outer
+  loops) that it can run beside, its stores after that kernel's in each iteration. An optimizer's moments and
+  parameter of one shape are then one pass, and a row's statistics computed from its sums are stored with them."""
+  return _merge(kernels, calls, _plain, _join_elementwise)
+
+
+# ---- and kernels over the same rows run as phases of one (a layer norm's mean, variance and output) ----
+
+PHASES_MAX = 6   # phases of one kernel at most
+
+
+def _row_kernel(k) -> bool:
+  """A kernel that can run as phases under its outer loops: parallel, plain stores, none of the renderer's register
+  blocks (those need the kernel's loops as they are), and no actions chosen yet."""
+  return isinstance(k, Kernel) and k.parallel and bool(k.loops) and not k.opts and not interchanged(k) and \
+    not dot_blocked(k) and all(s.mode is None and s.valid is None for p in k.steps() for s in p.stores)
+
+
+def _phases(k: Kernel, n: int) -> tuple[Phase, ...] | None:
+  """k's steps as phases under its first n loops: a plain kernel's loops past n become its epilogue."""
+  if len(k.loops) > n:
+    return None if k.reduce is not None or k.epilogue or k.phases else (Phase(None, k.loops[n:], k.stores),)
+  return tuple(Phase(p.reduce, p.epilogue, p.stores) for p in k.steps())
+
+
+def _reads_in_step(p: Phase) -> list[tuple[UOp, tuple]]:
+  """(node, the step's loops in scope there) for the reduction's value and stores, and for the step's stores."""
+  out = []
+  if p.reduce is not None:
+    out += [(p.reduce.value, p.reduce.loops)] + [(u, p.reduce.loops) for s in p.reduce.stores for u in (s.index, s.value)]
+  return out + [(u, p.epilogue) for s in p.stores for u in (s.index, s.value)]
+
+
+def _written_at(phases) -> dict[UOp, list[tuple[UOp, tuple]]]:
+  """For each buffer the phases store to: (index, the step's loops in scope there) of each store."""
+  out: dict = {}
+  for p in phases:
+    for s in (p.reduce.stores if p.reduce else ()): out.setdefault(s.buf, []).append((s.index, p.reduce.loops))
+    for s in p.stores: out.setdefault(s.buf, []).append((s.index, p.epilogue))
+  return out
+
+
+def _join_rows(g: Kernel, gn, k: Kernel, kn) -> tuple[Kernel, tuple] | None:
+  """g and k as one kernel over their common outer loops, k's steps after g's, when each of k's loads of what g
+  writes reads an element g wrote at the same outer point: at g's index, or at it with k's loops there in place of
+  g's loops of the same extents (a softmax's sum reading the exp its previous phase stored over the row)."""
+  if not _row_kernel(g) or (not (g.reduce or g.epilogue or g.phases) and not (k.reduce or k.epilogue)): return None
+  n = min(len(g.loops), len(k.loops))
+  gp, sub = _phases(g, n), _in_terms_of(g, gn, k, kn, n)
+  kp = _phases(k, n) if gp is not None and sub is not None else None
+  if kp is None or len(gp) + len(kp) > PHASES_MAX: return None
+  kp = tuple(_substituted(p, sub) for p in kp)
+  written = _written_at(gp)
+  for p in kp:
+    for root, here in _reads_in_step(p):
+      for u in toposort([root]):
+        if u.op is Ops.GATHER and u.src[0] in written and not _same_element(u.src[1].src[0], here, written[u.src[0]]):
+          return None
+  bufs, nums = _buffers(g, gn, k, kn)
+  *earlier, last = (*gp, *kp)
+  return Kernel(g.name, bufs, g.loops[:n], last.stores, last.reduce, epilogue=last.epilogue,
+                phases=tuple(earlier)), nums
+
+
+def _same_element(index: UOp, here: tuple, stores: list[tuple[UOp, tuple]]) -> bool:
+  for at, there in stores:
+    if index is at: return True
+    if [l.extent for l in here] == [l.extent for l in there] and here and \
+       substitute([index], {a.var: b.var for a, b in zip(here, there)})[0] is at: return True
+  return False
+
+
+def _substituted(p: Phase, sub: dict) -> Phase:
+  def store(s: Store) -> Store: return Store(sub.get(s.buf, s.buf), *substitute([s.index, s.value], sub), s.mode, s.valid)
+  r = p.reduce
+  if r is not None: r = Reduce(r.op, r.acc, r.loops, substitute([r.value], sub)[0], tuple(store(s) for s in r.stores))
+  return Phase(r, p.epilogue, tuple(store(s) for s in p.stores))
+
+
+def merge_rows(kernels: list, calls: list) -> tuple[list, list]:
+  """Kernels over the same outer loops (rows) joined as phases of one, each row's phases run in order while the row
+  is in cache: a layer norm's mean, variance and normalised output, a softmax's maximum, exponentials, sum and
+  quotients."""
+  return _merge(kernels, calls, _row_kernel, _join_rows)
 
 
 def prepare(graph: Graph) -> Graph:
