@@ -1,5 +1,6 @@
 """Kernel search: actions are checked, candidates that fail to compile, crash, hang or compute a wrong result are
-dropped, the best set is kept in the persistent cache, and a second search is a cache hit that times nothing."""
+dropped, the best set is kept in the persistent cache, a second search is a cache hit that times nothing, and a
+searched program slower as a whole than the default is not kept."""
 import re
 import subprocess
 import sys
@@ -83,6 +84,25 @@ def test_searched_program_computes_the_same(small_space):
   (got,) = exe([A, B])
   np.testing.assert_allclose(got, (A @ B).sum(0) + 1.0, rtol=ulps(840), atol=ulps(840))
   assert all(isinstance(o, tuple) for k in exe.program.kernels for o in k.opts)
+
+
+@pytest.mark.parametrize("searched_wins", [False, True])
+def test_a_searched_program_is_kept_only_when_it_runs_faster_whole(small_space, monkeypatch, tmp_path, searched_wins):
+  monkeypatch.setenv("TRACEGRAD_CACHE_DIR", str(tmp_path))   # a verdict of its own
+  prog = schedule(tg.make_graph(lambda x, y: (x @ y).sum(0) + 1.0)(A, B))
+  real = type(small_space).time_library
+  slow = {}   # what each program's library took, as timed; the searched one is made to take 10x (or 0.1x) that
+
+  def timed(dev, lib, arrays, stored, *a, **kw):
+    secs, outs = real(dev, lib, arrays, stored, *a, **kw)
+    slow.setdefault(lib.path, len(slow))
+    return secs * (1 if slow[lib.path] == 0 else 0.1 if searched_wins else 10), outs
+  monkeypatch.setattr(search, "best_opts", lambda k, *a, **kw: {"block": 0} if opt.shape(k) in ("dots", "rows_by_width") else {})
+  monkeypatch.setattr(type(small_space), "time_library", timed)
+  got = search.optimise(prog, 2, small_space)
+  assert any(k.opts for k in got.kernels) == searched_wins
+  monkeypatch.setattr(type(small_space), "time_library", lambda *a, **kw: pytest.fail("the verdict is cached"))
+  assert any(k.opts for k in search.optimise(prog, 2, small_space).kernels) == searched_wins
 
 
 def test_search_width_from_the_environment(monkeypatch):

@@ -12,12 +12,14 @@ lowering. `time_library` times a program in a process of its own (cpu_timer.py),
 """
 from __future__ import annotations
 
+import atexit
 import hashlib
 import itertools
 import math
 import json
 import os
 import re
+import select
 import shlex
 import shutil
 import stat
@@ -429,6 +431,53 @@ def _build(tc: Toolchain, source: str, path: Path, timeout: float | None = None)
     if os.path.exists(tmp): os.unlink(tmp)
 
 
+class _Timer:
+  """The process that times libraries (cpu_timer.py --serve), started on first use and kept: one job at a time, each
+  a directory named on its stdin, answered by a JSON line. One that crashes or hangs (killed after the timeout) is
+  replaced by a fresh process for the next job. The inputs of successive jobs on the same arrays (a search's
+  candidates for one kernel) are written once."""
+
+  def __init__(self):
+    self.proc, self.lock = None, threading.Lock()
+    self._arrays, self._dir = None, None   # the arrays last written, and the directory holding them
+
+  def inputs(self, arrays: list[np.ndarray]) -> str:
+    """The .npz file holding `arrays`, written unless they are the arrays of the last call."""
+    if arrays is not self._arrays:
+      if self._dir is not None: self._dir.cleanup()
+      self._dir = tempfile.TemporaryDirectory(prefix="tracegrad-time-")
+      np.savez(Path(self._dir.name) / "inputs.npz", *arrays)
+      self._arrays = arrays
+    return str(Path(self._dir.name) / "inputs.npz")
+
+  def run(self, job: str, timeout: float) -> float | None:
+    """The seconds the job's program took, or None when it failed."""
+    with self.lock:
+      if self.proc is None or self.proc.poll() is not None:
+        self.proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("cpu_timer.py")), "--serve"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     text=True)
+      try:
+        self.proc.stdin.write(job + "\n")
+        self.proc.stdin.flush()
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        line = self.proc.stdout.readline() if ready else ""
+      except OSError:
+        line = ""
+      if not line:   # it hung or crashed
+        self.close()
+        return None
+      return json.loads(line).get("seconds")
+
+  def close(self) -> None:
+    if self.proc is not None:
+      self.proc.kill()
+      self.proc.wait()
+      self.proc = None
+
+
+_timer = _Timer()
+atexit.register(_timer.close)
 _warned: set[str | None] = set()
 LIBS_KEPT = 64   # libraries kept loaded after the last program using them is gone, for one compiled again soon
 
@@ -538,20 +587,16 @@ class CPUDevice(Device):
   def time_library(self, lib: Library, arrays: list[np.ndarray], stored: list[int], min_time: float = 0.05,
                    timeout: float = 10.0) -> tuple[float, list[np.ndarray]] | None:
     """(best seconds of one run, the stored buffers after the first run) of a library's program on `arrays` (one
-    per buffer), run in a process of its own; None when it crashed, hung past `timeout` or failed."""
+    per buffer), run in a process of its own (kept for the next call); None when it crashed, hung past `timeout` or
+    failed."""
     if (data := _verified(lib.path)) is None: return None
     with tempfile.TemporaryDirectory(prefix="tracegrad-time-") as d, _loadable(data, lib.path.parent) as file:
       job = Path(d)
-      np.savez(job / "inputs.npz", *arrays)
-      (job / "job.json").write_text(json.dumps({"library": file, "stored": stored, "min_time": min_time}))
-      try:
-        r = subprocess.run([sys.executable, str(Path(__file__).with_name("cpu_timer.py")), d], capture_output=True,
-                           text=True, timeout=timeout)
-      except subprocess.TimeoutExpired:
-        return None
-      if r.returncode != 0: return None
+      (job / "job.json").write_text(json.dumps({"library": file, "inputs": _timer.inputs(arrays), "stored": stored,
+                                                "min_time": min_time}))
+      if (seconds := _timer.run(d, timeout)) is None: return None
       with np.load(job / "outputs.npz") as z: outs = [z[f"arr_{i}"] for i in range(len(stored))]
-      return json.loads(r.stdout.splitlines()[-1])["seconds"], outs
+      return seconds, outs
 
   def execute(self, outputs: list[UOp], known: Mapping[UOp, np.ndarray]) -> list[np.ndarray]:
     return self._interp.execute(outputs, known)

@@ -1,10 +1,12 @@
-"""Times a compiled program in a process of its own, so that one that crashes or hangs takes only this process down:
+"""Times compiled programs in a process of their own, so that one that crashes or hangs takes only this process down:
 
-  python3 cpu_timer.py JOB_DIR
+  python3 cpu_timer.py JOB_DIR      (one job)
+  python3 cpu_timer.py --serve      (a job directory per line of stdin, a JSON line per job on stdout)
 
-JOB_DIR holds job.json ({"library", "stored", "min_time"}) and inputs.npz (one array per buffer, in order). The
-program runs once on the inputs, the buffers it stores are written to outputs.npz, then it runs again until min_time
-has passed; the best time of one run is printed as JSON. Only numpy and cffi are imported: no tracegrad.
+JOB_DIR holds job.json ({"library", "inputs", "stored", "min_time"}) and `inputs` names a .npz of one array per buffer,
+in order (jobs may share one: the last one read is kept). The program runs once on a copy of the inputs, the buffers
+it stores are written to outputs.npz in JOB_DIR, then it runs again until min_time has passed; the best time of one
+run is printed as JSON. Only numpy and cffi are imported: no tracegrad.
 """
 import json
 import os
@@ -16,12 +18,22 @@ import cffi
 import numpy as np
 
 
-def main(job: Path) -> None:
+_inputs: dict = {}   # the last inputs file read, by path
+
+
+def _arrays(path: str) -> list:
+  if path not in _inputs:
+    _inputs.clear()
+    with np.load(path) as z: _inputs[path] = [np.ascontiguousarray(z[f"arr_{i}"]) for i in range(len(z.files))]
+  return [a.copy() for a in _inputs[path]]
+
+
+def run(job: Path) -> dict:
   spec = json.loads((job / "job.json").read_text())
-  with np.load(job / "inputs.npz") as z: arrays = [np.ascontiguousarray(z[f"arr_{i}"]) for i in range(len(z.files))]
+  arrays = _arrays(spec["inputs"])
   ffi = cffi.FFI()
   ffi.cdef("void tg_run(void **bufs);")
-  lib = ffi.dlopen(spec["library"])
+  lib = ffi.dlopen(spec["library"])   # never closed: unloading under OpenMP's idle threads can crash the process
   ptrs = ffi.new("void *[]", max(len(arrays), 1))
   keep = [ffi.from_buffer(a) for a in arrays]
   for i, p in enumerate(keep): ptrs[i] = p
@@ -33,9 +45,20 @@ def main(job: Path) -> None:
     lib.tg_run(ptrs)
     dt = time.perf_counter() - t0
     best, spent = min(best, dt), spent + dt
-  print(json.dumps({"seconds": best}), flush=True)
+  return {"seconds": best}
+
+
+def serve() -> None:
+  for line in sys.stdin:
+    try:
+      out = run(Path(line.strip()))
+    except Exception as e:   # a job that fails short of a crash: say so, and take the next
+      out = {"error": f"{type(e).__name__}: {e}"}
+    sys.stdout.write(json.dumps(out) + "\n")
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":
-  main(Path(sys.argv[1]))
+  if sys.argv[1] == "--serve": serve()
+  else: print(json.dumps(run(Path(sys.argv[1]))), flush=True)
   os._exit(0)   # no interpreter teardown: unloading the library under OpenMP's idle threads can crash it

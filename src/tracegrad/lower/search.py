@@ -31,7 +31,7 @@ from .render_c import render_kernel, render_program
 
 MAX_ROUNDS = 4
 TIMEOUT = 10.0      # seconds a candidate may run before it counts as hung
-MIN_TIME = 0.05     # seconds each candidate is timed for
+MIN_TIME = 0.025    # seconds each candidate is timed for
 MIN_KERNEL_TIME = 50e-6   # a kernel whose default runs quicker is not searched
 COMPILE_TIMEOUT = 120.0
 
@@ -168,18 +168,17 @@ def _time(built, arrays: list[np.ndarray], stored: list[int], device) -> tuple[f
     return None
 
 
-def _arrays(k: Kernel, rng) -> list[np.ndarray]:
-  out = []
-  for b in k.bufs:
-    d, n = b.dtype, b.shape[0]
-    if d.is_float: out.append(rng.standard_normal(n).astype(d.np))
-    elif d.is_bool: out.append(rng.random(n) < 0.5)
-    else: out.append(rng.integers(0, 4, n).astype(d.np))
-  return out
+def _arrays(k: Kernel, rng) -> list[np.ndarray]: return [_random(b.dtype, b.shape[0], rng) for b in k.bufs]
+
+
+def _random(d, n: int, rng) -> np.ndarray:
+  if d.is_float: return rng.standard_normal(n).astype(d.np)
+  if d.is_bool: return rng.random(n) < 0.5
+  return rng.integers(0, 4, n).astype(d.np)
 
 
 def _program(k: Kernel) -> tuple[Program, list[int]]:
-  stored = sorted({k.bufs.index(s.buf) for s in k.stores} | {k.bufs.index(s.buf) for s in (k.reduce.stores if k.reduce else ())})
+  stored = sorted({k.bufs.index(s.buf) for p in k.steps() for s in (*p.stores, *(p.reduce.stores if p.reduce else ()))})
   n = len(k.bufs)
   specs = [BufferSpec(b.shape[0], b.dtype) for b in k.bufs]
   return Program([k], [tuple(range(n))], specs, list(range(n)), [(i, (specs[i].size,)) for i in stored]), stored
@@ -237,7 +236,8 @@ def best_opts(k: Kernel, width: int, device, progress=None) -> dict:
 
 def optimise(prog: Program, width: int, device) -> Program:
   """prog with each kernel's searched actions (kernels inside control flow too), with a progress bar while
-  candidates run."""
+  candidates run. On the cpu the searched program is then timed whole against prog, and kept only when it is
+  faster: kernels timed alone can lose together (threads, caches), and a searched program is never the slower."""
   from tqdm import tqdm
 
   with tqdm(desc="tracegrad search", unit="candidate", leave=False, disable=None) as bar:
@@ -247,5 +247,29 @@ def optimise(prog: Program, width: int, device) -> Program:
         if isinstance(k, Control): items.append(dataclasses.replace(k, bodies=tuple(walk(b) for b in k.bodies)))
         else: items.append(opt.apply(k, best_opts(k, width, device, bar), _target(device)))
       return dataclasses.replace(p, kernels=items)
-    return walk(prog)
+    searched = walk(prog)
+  if _gpu(device) or render_program(searched) == render_program(prog): return searched
+  return searched if _faster(searched, prog, device) else prog
+
+
+def _faster(searched: Program, prog: Program, device) -> bool:
+  """Whether `searched` runs faster than `prog` here (random inputs; the answer kept in the search cache)."""
+  source = render_program(prog)
+  key = "program:" + device.library_path(source + render_program(searched)).stem
+  cache = Cache(device)
+  if (hit := cache.get(key)) is not None: return bool(hit.get("searched"))
+  rng = np.random.default_rng(0)
+  arrays = [b.data.copy() if b.data is not None else _random(b.dtype, b.size, rng) for b in prog.buffers]
+  stored = [n for n, _ in prog.outputs]
+  times = []
+  for p in (prog, searched):
+    try:
+      lib = device.compile(render_program(p), timeout=COMPILE_TIMEOUT)
+    except RuntimeError:
+      return False
+    res = device.time_library(lib, [a.copy() for a in arrays], stored, MIN_TIME, TIMEOUT)
+    if res is None: return False
+    times.append(res[0])
+  cache.put(key, {"searched": int(times[1] < times[0])}, min(times))
+  return times[1] < times[0]
 
