@@ -555,6 +555,19 @@ def test_kernels_with_one_body_share_one_function():
   assert len(prog.kernels) == 2 and src.count("TG_KERNEL void") == 1 + 1   # one definition, one declaration
 
 
+@pytest.mark.parametrize("m,k,n", [(64, 512, 512), (100, 700, 390)])
+def test_a_big_right_operand_is_read_from_contiguous_column_panels(m, k, n):
+  import tracegrad as tg
+  from tracegrad.lower.schedule import schedule
+  rng = np.random.default_rng(0)
+  a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+  (kern,) = schedule(tg.make_graph(lambda x, y: x @ y)(a, b)).kernels
+  assert "panel[" in kern.source
+  if tg.default_backend() == "cpu":
+    np.testing.assert_allclose(np.asarray(tg.jit(lambda x, y: x @ y)(a, b)), a.astype(np.float64) @ b,
+                               rtol=ulps(4 * k), atol=ulps(4 * k) * math.sqrt(k))
+
+
 def test_only_a_product_of_two_operands_is_register_blocked():
   import tracegrad as tg
   from tracegrad.lower.schedule import schedule

@@ -322,12 +322,14 @@ class _Runner:
     self.threaded = getattr(lib, "threaded", True)
     self.single, self.times = False, {False: math.inf, True: math.inf}   # by whether on one thread
     self.every, self.until = PROBE, PROBE   # calls between probes of the other count, and to the next
+    self.warm = False
 
   def _run(self, ptrs) -> None:
     """tg_run on the thread count this program chose (or, as a probe, the other), timed, and choose again."""
     t = _threads
-    if not self.threaded or t.base == 1:
-      self.tg_run(ptrs)
+    if not self.threaded or t.base == 1 or not self.warm:
+      self.tg_run(ptrs)   # the first run is not timed: it starts the threads and touches its memory first
+      self.warm = True
       return
     self.until -= 1
     single = self.single != (self.until == 0)

@@ -11,6 +11,8 @@ program's prelude); search (lower/search.py) tries others and keeps what runs fa
 - `unroll`: how far the compiler unrolls a block's reduction loop
 - `order`: 0 runs a matmul's row blocks outside its column blocks (by default the column blocks are outside, so a
   panel of the right operand stays in cache while every row block uses it)
+- `panel`: 0 reads a big right operand in place rather than from contiguous copies of its column panels
+  (render_c.panel_load)
 
 The GPU renderer (lower/render_gpu.py, targets opencl and cuda) has actions of its own:
 
@@ -30,7 +32,7 @@ The GPU renderer (lower/render_gpu.py, targets opencl and cuda) has actions of i
 >>> from tracegrad.lower.schedule import schedule
 >>> k = schedule(tracegrad.make_graph(lambda x, y: x @ y)(tnp.ones((64, 32)), tnp.ones((32, 64)))).kernels[0]
 >>> shape(k), sorted(ACTIONS[shape(k)])
-('rows_by_width', ['block', 'order', 'rows', 'threads', 'unroll', 'width'])
+('rows_by_width', ['block', 'order', 'panel', 'rows', 'threads', 'unroll', 'width'])
 """
 from __future__ import annotations
 
@@ -41,9 +43,9 @@ from ..ir import Ops, UOp
 from .kernel import Kernel
 
 AMOUNTS = {"threads": (0, 1), "collapse": (1, 2, 3), "block": (0, 1), "rows": (1, 2, 4, 6, 8, 12, 16), "width": (16, 32, 48, 64, 96, 128, 256),
-           "cols": (1, 2, 3, 4, 6, 8), "unroll": (1, 2, 4, 8), "order": (0, 1)}
-DEFAULTS = {"threads": 1, "block": 1, "order": 1}   # the others default to the prelude's sizes for the target
-ACTIONS = {"rows_by_width": ("threads", "block", "rows", "width", "unroll", "order"),
+           "cols": (1, 2, 3, 4, 6, 8), "unroll": (1, 2, 4, 8), "order": (0, 1), "panel": (0, 1)}
+DEFAULTS = {"threads": 1, "block": 1, "order": 1, "panel": 1}   # the others default to the prelude's sizes for the target
+ACTIONS = {"rows_by_width": ("threads", "block", "rows", "width", "unroll", "order", "panel"),
            "dots": ("threads", "block", "rows", "cols", "unroll"), "plain": ("threads",),
            "plain_nest": ("threads", "collapse")}
 
@@ -187,8 +189,10 @@ def neighbours(k: Kernel, opts: dict, target: str = "c") -> list[dict]:
         if all(v in legal.get(a, ()) for a, v in cand.items()): out.append(cand)
     return out
   if opts.get("block") == 0: return [{}, {"block": 0, "threads": 1 - opts.get("threads", 1)}]
+  from .render_c import panel_load
   out = []
   for name in ACTIONS.get(shape(k), ()):
+    if name == "panel" and panel_load(k) is None: continue   # no panel to copy: the same code either way
     for amount in AMOUNTS[name]:
       if opts.get(name, DEFAULTS.get(name)) != amount:
         out.append({**opts, name: amount} if name != "block" or amount else {"block": 0})

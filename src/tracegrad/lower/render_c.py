@@ -31,7 +31,7 @@ from contextlib import ExitStack, contextmanager
 
 import numpy as np
 
-from ..ir import Ops, UOp, dtypes
+from ..ir import Ops, UOp, dtypes, substitute
 from ..ir.dtypes import DType
 from .c_math import SOURCE as MATH
 from ..devices.base import Program
@@ -737,6 +737,9 @@ def _emit_interchanged(b: _Body, k: Kernel, pragmas: dict[int, str]):
   width = str(opts.get("width", f"(TG_VBYTES / (int64_t)sizeof({ct}))"))
   nrows = str(opts.get("rows", "TG_ROWS"))
   outer = k.loops[:-2] if rows else k.loops[:-1]
+  if opts.get("panel", 1) and (load := panel_load(k)) is not None:
+    _emit_paneled(b, k, pragmas, load, width, nrows, ct)
+    return
   with ExitStack() as loops:
     for j, l in enumerate(outer):
       b.names[l.var] = f"i{j}"
@@ -757,6 +760,61 @@ def _emit_interchanged(b: _Body, k: Kernel, pragmas: dict[int, str]):
       return
     with b.block(f"if ({full})"): _emit_block(b, k, nrows if rows else "1", width, ct, (nrows, width))
     with b.block("else"): _emit_block(b, k, "rn" if rows else "1", "tn", ct, (nrows, width))
+
+
+PANEL_MIN_ROWS = 64          # a right operand is copied into column panels only for this many rows or more, which
+PANEL_MIN_BYTES = 1 << 20    # reuse them, and only when it is this big (a smaller one stays in the L2 cache as it is)
+
+
+def panel_load(k: Kernel) -> UOp | None:
+  """The load of a matmul-like kernel's right operand (strided along the reduction, contiguous along the columns,
+  the same for every row) to copy into contiguous column panels, or None. Read in place, each step of the reduction
+  reads a new row of it, pages apart: past the cache's reach and the prefetchers' (a narrow vector's register block
+  had too few multiply-adds a step to hide that)."""
+  r = k.reduce
+  if len(k.loops) != 2 or k.loops[0].extent < PANEL_MIN_ROWS or not r.acc.dtype.is_float: return None
+  if math.prod(l.extent for l in r.loops) * k.loops[1].extent * r.acc.dtype.itemsize < PANEL_MIN_BYTES: return None
+  rows, last, inner = k.loops[0].var, k.loops[1].var, r.loops[-1].var
+  found = [u for u in r.value.toposort() if u.op is Ops.GATHER and coefficient(u.src[1].src[0], last) == 1 and
+           coefficient(u.src[1].src[0], inner) not in (0, 1, None) and rows not in u.src[1].src[0].toposort()]
+  return found[0] if len(found) == 1 else None
+
+
+def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width: str, nrows: str, ct: str):
+  """_emit_interchanged with each column panel of the right operand (its `width` columns, every step of the
+  reduction) first copied by the thread that takes it into a contiguous array, then read from there by every row
+  block in turn."""
+  r, (rows, last) = k.reduce, k.loops
+  steps, i64 = math.prod(l.extent for l in r.loops), dtypes.int64
+  panel, t, w = UOp.param((steps,), load.dtype), UOp.param((), i64), UOp.param((), i64)
+  b.bufs[panel], b.names[t], b.names[w] = "panel", "t", width
+  flat = r.loops[0].var
+  for l in r.loops[1:]: flat = flat * UOp.const(i64, l.extent) + l.var
+  at = flat * w + (last.var - t)
+  paneled = dataclasses.replace(k, reduce=dataclasses.replace(r, value=substitute([r.value], {
+    load: panel.gather(at.reshape((1,)))})[0]))
+  with b.block(f"for (int64_t t = 0; t < {last.extent}; t += {width})", _omp("parallel for", 1) if pragmas else None):
+    b.line(f"const int64_t tn = {last.extent} - t < {width} ? {last.extent} - t : {width};")
+    b.line(f"{MEMTYPE[load.dtype]} *panel = ({MEMTYPE[load.dtype]} *)malloc({steps} * {width} * sizeof(*panel));")
+    with ExitStack() as loops:
+      for j, l in enumerate(r.loops):
+        b.names[l.var] = f"r{j}"
+        loops.enter_context(b.block(_loop(f"r{j}", l.extent)))
+      with b.block("for (int64_t j = 0; j < tn; j++)", "#pragma omp simd"):
+        b.line("const int64_t i1 = t + j;")
+        b.names[last.var] = "i1"
+        idx, v = b.emit([at, load])
+        b.line(f"panel[{idx}] = {v};")
+    with b.block(f"for (int64_t ib = 0; ib < {rows.extent}; ib += {nrows})"):
+      b.line(f"const int64_t rn = {rows.extent} - ib < {nrows} ? {rows.extent} - ib : {nrows};")
+      opts = dict(k.opts)
+      if _whole(rows.extent, opts.get("rows", EVERY_TARGET["TG_ROWS"])) and \
+         _whole(last.extent, opts.get("width", EVERY_TARGET["TG_VBYTES"] // r.acc.dtype.itemsize)):
+        _emit_block(b, paneled, nrows, width, ct, (nrows, width))
+      else:
+        with b.block(f"if (rn == {nrows} && tn == {width})"): _emit_block(b, paneled, nrows, width, ct, (nrows, width))
+        with b.block("else"): _emit_block(b, paneled, "rn", "tn", ct, (nrows, width))
+    b.line("free(panel);")
 
 
 def _emit_block(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str, str]):
