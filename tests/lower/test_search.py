@@ -26,7 +26,7 @@ def _kernel():
 def small_space(cpu, monkeypatch):
   """A few actions and one round, so that a search takes seconds."""
   monkeypatch.setattr(opt, "AMOUNTS", {"threads": (0, 1), "collapse": (1, 2), "block": (0, 1), "rows": (1, 2, 4, 8), "width": (16, 64),
-                                       "cols": (2,), "unroll": (1, 4), "order": (0, 1)})
+                                       "cols": (2,), "unroll": (1, 4), "order": (0, 1), "panel": (0, 1)})
   monkeypatch.setattr(search, "MAX_ROUNDS", 1)
   monkeypatch.setattr(search, "MIN_KERNEL_TIME", 0.0)
   monkeypatch.setattr(search, "TIMEOUT", 3.0)
