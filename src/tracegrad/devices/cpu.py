@@ -151,7 +151,7 @@ def find_toolchain(cc: str | None, target: str = "") -> Toolchain | None:
   -march of `target` when given) less the optional flags it rejects; None when there is none. The answer is kept in
   the cache directory under the candidates' paths, sizes and times of change: later processes skip the probe."""
   candidates = [shlex.split(cc)] if cc else [[c] for c in COMPILERS]
-  key = json.dumps([cc, target, [_identity(cmd) for cmd in candidates]])
+  key = json.dumps([cc, target_flags(target), [_identity(cmd) for cmd in candidates]])
   path = cache_dir() / "toolchains.json"
   try:
     known = json.loads(_read(path) or b"{}")
