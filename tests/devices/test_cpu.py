@@ -63,6 +63,26 @@ def test_no_compiler_warns_once(monkeypatch):
 
 
 @needs_cc
+def test_the_compiler_probe_is_remembered_until_the_compiler_or_the_flags_change(cache, tmp_path, monkeypatch):
+  cc = " ".join(CPUDevice().toolchain().cmd)
+  wrapper = tmp_path / "cc-wrapper"
+  wrapper.write_text(f'#!/bin/sh\nexec {cc} "$@"\n')
+  wrapper.chmod(0o755)
+  probes = []
+  real = cpu_mod._compiles
+  monkeypatch.setattr(cpu_mod, "_compiles", lambda tc: probes.append(tc) or real(tc))
+  find = lambda: cpu_mod.find_toolchain.__wrapped__(str(wrapper))   # past the in-process memo
+  first = find()
+  assert first is not None and len(probes) == 1 and (cache / "toolchains.json").exists()
+  assert find() == first and len(probes) == 1
+  monkeypatch.setattr(cpu_mod, "FLAGS", (*cpu_mod.FLAGS, "-fno-strict-aliasing"))
+  assert "-fno-strict-aliasing" in find().flags and len(probes) == 2
+  wrapper.write_text(f'#!/bin/sh\n# another compiler now\nexec {cc} "$@"\n')
+  find()
+  assert len(probes) == 3
+
+
+@needs_cc
 def test_compiler_without_openmp(cache, tmp_path, monkeypatch):
   cc = " ".join(CPUDevice().toolchain().cmd)
   wrapper = tmp_path / "cc-no-openmp"
