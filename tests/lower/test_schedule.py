@@ -245,6 +245,15 @@ def test_an_optimizers_updates_of_one_parameter_are_one_kernel():
   assert len(prog.kernels) == 2
 
 
+def test_attention_scores_block_rows_over_the_queries_not_the_heads():
+  q, k = rng.normal(size=(2, 16, 4, 8)).astype(np.float32), rng.normal(size=(2, 24, 4, 8)).astype(np.float32)
+  prog = schedule(tg.make_graph(lambda q, k: tnp.einsum("bqhd,bkhd->bqhk", q, k))(q, k))
+  (scores,) = [kern for kern in prog.kernels if kern.reduce is not None]
+  assert [l.extent for l in scores.loops] == [2, 4, 16, 24]   # the heads outside, the queries as rows
+  got = run_program(prog, [q, k])[0].reshape(2, 16, 4, 24)
+  np.testing.assert_allclose(got, np.einsum("bqhd,bkhd->bqhk", q, k), **tol("float32", 8, 8))
+
+
 def test_scalar_work_is_one_kernel():
   """An optimizer's bias corrections from its step count, and a loss with its negation, each run as one kernel."""
   x = rng.normal(size=(32,)).astype(np.float32)

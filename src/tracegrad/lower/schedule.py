@@ -272,6 +272,21 @@ def _packable(loops, reduce: Reduce) -> UOp | None:
   return found if size <= PACK_MAX_RATIO * math.prod(l.extent for l in loops) else None
 
 
+def _rows_second_last(loops: list[Loop], reduce: Reduce | None) -> list[Loop]:
+  """The loops of a sum of products with the one the renderer's register blocks should take as rows second-last:
+  one that only the operand not moving with the last loop reads (a query's position in attention scores, rather
+  than the head both operands read), so that each block of rows shares its columns' loads; the longest such."""
+  if reduce is None or reduce.op is not Ops.REDUCE_SUM or len(loops) < 3: return loops
+  reads = [set(u.src[1].src[0].toposort()) for u in reduce.value.toposort() if u.op is Ops.GATHER]
+  cols = [d for d in reads if loops[-1].var in d]
+  rows = [d for d in reads if loops[-1].var not in d]
+  if len(cols) != 1 or not rows: return loops
+  def good(l: Loop) -> bool: return any(l.var in d for d in rows) and l.var not in cols[0]
+  best = max((l for l in loops[:-1] if good(l)), key=lambda l: l.extent, default=None)
+  if best is None or best is loops[-2] or (good(loops[-2]) and loops[-2].extent >= best.extent): return loops
+  return [l for l in loops[:-1] if l is not best] + [best, loops[-1]]
+
+
 class _Scheduler:
   """`buffers` is shared with the enclosing schedule for a control-flow op's sub-graphs, whose outputs then get
   buffers of their own (fresh_outputs) even when they are inputs or constants."""
@@ -465,6 +480,7 @@ class _Scheduler:
 
   def _emit(self, name: str, kb: _KernelBuilder, loops, stores, reduce=None, parallel=True, epilogue=()):
     if not epilogue: loops, stores, reduce = _split_loops(loops, stores, reduce, kb.ranges)
+    if parallel and not epilogue: loops = _rows_second_last(loops, reduce)
     if reduce is not None and parallel and not epilogue and (load := _packable(loops, reduce)) is not None:
       reduce = self._pack(name, kb, loops, reduce, load)
     nums = sorted(kb.bufs)
