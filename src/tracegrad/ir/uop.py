@@ -140,9 +140,7 @@ class UOp:
     # derived, like shape: the longest path to a leaf, and whether a PARAM lies below
     depth = 1 + max((s.depth for s in src), default=-1)
     traced = op is Ops.PARAM or op in COLLECTIVE or any(s.traced for s in src)   # a collective needs its axis
-    for k, v in (("op", op), ("dtype", dtype), ("src", src), ("arg", arg), ("shape", shape), ("depth", depth),
-                 ("traced", traced)):
-      object.__setattr__(self, k, v)
+    _fill(self, op, dtype, src, arg, shape, depth, traced)
     UOp._cache[key] = self
     return self
 
@@ -180,9 +178,7 @@ class UOp:
     if not isinstance(buf, Buffer) or buf.dtype != dtype.np:
       raise TypeError(f"UOp: a BUFFER node of {dtype} holds a Buffer of that dtype, got {buf!r}")
     self = object.__new__(UOp)
-    for k, v in (("op", Ops.BUFFER), ("dtype", dtype), ("src", ()), ("arg", buf), ("shape", buf.shape),
-                 ("depth", 0), ("traced", False)):
-      object.__setattr__(self, k, v)
+    _fill(self, Ops.BUFFER, dtype, (), buf, buf.shape, 0, False)
     if buf.node is None: buf.node = weakref.ref(self)
     return self
 
@@ -241,6 +237,14 @@ class UOp:
                    f"{''.join(' ' + names[s] for s in u.src)}{arg}")
     return "\n".join(lines)
 
+
+
+_OP, _DTYPE, _SRC, _ARG, _SHAPE, _DEPTH, _TRACED = (UOp.__dict__[k].__set__ for k in UOp.__slots__[:7])
+
+
+def _fill(u: UOp, op, dtype, src, arg, shape, depth, traced) -> None:
+  """Set a new node's fields (UOp forbids setattr) through its slots' descriptors: the cheapest way there is."""
+  _OP(u, op); _DTYPE(u, dtype); _SRC(u, src); _ARG(u, arg); _SHAPE(u, shape); _DEPTH(u, depth); _TRACED(u, traced)
 
 def toposort(roots) -> list[UOp]:
   """Every node reachable from `roots`, each after all of its sources (iterative: deep graphs are fine)."""
