@@ -576,3 +576,9 @@ def test_only_a_product_of_two_operands_is_register_blocked():
   assert "accs[q][c]" not in rows.kernels[-1].source
   mm = schedule(tg.make_graph(lambda x, y: x @ y.T)(a[0], a[1]))   # rows of x serve every column, and y's every row
   assert "accs[q][c]" in mm.kernels[-1].source
+  # a sum over the leading axis of other elementwise work runs one row to a block (more rows would share no loads,
+  # only add code)
+  f = lambda a, b: (tg.numpy.exp(a) + b).sum(0)
+  cols = schedule(tg.make_graph(f)(a, a))
+  assert "float accs[1][" in cols.kernels[-1].source
+  np.testing.assert_allclose(np.asarray(tg.jit(f)(a, a)), (np.exp(1.0) + 1) * 16 * np.ones((8, 64)), rtol=ulps(16))

@@ -735,7 +735,8 @@ def _emit_interchanged(b: _Body, k: Kernel, pragmas: dict[int, str]):
   last, rows = k.loops[-1], (k.loops[-2] if n >= 2 else None)
   ct, opts = CTYPE[r.acc.dtype], dict(k.opts)
   width = str(opts.get("width", f"(TG_VBYTES / (int64_t)sizeof({ct}))"))
-  nrows = str(opts.get("rows", "TG_ROWS"))
+  # a sum of products shares each row's loads across the block; any other sum gains only code from more rows
+  nrows = str(opts.get("rows", "TG_ROWS" if is_product(r.value) else 1))
   outer = k.loops[:-2] if rows else k.loops[:-1]
   if opts.get("panel", 1) and (load := panel_load(k)) is not None:
     _emit_paneled(b, k, pragmas, load, width, nrows, ct)
@@ -754,7 +755,7 @@ def _emit_interchanged(b: _Body, k: Kernel, pragmas: dict[int, str]):
     if rows: b.line(f"const int64_t rn = {rows.extent} - ib < {nrows} ? {rows.extent} - ib : {nrows};")
     b.line(f"const int64_t tn = {last.extent} - t < {width} ? {last.extent} - t : {width};")
     full = f"rn == {nrows} && tn == {width}" if rows else f"tn == {width}"
-    if (not rows or _whole(rows.extent, opts.get("rows", EVERY_TARGET["TG_ROWS"]))) and \
+    if (not rows or _whole(rows.extent, opts.get("rows", EVERY_TARGET["TG_ROWS"] if nrows == "TG_ROWS" else 1))) and \
        _whole(last.extent, opts.get("width", EVERY_TARGET["TG_VBYTES"] // r.acc.dtype.itemsize)):
       _emit_block(b, k, nrows if rows else "1", width, ct, (nrows, width))
       return
