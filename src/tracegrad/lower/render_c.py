@@ -640,10 +640,16 @@ def _accumulate(b: _Body, r, ct: str, cell: str) -> None:
   b.line(f"{cell} = {_step(b, r)};")
 
 
+DOT_COLS_DIVIDING = (3, 2)   # the block of dot products' columns where the targets' sizes would leave a cut edge
+
+
 def _emit_dot_blocked(b: _Body, k: Kernel, pragmas: dict[int, str]):
   r, n = k.reduce, len(k.loops)
   rows, cols = k.loops[-2], k.loops[-1]
   ct, opts = CTYPE[r.acc.dtype], dict(k.opts)
+  if "cols" not in opts and not _whole(cols.extent, EVERY_TARGET["TG_DOT_COLS"]):
+    # whole blocks of a size that divides the columns rather than cut ones (a filter gradient's 27 taps: 3)
+    opts["cols"] = next((c for c in DOT_COLS_DIVIDING if _whole(cols.extent, c)), EVERY_TARGET["TG_DOT_COLS"])
   nr, nc = str(opts.get("rows", "TG_ROWS")), str(opts.get("cols", "TG_DOT_COLS"))
   with ExitStack() as loops:
     for j, l in enumerate(k.loops[:-2]):
