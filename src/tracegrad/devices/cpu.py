@@ -307,9 +307,9 @@ class _Runner:
     self.consts = [None if b.data is None else np.ascontiguousarray(b.data, b.dtype.np).reshape(-1)
                    for b in layout.buffers]
     allocs = [(n, b.size, b.dtype.np) for n, b in enumerate(layout.buffers) if b.data is None and n not in ins]
-    out = {n for n, _ in layout.outputs}
-    self.allocs = [a for a in allocs if a[0] in out]          # fresh each call: the caller keeps them
-    self.scratch = [a for a in allocs if a[0] not in out]     # reused from a workspace
+    out = dict(reversed(layout.outputs))   # an output buffer's (first) shape
+    self.allocs = [(n, out[n], dt) for n, _, dt in allocs if n in out]   # fresh each call, shaped: the caller keeps them
+    self.scratch = [a for a in allocs if a[0] not in out]               # reused from a workspace
     self._spare: list = []
     self.written_consts = [n for n, b in enumerate(layout.buffers) if b.data is not None and n in written]
     self.outputs = [(n, shape, n in ins and n not in written) for n, shape in layout.outputs]
@@ -365,13 +365,16 @@ class _Runner:
       arrays[n] = a.copy() if written else a
     for n, size, dt in self.allocs: arrays[n] = np.empty(size, dt)
     for n in self.written_consts: arrays[n] = arrays[n].copy()
-    keep = [_ffi.from_buffer(arrays[n]) for n in self.per_call]   # alive until the run returns
-    for n, p in zip(self.per_call, keep): ptrs[n] = p
+    keep = []   # alive until the run returns
+    for n in self.per_call:
+      keep.append(p := _ffi.from_buffer(arrays[n]))
+      ptrs[n] = p
     try:
       self._run(ptrs)
     finally:
       self._spare.append(ws)
-    return [(arrays[n].copy() if copy else arrays[n]).reshape(shape) for n, shape, copy in self.outputs]
+    return [arrays[n].copy().reshape(shape) if copy else arrays[n] if arrays[n].shape == shape else
+            arrays[n].reshape(shape) for n, shape, copy in self.outputs]
 
   def kernel_ns(self) -> list[float]:
     """Nanoseconds each kernel took in the last run, when the source was rendered timed."""
