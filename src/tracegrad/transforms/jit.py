@@ -91,7 +91,7 @@ def _compiled(g: Graph, ex: run.Executable) -> Callable:
       return tree_util.unflatten(tree, [Array(UOp.buffer(v), w) for v, w in zip(outs, weak)])
   else:
     def call(arrs: list[Array]):
-      outs = ex.run([a._uop.arg.data if a._uop.op is Ops.BUFFER else a._value() for a in arrs])
+      outs = ex.run([u.arg.data if (u := a._u) is not None and u.op is Ops.BUFFER else a._value() for a in arrs])
       return tree_util.unflatten(tree, [Array(UOp.buffer(v), w) for v, w in zip(outs, weak)])
   return call
 
