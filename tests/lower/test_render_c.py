@@ -572,12 +572,14 @@ def test_dot_product_blocks_take_a_column_count_that_divides_the_columns():
   import tracegrad as tg
   from tracegrad.lower.schedule import schedule
   rng = np.random.default_rng(0)
-  dy, win = rng.standard_normal((4, 32, 64)).astype(np.float32), rng.standard_normal((4, 27, 64)).astype(np.float32)
   f = lambda a, b: tg.numpy.einsum("nop,nqp->oq", a, b)   # a filter gradient over 27 taps
-  (k,) = [k for k in schedule(tg.make_graph(f)(dy, win)).kernels if k.reduce is not None]
-  assert "jb += 3" in k.source and "if (rn ==" not in k.source   # whole blocks of 3 columns, no cut edge
-  np.testing.assert_allclose(np.asarray(tg.jit(f)(dy, win)), np.einsum("nop,nqp->oq", dy.astype(np.float64), win),
-                             rtol=ulps(256), atol=ulps(256) * 16)
+  for n, p in ((4, 64), (32, 1024)):
+    dy, win = rng.standard_normal((n, 32, p)).astype(np.float32), rng.standard_normal((n, 27, p)).astype(np.float32)
+    (k,) = [k for k in schedule(tg.make_graph(f)(dy, win)).kernels if k.reduce is not None]
+    assert "jb += 3" in k.source and "if (rn ==" not in k.source   # whole blocks of 3 columns, no cut edge
+    assert ("ib += 4" in k.source) == (n * p > 16384)   # a sum in blocks: 4 rows, its sums and errors in registers
+    np.testing.assert_allclose(np.asarray(tg.jit(f)(dy, win)), np.einsum("nop,nqp->oq", dy.astype(np.float64), win),
+                               rtol=ulps(4 * n * p), atol=ulps(4 * n * p) * np.sqrt(n * p))
 
 
 def test_only_a_product_of_two_operands_is_register_blocked():

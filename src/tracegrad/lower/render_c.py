@@ -641,6 +641,7 @@ def _accumulate(b: _Body, r, ct: str, cell: str) -> None:
 
 
 DOT_COLS_DIVIDING = (3, 2)   # the block of dot products' columns where the targets' sizes would leave a cut edge
+LONG_DOT_ROWS = 4            # the rows of a block of dot products long enough to be summed in blocks
 
 
 def _emit_dot_blocked(b: _Body, k: Kernel, pragmas: dict[int, str]):
@@ -650,6 +651,8 @@ def _emit_dot_blocked(b: _Body, k: Kernel, pragmas: dict[int, str]):
   if "cols" not in opts and not _whole(cols.extent, EVERY_TARGET["TG_DOT_COLS"]):
     # whole blocks of a size that divides the columns rather than cut ones (a filter gradient's 27 taps: 3)
     opts["cols"] = next((c for c in DOT_COLS_DIVIDING if _whole(cols.extent, c)), EVERY_TARGET["TG_DOT_COLS"])
+  if "rows" not in opts and sum_plan(r, DOT_LANES * b.sum_block) is not None:
+    opts["rows"] = LONG_DOT_ROWS   # a long sum keeps each point's sum and error too: fewer rows keep them in registers
   nr, nc = str(opts.get("rows", "TG_ROWS")), str(opts.get("cols", "TG_DOT_COLS"))
   with ExitStack() as loops:
     for j, l in enumerate(k.loops[:-2]):
