@@ -248,23 +248,25 @@ def optimise(prog: Program, width: int, device) -> Program:
         else: items.append(opt.apply(k, best_opts(k, width, device, bar), _target(device)))
       return dataclasses.replace(p, kernels=items)
     searched = walk(prog)
-  if _gpu(device) or render_program(searched) == render_program(prog): return searched
-  return searched if _faster(searched, prog, device) else prog
+  if _gpu(device): return searched
+  sources = render_program(prog), render_program(searched)
+  if sources[0] == sources[1]: return searched
+  return searched if _faster(prog, sources, device) else prog
 
 
-def _faster(searched: Program, prog: Program, device) -> bool:
-  """Whether `searched` runs faster than `prog` here (random inputs; the answer kept in the search cache)."""
-  source = render_program(prog)
-  key = "program:" + device.library_path(source + render_program(searched)).stem
+def _faster(prog: Program, sources: tuple[str, str], device) -> bool:
+  """Whether the second of two sources of prog's program (the default's, the searched one's) runs faster here
+  (random inputs; the answer kept in the search cache)."""
+  key = "program:" + device.library_path("".join(sources)).stem
   cache = Cache(device)
   if (hit := cache.get(key)) is not None: return bool(hit.get("searched"))
   rng = np.random.default_rng(0)
   arrays = [b.data.copy() if b.data is not None else _random(b.dtype, b.size, rng) for b in prog.buffers]
   stored = [n for n, _ in prog.outputs]
   times = []
-  for p in (prog, searched):
+  for source in sources:
     try:
-      lib = device.compile(render_program(p), timeout=COMPILE_TIMEOUT)
+      lib = device.compile(source, timeout=COMPILE_TIMEOUT)
     except RuntimeError:
       return False
     res = device.time_library(lib, [a.copy() for a in arrays], stored, MIN_TIME, TIMEOUT)
