@@ -161,9 +161,7 @@ def find_toolchain(cc: str | None, target: str = "") -> Toolchain | None:
   tc = _probe_toolchain(candidates, target)
   known[key] = None if tc is None else [tc.cmd, tc.flags, tc.version]
   try:
-    fd, tmp = _temp(path.parent, "toolchains-")
-    with open(fd, "w") as f: json.dump(known, f)
-    os.replace(tmp, path)
+    _replace(path, json.dumps(known).encode())
   except (OSError, _Unwritable):
     pass
   return tc
@@ -246,15 +244,20 @@ def _verified(path: Path) -> bytes | None:
   return data
 
 
+def _replace(path: Path, data: bytes) -> None:
+  """Write `data` to `path` through a private temporary file beside it, moved into place atomically."""
+  fd, tmp = _temp(path.parent, path.stem[:16] + "-")
+  try:
+    with open(fd, "wb") as f: f.write(data)
+    os.replace(tmp, path)
+  finally:
+    if os.path.exists(tmp): os.unlink(tmp)
+
+
 def _publish(path: Path, tmp: str, data: bytes) -> None:
   """Move the file `tmp` (a library, a program's record), holding `data`, into place as `path`, its digest beside it,
   each replaced atomically."""
-  fd, digest_tmp = _temp(path.parent, path.stem[:16] + "-")
-  try:
-    with open(fd, "w") as f: f.write(hashlib.sha256(data).hexdigest() + "\n")
-    os.replace(digest_tmp, _digest_path(path))
-  finally:
-    if os.path.exists(digest_tmp): os.unlink(digest_tmp)
+  _replace(_digest_path(path), (hashlib.sha256(data).hexdigest() + "\n").encode())
   os.chmod(tmp, 0o600)
   os.replace(tmp, path)
 
