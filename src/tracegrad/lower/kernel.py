@@ -19,6 +19,7 @@ A load after a store to the same buffer in the same iteration reads the stored v
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -80,6 +81,11 @@ class Kernel:
   def steps(self) -> tuple["Phase | Kernel", ...]:
     """Its phases, then itself (its own reduce, epilogue and stores): what runs at each outer point, in order."""
     return (*self.phases, self)
+
+  def phase_kernels(self) -> tuple["Kernel", ...]:
+    """Each phase as a kernel over the same loops and buffers, without phases: what a renderer emits in its scope."""
+    return tuple(dataclasses.replace(self, reduce=p.reduce, epilogue=p.epilogue, stores=p.stores, phases=())
+                 for p in self.phases)
 
   def cost(self) -> tuple[int, int]:
     """(float operations, bytes of the buffers it touches) of one run: the estimate behind TRACEGRAD_DEBUG=2's

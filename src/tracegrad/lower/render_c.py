@@ -122,7 +122,8 @@ CTYPE = {dtypes.bool_: "_Bool", dtypes.int8: "int8_t", dtypes.int16: "int16_t", 
          dtypes.int64: "int64_t", dtypes.uint8: "uint8_t", dtypes.uint16: "uint16_t", dtypes.uint32: "uint32_t",
          dtypes.uint64: "uint64_t", dtypes.float16: "float", dtypes.bfloat16: "float", dtypes.float32: "float",
          dtypes.float64: "double"}
-MEMTYPE = {**CTYPE, dtypes.bool_: "uint8_t", dtypes.float16: "uint16_t", dtypes.bfloat16: "uint16_t"}   # bytes: gcc vectorises no _Bool load
+# bools are bytes in memory: gcc vectorises no _Bool load
+MEMTYPE = {**CTYPE, dtypes.bool_: "uint8_t", dtypes.float16: "uint16_t", dtypes.bfloat16: "uint16_t"}
 LOAD = {dtypes.float16: "tg_h2f", dtypes.bfloat16: "tg_bf2f"}
 STORE = {dtypes.float16: "tg_f2h", dtypes.bfloat16: "tg_bf_bits"}   # the values are exact: no rounding at a store
 ROUND = {dtypes.float16: "tg_rh", dtypes.bfloat16: "tg_rb"}
@@ -664,12 +665,25 @@ def _emit_dot_blocked(b: _Body, k: Kernel, pragmas: dict[int, str]):
     loops.enter_context(b.block(f"for (int64_t jb = 0; jb < {cols.extent}; jb += {nc})"))
     b.line(f"const int64_t rn = {rows.extent} - ib < {nr} ? {rows.extent} - ib : {nr};")
     b.line(f"const int64_t cn = {cols.extent} - jb < {nc} ? {cols.extent} - jb : {nc};")
-    if _whole(rows.extent, opts.get("rows", EVERY_TARGET["TG_ROWS"])) and \
-       _whole(cols.extent, opts.get("cols", EVERY_TARGET["TG_DOT_COLS"])):
-      _emit_dots(b, k, nr, nc, ct, (nr, nc))
-      return
-    with b.block(f"if (rn == {nr} && cn == {nc})"): _emit_dots(b, k, nr, nc, ct, (nr, nc))
-    with b.block("else"): _emit_dots(b, k, "rn", "cn", ct, (nr, nc))
+    whole = _whole(rows.extent, opts.get("rows", EVERY_TARGET["TG_ROWS"])) and \
+      _whole(cols.extent, opts.get("cols", EVERY_TARGET["TG_DOT_COLS"]))
+    _whole_or_cut(b, lambda r, c: _emit_dots(b, k, r, c, ct, (nr, nc)), whole, (nr, nc), ("rn", "cn"))
+
+
+def _whole_or_cut(b: _Body, emit, whole: bool, sizes: tuple[str, str], cut: tuple[str, str]) -> None:
+  """emit(rows, columns) of whole blocks: alone where every target's blocks divide the extents, else when the block
+  at hand is whole (its `cut` sizes equal `sizes`), with emit(*cut) for a block at the cut edge."""
+  if whole: return emit(*sizes)
+  with b.block(f"if ({' && '.join(f'{c} == {n}' for c, n in zip(cut, sizes) if c != n)})"): emit(*sizes)
+  with b.block("else"): emit(*cut)
+
+
+def _whole_width_blocks(k: Kernel, nrows: str) -> bool:
+  """Whether every target's register blocks of rows by width divide a kernel's last two loops (its one loop)."""
+  opts, last = dict(k.opts), k.loops[-1]
+  rows = opts.get("rows", EVERY_TARGET["TG_ROWS"] if nrows == "TG_ROWS" else 1)
+  return (len(k.loops) < 2 or _whole(k.loops[-2].extent, rows)) and \
+    _whole(last.extent, opts.get("width", EVERY_TARGET["TG_VBYTES"] // k.reduce.acc.dtype.itemsize))
 
 
 def _emit_dots(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str, str]):
@@ -763,13 +777,8 @@ def _emit_interchanged(b: _Body, k: Kernel, pragmas: dict[int, str]):
       loops.enter_context(b.block(head, _omp("parallel for", len(heads)) if first and j == 0 else None))
     if rows: b.line(f"const int64_t rn = {rows.extent} - ib < {nrows} ? {rows.extent} - ib : {nrows};")
     b.line(f"const int64_t tn = {last.extent} - t < {width} ? {last.extent} - t : {width};")
-    full = f"rn == {nrows} && tn == {width}" if rows else f"tn == {width}"
-    if (not rows or _whole(rows.extent, opts.get("rows", EVERY_TARGET["TG_ROWS"] if nrows == "TG_ROWS" else 1))) and \
-       _whole(last.extent, opts.get("width", EVERY_TARGET["TG_VBYTES"] // r.acc.dtype.itemsize)):
-      _emit_block(b, k, nrows if rows else "1", width, ct, (nrows, width))
-      return
-    with b.block(f"if ({full})"): _emit_block(b, k, nrows if rows else "1", width, ct, (nrows, width))
-    with b.block("else"): _emit_block(b, k, "rn" if rows else "1", "tn", ct, (nrows, width))
+    _whole_or_cut(b, lambda nr, nc: _emit_block(b, k, nr, nc, ct, (nrows, width)), _whole_width_blocks(k, nrows),
+                  (nrows if rows else "1", width), ("rn" if rows else "1", "tn"))
 
 
 PANEL_MIN_ROWS = 64          # a right operand is copied into column panels only for this many rows or more, which
@@ -817,13 +826,8 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
         b.line(f"panel[{idx}] = {v};")
     with b.block(f"for (int64_t ib = 0; ib < {rows.extent}; ib += {nrows})"):
       b.line(f"const int64_t rn = {rows.extent} - ib < {nrows} ? {rows.extent} - ib : {nrows};")
-      opts = dict(k.opts)
-      if _whole(rows.extent, opts.get("rows", EVERY_TARGET["TG_ROWS"])) and \
-         _whole(last.extent, opts.get("width", EVERY_TARGET["TG_VBYTES"] // r.acc.dtype.itemsize)):
-        _emit_block(b, paneled, nrows, width, ct, (nrows, width))
-      else:
-        with b.block(f"if (rn == {nrows} && tn == {width})"): _emit_block(b, paneled, nrows, width, ct, (nrows, width))
-        with b.block("else"): _emit_block(b, paneled, "rn", "tn", ct, (nrows, width))
+      _whole_or_cut(b, lambda nr, nc: _emit_block(b, paneled, nr, nc, ct, (nrows, width)),
+                    _whole_width_blocks(k, nrows), (nrows, width), ("rn", "tn"))
     b.line("free(panel);")
 
 
@@ -920,9 +924,8 @@ def render_kernel(k: Kernel, name: str | None = None, restrict: bool = True, sto
     for j, l in enumerate(k.loops):
       b.names[l.var] = f"i{j}"
       loops.enter_context(b.block(_loop(f"i{j}", l.extent), pragmas.get(j)))
-    for p in k.phases:
-      with b.block(""):   # its accumulator and values stay inside
-        _emit_step(b, dataclasses.replace(k, reduce=p.reduce, epilogue=p.epilogue, stores=p.stores, phases=()))
+    for p in k.phase_kernels():
+      with b.block(""): _emit_step(b, p)   # its accumulator and values stay inside
     _emit_step(b, k)
   return f"{storage} void {name or c_name(k.name)}({params or 'void'}) {{\n" + "".join(l + "\n" for l in b.lines) + "}"
 

@@ -32,7 +32,6 @@ __kernel void neg(__global float *restrict b0) {
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -240,9 +239,8 @@ def render_kernel(k: Kernel, target: str, name: str | None = None, restrict: boo
 
 def _emit_point(b: _Body, k: Kernel) -> None:
   """The phases, then the reduction, epilogue and stores, of one point of k's outer loops."""
-  for p in k.phases:
-    with b.block(""):   # its accumulator and values stay inside
-      _emit_point(b, dataclasses.replace(k, reduce=p.reduce, epilogue=p.epilogue, stores=p.stores, phases=()))
+  for p in k.phase_kernels():
+    with b.block(""): _emit_point(b, p)   # its accumulator and values stay inside
   with ExitStack() as loops:
     if k.reduce is not None: _emit_reduce(b, k)
     for j, l in enumerate(k.epilogue):

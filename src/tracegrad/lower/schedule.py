@@ -661,7 +661,7 @@ def _join_elementwise(g: Kernel, gn, k: Kernel, kn) -> tuple[Kernel, tuple] | No
     return None
   if (sub := _in_terms_of(g, gn, k, kn, len(k.loops))) is None: return None
   at = {s.buf: s.index for s in g.stores}
-  stores = [Store(sub.get(s.buf, s.buf), *substitute([s.index, s.value], sub)) for s in k.stores]
+  stores = [_substituted_store(s, sub) for s in k.stores]
   for s in stores:
     for u in toposort([s.value]):
       if u.op is Ops.GATHER and u.src[0] in at and u.src[1].src[0] is not at[u.src[0]]: return None
@@ -722,7 +722,8 @@ def _reads_in_step(p: Phase) -> list[tuple[UOp, tuple]]:
   """(node, the step's loops in scope there) for the reduction's value and stores, and for the step's stores."""
   out = []
   if p.reduce is not None:
-    out += [(p.reduce.value, p.reduce.loops)] + [(u, p.reduce.loops) for s in p.reduce.stores for u in (s.index, s.value)]
+    out += [(p.reduce.value, p.reduce.loops)]
+    out += [(u, p.reduce.loops) for s in p.reduce.stores for u in (s.index, s.value)]
   return out + [(u, p.epilogue) for s in p.stores for u in (s.index, s.value)]
 
 
@@ -765,11 +766,15 @@ def _same_element(index: UOp, here: tuple, stores: list[tuple[UOp, tuple]]) -> b
   return False
 
 
+def _substituted_store(s: Store, sub: dict) -> Store:
+  return Store(sub.get(s.buf, s.buf), *substitute([s.index, s.value], sub), s.mode, s.valid)
+
+
 def _substituted(p: Phase, sub: dict) -> Phase:
-  def store(s: Store) -> Store: return Store(sub.get(s.buf, s.buf), *substitute([s.index, s.value], sub), s.mode, s.valid)
   r = p.reduce
-  if r is not None: r = Reduce(r.op, r.acc, r.loops, substitute([r.value], sub)[0], tuple(store(s) for s in r.stores))
-  return Phase(r, p.epilogue, tuple(store(s) for s in p.stores))
+  if r is not None:
+    r = Reduce(r.op, r.acc, r.loops, substitute([r.value], sub)[0], tuple(_substituted_store(s, sub) for s in r.stores))
+  return Phase(r, p.epilogue, tuple(_substituted_store(s, sub) for s in p.stores))
 
 
 def merge_rows(kernels: list, calls: list) -> tuple[list, list]:
