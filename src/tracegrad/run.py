@@ -188,7 +188,8 @@ class Executable:
       self._runner = self._device.runner(self._program, functions, src.launches)
       self._runner.timed = _DEBUG >= 2
       self.resident = True
-      debug(1, f"compile: {len(self._program.kernels)} kernels for {backend} in {1e3 * (time.perf_counter() - t0):.1f} ms")
+      debug(1, f"compile: {len(self._program.kernels)} kernels for {backend} in "
+               f"{1e3 * (time.perf_counter() - t0):.1f} ms")
       return
     if _CHECK_PTX:
       from .devices.cuda import check_ptx

@@ -44,7 +44,8 @@ from .kernel import Kernel
 
 AMOUNTS = {"threads": (0, 1), "collapse": (1, 2, 3), "block": (0, 1), "rows": (1, 2, 4, 6, 8, 12, 16), "width": (16, 32, 48, 64, 96, 128, 256),
            "cols": (1, 2, 3, 4, 6, 8), "unroll": (1, 2, 4, 8), "order": (0, 1), "panel": (0, 1)}
-DEFAULTS = {"threads": 1, "block": 1, "order": 1, "panel": 1}   # the others default to the prelude's sizes for the target
+# the others default to the prelude's sizes for the target
+DEFAULTS = {"threads": 1, "block": 1, "order": 1, "panel": 1}
 ACTIONS = {"rows_by_width": ("threads", "block", "rows", "width", "unroll", "order", "panel"),
            "dots": ("threads", "block", "rows", "cols", "unroll"), "plain": ("threads",),
            "plain_nest": ("threads", "collapse")}
