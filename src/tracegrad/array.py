@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from .devices import TracedValueError
-from .ir import Ops, UOp, dtypes
+from .ir import Buffer, Ops, UOp, dtypes
 from .ir.dtypes import DType
 from .ir.shapes import fmt
 from .parallel.sharding import NamedSharding, Shard, Sharding, ShardedBuffers, SingleDeviceSharding
@@ -40,6 +40,13 @@ class Array:
       uop = UOp.buffer(run.realize([uop])[0])
     self._u, self._shards = uop, None
     self.weak_type = weak_type
+
+  @classmethod
+  def _of(cls, data: np.ndarray, dtype: DType, weak_type: bool = False) -> "Array":
+    """An Array of a numpy array already of `dtype` (a compiled program's output)."""
+    a = cls.__new__(cls)
+    a._u, a._shards, a.weak_type = UOp._buffer(dtype, Buffer(data)), None, weak_type
+    return a
 
   @classmethod
   def _sharded(cls, shards, weak_type: bool = False) -> "Array":
@@ -91,8 +98,8 @@ class Array:
 
   def block_until_ready(self) -> "Array":
     """Wait until the value is computed (one a device holds stays there); returns self."""
-    if self._uop.op is Ops.BUFFER: self._uop.arg.wait()
-    elif not self._uop.traced: self._value()
+    if (u := self._uop).op is Ops.BUFFER: u.arg.wait()
+    elif not u.traced: self._value()
     return self
 
   @property

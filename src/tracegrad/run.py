@@ -218,6 +218,12 @@ class Executable:
     if self.resident and not _DEBUG: return self._runner.resident(buffers)
     return [Buffer(v) for v in self([b.data for b in buffers])]
 
+  @property
+  def runner(self) -> Callable | None:
+    """What `run` calls when nothing is checked or timed: the compiled program on host arrays, or None (interp, a
+    GPU backend's program, TRACEGRAD_DEBUG)."""
+    return None if self.resident or _DEBUG else self._runner
+
   def run(self, leaves: list[np.ndarray]) -> list[np.ndarray]:
     """The outputs for input leaves already of the graph's input shapes and dtypes."""
     if self._runner is not None and not _DEBUG: return self._runner(leaves)

@@ -60,6 +60,40 @@ def test_repeated_calls_with_arrays_reuse_the_trace_and_give_fresh_results():
   np.testing.assert_allclose(np.asarray(tg.grad(lambda s: f(x, s).sum())(two)), X.sum())
 
 
+def test_calls_on_concrete_arrays_take_the_direct_path_and_match_the_general_one():
+  traces = []
+
+  @tg.jit
+  def f(p, x):
+    traces.append(x.shape)
+    return {"y": p["w"] * x + p["b"], "x": x, "n": (x > 0).sum()}
+
+  @tg.jit
+  def g(x, y): return x * y
+
+  rng = np.random.default_rng(0)
+  w, b = rng.normal(size=(3, 4)).astype(np.float32), rng.normal(size=4).astype(np.float32)
+  p = {"w": tnp.asarray(w), "b": tnp.asarray(b)}
+  strided = np.arange(24, dtype=np.float32).reshape(3, 8)[:, ::2]
+  for x in (X, X[::-1] - 5, strided, np.stack([X, -X])):   # reversed and strided numpy arrays, then a new shape
+    tx = tnp.asarray(x)
+    for out in (f(p, tx), f(p, tx)):               # the first call traces, the second runs directly
+      np.testing.assert_array_equal(np.asarray(out["y"]), w * x + b)
+      np.testing.assert_array_equal(np.asarray(out["x"]), x)
+      assert out["n"].dtype == tnp.int32 and int(out["n"]) == (x > 0).sum()
+      assert not np.asarray(out["y"]).flags.writeable
+  assert traces == [(3, 4), (2, 3, 4)] and len(f._direct) == 2
+  xs = tnp.asarray(X)
+  for y, dtype, weak in ((tnp.asarray(np.float32(2)), tnp.float32, False), (tnp.asarray(2.0), tnp.float32, True),
+                         (tnp.asarray(np.int32(2)), tnp.float32, False)):
+    for _ in range(2):
+      out = g(xs, tg.device_put(y) if weak else y)
+      assert out.dtype == dtype and np.array_equal(np.asarray(out), X * 2)
+  assert len(g._direct) >= 2 and len(g.cache) >= 2
+  g.clear_cache()
+  assert not g._direct
+
+
 def test_lower_and_compile_expose_the_graph_and_kernels():
   f = tg.jit(lambda x: tnp.exp(x - x.max(1, keepdims=True)) / tnp.exp(x - x.max(1, keepdims=True)).sum(1, keepdims=True))
   lowered = f.lower(X)

@@ -316,12 +316,12 @@ class _Runner:
     self._spare: list = []
     self.written_consts = [n for n, b in enumerate(layout.buffers) if b.data is not None and n in written]
     self.outputs = [(n, shape, n in ins and n not in written) for n, shape in layout.outputs]
+    self.fresh = [n for n, _ in layout.outputs] == [n for n, *_ in self.allocs]   # each output a buffer of its own
     self.ptrs_type = _ffi.typeof(f"void *[{max(self.n, 1)}]")
     self.const_ptrs = _ffi.new(self.ptrs_type)
     for n, c in enumerate(self.consts):
       if c is not None and n not in self.written_consts: self.const_ptrs[n] = _ffi.from_buffer(c)
     self.has_consts = any(c is not None for c in self.consts)
-    self.per_call = [n for n, *_ in self.inputs] + [n for n, *_ in self.allocs] + self.written_consts   # fresh pointers
     self.threaded = getattr(lib, "threaded", True)
     self.single, self.times = False, {False: math.inf, True: math.inf}   # by whether on one thread
     self.every, self.until = PROBE, PROBE   # calls between probes of the other count, and to the next
@@ -330,7 +330,7 @@ class _Runner:
   def _run(self, ptrs) -> None:
     """tg_run on the thread count this program chose (or, as a probe, the other), timed, and choose again."""
     t = _threads
-    if not self.threaded or t.base == 1 or not self.warm:
+    if t.base == 1 or not self.warm:
       self.tg_run(ptrs)   # the first run is not timed: it starts the threads and touches its memory first
       self.warm = True
       return
@@ -358,24 +358,34 @@ class _Runner:
   def __call__(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
     if len(inputs) != len(self.inputs):
       raise ValueError(f"run_program: the program takes {len(self.inputs)} inputs, got {len(inputs)}")
-    arrays = list(self.consts)
-    ws = self._spare.pop() if self._spare else self._workspace()   # list.pop and append are atomic
-    ptrs = ws[0]
-    for (n, dt, size, written), x in zip(self.inputs, inputs):
-      a = x if type(x) is np.ndarray and x.dtype is dt and x.flags.c_contiguous else np.ascontiguousarray(x, dt)
+    spare, pointer = self._spare, _ffi.from_buffer
+    ws = spare.pop() if spare else self._workspace()   # list.pop and append are atomic
+    ptrs, keep = ws[0], []   # keep: the pointers, alive until the run returns
+    arrays = None if self.fresh else self.consts.copy()
+    for (n, dt, size, written), a in zip(self.inputs, inputs):
+      if type(a) is not np.ndarray or a.dtype is not dt or not a.flags.c_contiguous: a = np.ascontiguousarray(a, dt)
       if a.size != size:
         raise ValueError(f"run_program: input buffer {n} holds {size} elements of {dt}, got an array of shape {a.shape}")
-      arrays[n] = a.copy() if written else a
-    for n, size, dt in self.allocs: arrays[n] = np.empty(size, dt)
-    for n in self.written_consts: arrays[n] = arrays[n].copy()
-    keep = []   # alive until the run returns
-    for n in self.per_call:
-      keep.append(p := _ffi.from_buffer(arrays[n]))
+      if written: a = a.copy()
+      if arrays is not None: arrays[n] = a
+      keep.append(p := pointer(a))
+      ptrs[n] = p
+    outs = []
+    for n, shape, dt in self.allocs:
+      outs.append(a := np.empty(shape, dt))
+      keep.append(p := pointer(a))
+      ptrs[n] = p
+      if arrays is not None: arrays[n] = a
+    for n in self.written_consts:
+      arrays[n] = a = arrays[n].copy()
+      keep.append(p := pointer(a))
       ptrs[n] = p
     try:
-      self._run(ptrs)
+      if self.threaded: self._run(ptrs)
+      else: self.tg_run(ptrs)
     finally:
-      self._spare.append(ws)
+      spare.append(ws)
+    if arrays is None: return outs
     return [arrays[n].copy().reshape(shape) if copy else arrays[n] if arrays[n].shape == shape else
             arrays[n].reshape(shape) for n, shape, copy in self.outputs]
 

@@ -30,7 +30,7 @@ class Buffer:
 
   def __init__(self, data: np.ndarray | None = None, resident=None, shape: Shape = (), dtype: np.dtype | None = None):
     if data is not None:
-      data.flags.writeable = False
+      data.setflags(write=False)
       shape, dtype = data.shape, data.dtype
     self._data, self.shape, self.dtype, self.resident, self.node = data, shape, dtype, resident, None
 
@@ -174,12 +174,12 @@ class UOp:
 
   @staticmethod
   def _buffer(dtype: DType, buf: Buffer) -> "UOp":
-    if buf.node is not None and (hit := buf.node()) is not None and hit.dtype is dtype: return hit
-    if not isinstance(buf, Buffer) or buf.dtype != dtype.np:
+    if (node := buf.node) is not None and (hit := node()) is not None and hit.dtype is dtype: return hit
+    if type(buf) is not Buffer or (buf.dtype is not dtype.np and buf.dtype != dtype.np):
       raise TypeError(f"UOp: a BUFFER node of {dtype} holds a Buffer of that dtype, got {buf!r}")
     self = object.__new__(UOp)
     _fill(self, Ops.BUFFER, dtype, (), buf, buf.shape, 0, False)
-    if buf.node is None: buf.node = weakref.ref(self)
+    if node is None: buf.node = weakref.ref(self)
     return self
 
   @staticmethod

@@ -96,6 +96,39 @@ def _compiled(g: Graph, ex: run.Executable) -> Callable:
   return call
 
 
+_BUFFER = Ops.BUFFER
+
+
+def _direct_key(args: tuple):
+  """(key, arrays) for a call whose positional arguments (or their pytree leaves) are all concrete Arrays held in
+  buffers: the key holds the backend, the tree when there is one, and each leaf's shape, dtype and weak type; the
+  arrays are the buffers' values. None for any other call."""
+  key, arrays = [run.default_backend()], []
+  leaves = args
+  for a in args:
+    if type(a) is not Array:
+      leaves, tree = tree_util.flatten(args)
+      key.append(tree)
+      break
+  for a in leaves:
+    if type(a) is not Array or a._shards is not None or (u := a._u).op is not _BUFFER: return None
+    key += u.shape, u.dtype, a.weak_type
+    arrays.append(u.arg.data)
+  return tuple(key), arrays
+
+
+def _direct(g: Graph, ex: run.Executable) -> Callable | None:
+  """A call on the `_direct_key` path: the buffers' arrays straight into the compiled program and its outputs into
+  Arrays; None where the executable keeps outputs in a device's memory or runs on interp."""
+  if (runner := ex.runner) is None: return None
+  out = [(o.dtype, w) for o, w in zip(g.outputs, g.out_weak)]
+  tree = g.out_tree
+  if tree.is_leaf():
+    (dtype, weak), = out
+    return lambda arrays: Array._of(runner(arrays)[0], dtype, weak)
+  return lambda arrays: tree_util.unflatten(tree, [Array._of(v, d, w) for v, (d, w) in zip(runner(arrays), out)])
+
+
 class Jitted:
   """The result of jit(fun): a callable that traces fun once per signature and runs the compiled graph.
 
@@ -114,6 +147,7 @@ class Jitted:
     self.name = f"jit({getattr(fun, '__name__', 'function')})"
     self.cache: dict = {}      # graph key -> the traced Graph
     self._entries: dict = {}   # call key -> what runs a call of that key
+    self._direct: dict = {}    # _direct_key -> what runs such a call, for positional concrete Arrays
     self.in_shardings, self.out_shardings = in_shardings, out_shardings
     for what, tree in (("in_shardings", in_shardings), ("out_shardings", out_shardings)):
       for s in tree_util.leaves(tree):
@@ -122,6 +156,9 @@ class Jitted:
                           f"NamedSharding(mesh, P(...))")
 
   def __call__(self, *args, **kwargs):
+    if self._direct and not kwargs and (direct := _direct_key(args)) is not None and \
+       (call := self._direct.get(direct[0])) is not None:
+      return call(direct[1])
     key, arrs, where = self._signature(args, kwargs)
     entry = self._entries.get(key)
     if entry is None: entry = self._entry(key, arrs, args, kwargs, where)
@@ -161,7 +198,11 @@ class Jitted:
       entry = _inlined(g)
     else:
       layout = self._in_layouts(g, arrs, len(args), where)
-      entry = self._on_mesh(g, *layout) if layout is not None else _compiled(g, run.executable(g, search=self.search))
+      ex = run.executable(g, search=self.search) if layout is None else None
+      entry = self._on_mesh(g, *layout) if layout is not None else _compiled(g, ex)
+      if ex is not None and not self.static and not kwargs and (direct := _direct_key(args)) is not None and \
+         self.cache.get(_graph_key(key)) is g and (call := _direct(g, ex)) is not None:
+        self._direct[direct[0]] = call
     if graph is None and self.cache.get(_graph_key(key)) is g: self._entries[key] = entry
     return entry
 
@@ -233,6 +274,7 @@ class Jitted:
   def clear_cache(self) -> None:
     self.cache.clear()
     self._entries.clear()
+    self._direct.clear()
 
 
 def _reason(old, new) -> str:
