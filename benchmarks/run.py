@@ -90,15 +90,26 @@ def softmax(rounds, min_time):
 
 
 def tiny(rounds, min_time):
+  """Dispatch: cached jitted calls whose kernels take well under a microsecond. Each case is a function of a namespace
+  (np, grad, vmap) and the arguments it is called with, made from an asarray."""
   x = np.arange(16, dtype=np.float32)
-  jf = tg.jit(lambda x: x * 2 + 1)
-  tx = tnp.asarray(x)
-  impls = {"numpy": lambda: x * 2 + 1, "tracegrad": lambda: jf(tx).block_until_ready()}
+  w = np.random.default_rng(0).normal(size=(16, 4)).astype(np.float32)
+  cases = {
+    "tiny jit call (16 f32)": (lambda m: lambda x: x * 2 + 1, lambda arr: (arr(x),)),
+    "tiny call, dict argument": (lambda m: lambda p: p["x"] * p["w"][:, 0] + 1, lambda arr: ({"x": arr(x), "w": arr(w)},)),
+    "jit(vmap(grad)) 16x16x4": (lambda m: m.vmap(m.grad(lambda w, x: m.np.tanh(x @ w).sum()), in_axes=(None, 0)),
+                                lambda arr: (arr(w), arr(x.reshape(1, 16)))),
+  }
+  libs = {"tracegrad": (tg, tnp)}
   if _have("jax"):
-    import jax
-    jjf, jx = jax.jit(lambda x: x * 2 + 1), jax.numpy.asarray(x)
-    impls["jax"] = lambda: jjf(jx).block_until_ready()
-  return compare("tiny jit call (16 f32)", impls, rounds, min_time)
+    import jax, jax.numpy as jnp
+    libs["jax"] = (jax, jnp)
+  for name, (make, args) in cases.items():
+    impls = {"numpy": lambda: x * 2 + 1} if name.startswith("tiny jit") else {}
+    for lib, (top, mnp) in libs.items():
+      f, a = top.jit(make(argparse.Namespace(np=mnp, grad=top.grad, vmap=top.vmap))), args(mnp.asarray)
+      impls[lib] = (lambda f, a: lambda: f(*a).block_until_ready())(f, a)
+    compare(name, impls, rounds, min_time)
 
 
 def _mlp_params(rng, sizes=(784, 512, 512, 10)):
