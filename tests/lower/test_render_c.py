@@ -596,3 +596,17 @@ def test_only_a_product_of_two_operands_is_register_blocked():
   cols = schedule(tg.make_graph(f)(a, a))
   assert "float accs[1][" in cols.kernels[-1].source
   np.testing.assert_allclose(np.asarray(tg.jit(f)(a, a)), (np.exp(1.0) + 1) * 16 * np.ones((8, 64)), rtol=ulps(16))
+
+
+@pytest.mark.parametrize("n", [10, 24, 100])
+def test_a_narrow_matmul_takes_its_columns_as_one_whole_block(n):
+  import tracegrad as tg
+  from tracegrad.lower.schedule import schedule
+  rng = np.random.default_rng(0)
+  a, b = rng.standard_normal((128, 256)).astype(np.float32), rng.standard_normal((256, n)).astype(np.float32)
+  (kern,) = schedule(tg.make_graph(lambda x, y: x @ y)(a, b)).kernels
+  # columns narrower than the widest target's vector bytes are one block of constant width where they fit
+  assert (f"TG_WIDTH({n}, float)" in kern.source) == (n < 64)
+  if tg.default_backend() == "cpu":
+    np.testing.assert_allclose(np.asarray(tg.jit(lambda x, y: x @ y)(a, b)), a.astype(np.float64) @ b,
+                               rtol=ulps(4 * 256), atol=ulps(4 * 256) * 16)

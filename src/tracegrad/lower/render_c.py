@@ -586,7 +586,8 @@ BLOCKS = {"__AVX512F__": dict(TG_ROWS=8, TG_VBYTES=256, TG_VREG=64, TG_DOT_COLS=
 BLOCK_PRELUDE = "\n" + "".join(
   ("#else\n" if macro is None else f"#{'if' if i == 0 else 'elif'} defined({macro})\n")
   + "".join(f"#define {k} {v}\n" for k, v in sizes.items())
-  for i, (macro, sizes) in enumerate(BLOCKS.items())) + "#endif\n"
+  for i, (macro, sizes) in enumerate(BLOCKS.items())) + "#endif\n" + \
+  "#define TG_WIDTH(n, T) ((n) < TG_VBYTES / (int64_t)sizeof(T) ? (n) : TG_VBYTES / (int64_t)sizeof(T))\n"
 
 
 def interchanged(k: Kernel) -> bool:
@@ -682,8 +683,16 @@ def _whole_width_blocks(k: Kernel, nrows: str) -> bool:
   """Whether every target's register blocks of rows by width divide a kernel's last two loops (its one loop)."""
   opts, last = dict(k.opts), k.loops[-1]
   rows = opts.get("rows", EVERY_TARGET["TG_ROWS"] if nrows == "TG_ROWS" else 1)
+  widths = [min(last.extent, t["TG_VBYTES"] // k.reduce.acc.dtype.itemsize) for t in BLOCKS.values()]
   return (len(k.loops) < 2 or _whole(k.loops[-2].extent, rows)) and \
-    _whole(last.extent, opts.get("width", EVERY_TARGET["TG_VBYTES"] // k.reduce.acc.dtype.itemsize))
+    _whole(last.extent, opts.get("width", math.lcm(*widths)))
+
+
+def _vector_width(extent: int, dtype: DType) -> str:
+  """A register block's width along a last loop of `extent`: the target's vector bytes, or the whole loop where it
+  is narrower (ten logits take one block of ten columns, with constant bounds, not a cut block of 64)."""
+  ct, widest = CTYPE[dtype], max(t["TG_VBYTES"] for t in BLOCKS.values()) // dtype.itemsize
+  return f"(TG_VBYTES / (int64_t)sizeof({ct}))" if extent >= widest else f"TG_WIDTH({extent}, {ct})"
 
 
 def _emit_dots(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str, str]):
@@ -757,7 +766,7 @@ def _emit_interchanged(b: _Body, k: Kernel, pragmas: dict[int, str]):
   r, n = k.reduce, len(k.loops)
   last, rows = k.loops[-1], (k.loops[-2] if n >= 2 else None)
   ct, opts = CTYPE[r.acc.dtype], dict(k.opts)
-  width = str(opts.get("width", f"(TG_VBYTES / (int64_t)sizeof({ct}))"))
+  width = str(opts.get("width", _vector_width(last.extent, r.acc.dtype)))
   # a sum of products shares each row's loads across the block; any other sum gains only code from more rows
   nrows = str(opts.get("rows", "TG_ROWS" if is_product(r.value) else 1))
   outer = k.loops[:-2] if rows else k.loops[:-1]
