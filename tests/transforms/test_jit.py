@@ -171,3 +171,40 @@ def test_control_flow_compiles_into_one_program():
     src = tg.jit(tg.value_and_grad(rnn)).lower(w, xs).compile().as_text()
     assert "/* c" in src and "_scan */" in src and "_cond */" in src and "switch (" in src
     assert "for (;;)" in f.lower(np.ones(3, np.float32)).compile().as_text()
+
+
+@pytest.mark.parametrize("lib", ["tracegrad", "jax"])
+def test_static_arguments_by_name_or_position_methods_and_shared_caches_behave_as_in_jax(lib):
+  import functools
+  if lib == "jax":
+    jax = pytest.importorskip("jax")
+    jit = jax.jit
+  else:
+    jit = tg.jit
+  traces = []
+
+  def g(a, n):
+    traces.append(n)
+    return a * n
+
+  f = jit(g, static_argnames=["n"])
+  assert [int(f(10, 20)), int(f(10, 20)), int(f(10, n=3))] == [200, 200, 30]
+  assert traces[0] == 20 and traces.count(20) == 1 and 3 in traces   # static by position too: traced once per value
+  k = jit(g, static_argnums=1)
+  assert int(k(2, n=5)) == 10 and traces[-1] == 5                     # numbered static, passed by name
+
+  class Scale:
+    def __init__(self, s): self.s = s
+
+    @functools.partial(jit, static_argnums=0)
+    def __call__(self, x): return x * self.s
+
+  assert float(Scale(3.0)(2.0)) == 6.0 and float(Scale.__call__(Scale(4.0), 2.0)) == 8.0
+
+  traces.clear()
+  h1, h2 = jit(g, static_argnums=1), jit(g, static_argnums=1)
+  h1(1.0, 2)
+  h2(1.0, 2)
+  assert traces == [2]                                                  # two jits of one function share a cache
+  jit(g, static_argnums=1)(1.0, 7)
+  assert traces == [2, 7]

@@ -14,7 +14,10 @@ Array([0, 2, 4], dtype=int32)
 from __future__ import annotations
 
 import functools
+import inspect
 import time
+import types
+import weakref
 from typing import Callable, Sequence
 
 
@@ -129,6 +132,33 @@ def _direct(g: Graph, ex: run.Executable) -> Callable | None:
   return lambda arrays: tree_util.unflatten(tree, [Array._of(v, d, w) for v, (d, w) in zip(runner(arrays), out)])
 
 
+def _static_args(fun: Callable, nums: tuple[int, ...], names: tuple[str, ...]) -> tuple[tuple, tuple, dict]:
+  """static_argnums and static_argnames completed from fun's signature, as JAX does (a parameter named static is
+  static when passed by position too, and one numbered static when passed by name), and each static number's
+  parameter name."""
+  try:
+    params = list(inspect.signature(fun).parameters.values())
+  except (TypeError, ValueError):   # no signature to read (some builtins)
+    return nums, names, {}
+  positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+  by_name = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+  nums = nums + tuple(positional.index(n) for n in names if n in positional and positional.index(n) not in nums)
+  named = {i: positional[i] for i in nums if 0 <= i < len(positional) and positional[i] in by_name}
+  return nums, names + tuple(n for n in named.values() if n not in names), named
+
+
+# the caches of every jit of one function with the same options (two jit(f) share their traces, as in JAX)
+_SHARED: "weakref.WeakKeyDictionary[Callable, dict]" = weakref.WeakKeyDictionary()
+
+
+def _caches(fun: Callable, options: tuple) -> tuple[dict, dict, dict]:
+  try:
+    per = _SHARED.setdefault(fun, {})
+    return per.setdefault(options, ({}, {}, {}))
+  except TypeError:   # a function that cannot be weakly referenced, or options that cannot be hashed
+    return {}, {}, {}
+
+
 class Jitted:
   """The result of jit(fun): a callable that traces fun once per signature and runs the compiled graph.
 
@@ -142,18 +172,23 @@ class Jitted:
     if search is not None and (not isinstance(search, int) or search < 0):
       raise ValueError(f"jit: search is a beam width, an int >= 0 (0: none), got {search!r}")
     self.search = search
-    self.fun, self.static = fun, _nums(static_argnums)
-    self.names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+    names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+    self.given = _nums(static_argnums)
+    self.fun, (self.static, self.names, self._named) = fun, _static_args(fun, self.given, names)
     self.name = f"jit({getattr(fun, '__name__', 'function')})"
-    self.cache: dict = {}      # graph key -> the traced Graph
-    self._entries: dict = {}   # call key -> what runs a call of that key
-    self._direct: dict = {}    # _direct_key -> what runs such a call, for positional concrete Arrays
     self.in_shardings, self.out_shardings = in_shardings, out_shardings
+    # graph key -> the traced Graph; call key -> what runs a call of that key; _direct_key -> what runs such a call
+    self.cache, self._entries, self._direct = _caches(fun, (self.static, self.names, search, in_shardings,
+                                                            out_shardings))
     for what, tree in (("in_shardings", in_shardings), ("out_shardings", out_shardings)):
       for s in tree_util.leaves(tree):
         if s is not None and not isinstance(s, NamedSharding):
           raise TypeError(f"{self.name}: {what} must hold NamedShardings (or None), got {s!r}; lay an array out with "
                           f"NamedSharding(mesh, P(...))")
+
+  def __get__(self, obj, objtype=None):
+    """As a method: the instance is its first argument (static when static_argnums includes 0)."""
+    return self if obj is None else types.MethodType(self, obj)
 
   def __call__(self, *args, **kwargs):
     if self._direct and not kwargs and (direct := _direct_key(args)) is not None and \
@@ -170,9 +205,9 @@ class Jitted:
     backend."""
     if self.static or kwargs:
       n = len(args)
-      if any(not -n <= i < n for i in self.static):
-        raise ValueError(f"{self.name}: static_argnums {self.static} is out of range for {n} positional arguments")
-      idx = sorted({i % n for i in self.static})
+      if any(not -n <= i < n and self._named.get(i) not in kwargs for i in self.given):
+        raise ValueError(f"{self.name}: static_argnums {self.given} is out of range for {n} positional arguments")
+      idx = sorted({i % n for i in self.static if -n <= i < n})
       statics = tuple((i, args[i]) for i in idx) + tuple((k, kwargs[k]) for k in self.names if k in kwargs)
       for at, v in statics:
         try:
