@@ -53,7 +53,9 @@ def test_reduce_and_all():
 
 
 def test_leaves_with_path():
-  assert [p for p, _ in tree.leaves_with_path({"a": [1, 2]})] == [("a", 0), ("a", 1)]
+  from tracegrad.tree_util import DictKey, SequenceKey
+  assert [p for p, _ in tree.leaves_with_path({"a": [1, 2]})] == [(DictKey("a"), SequenceKey(0)), (DictKey("a"), SequenceKey(1))]
+  assert [p for p, _ in tree.leaves_with_raw_path({"a": [1, 2]})] == [("a", 0), ("a", 1)]
 
 
 def test_is_exported_as_jax_tree():

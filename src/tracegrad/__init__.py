@@ -5,7 +5,7 @@
 """
 import sys
 
-from . import tree
+from . import tree, tree_util
 from .array import Array, device_put
 from .config import config
 from .devices import TracedValueError
@@ -27,4 +27,4 @@ __version__ = "0.1.0"
 __all__ = ["Array", "ShapeDtypeStruct", "TracedValueError", "checkpoint", "checkpoints", "config", "custom_jvp", "custom_vjp",
            "default_backend", "device_put", "devices", "distributed", "local_devices", "process_count", "process_index", "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit",
            "jvp", "lax", "linearize", "make_graph", "numpy", "nn", "optim", "random", "remat", "scipy", "shard_map",
-           "sharding", "tree", "value_and_grad", "vjp", "vmap"]
+           "sharding", "tree", "tree_util", "value_and_grad", "vjp", "vmap"]

@@ -30,7 +30,7 @@ def _name(path: tuple) -> str:
 
 def _named_leaves(tree, fn: str) -> dict:
   out = {}
-  for path, leaf in tree_util.leaves_with_path(tree):
+  for path, leaf in tree_util.leaves_with_raw_path(tree):
     name = _name(path)
     if name in out: raise ValueError(f"{fn}: two leaves are both named {name!r}; give the tree distinct keys")
     out[name] = leaf

@@ -142,7 +142,7 @@ def count_params(model) -> int:
 def summary(model) -> str:
   """A table of the model's leaves (path, shape, dtype, size) and the trainable total."""
   rows = [(".".join(str(p) for p in path), str(tuple(np.shape(x))), str(getattr(x, "dtype", type(x).__name__)),
-           math.prod(np.shape(x))) for path, x in tree.leaves_with_path(model)]
+           math.prod(np.shape(x))) for path, x in tree.leaves_with_raw_path(model)]
   w = [max([len(r[i]) for r in rows] + [len(h)]) for i, h in enumerate(("leaf", "shape", "dtype"))]
   lines = [f"{'leaf':<{w[0]}}  {'shape':<{w[1]}}  {'dtype':<{w[2]}}  size"]
   lines += [f"{a:<{w[0]}}  {b:<{w[1]}}  {c:<{w[2]}}  {n:,}" for a, b, c, n in rows]

@@ -298,7 +298,8 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name: str | None = None, axi
   def mapped(*args, **kwargs):
     leaves = [to_array(x, fn=fn) for x in tree_util.leaves((args, kwargs))]
     axes = _leaf_axes(in_axes, args, fn) + [0] * len(tree_util.leaves(kwargs))  # keyword arguments map on axis 0
-    paths = [p for p, _ in tree_util.leaves_with_path(args)] + [("kwargs", *p) for p, _ in tree_util.leaves_with_path(kwargs)]
+    paths = [p for p, _ in tree_util.leaves_with_raw_path(args)] + \
+      [("kwargs", *p) for p, _ in tree_util.leaves_with_raw_path(kwargs)]
     sizes: dict[int, str] = {}
     norm = []
     for leaf, ax, path in zip(leaves, axes, paths):
