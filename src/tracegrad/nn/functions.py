@@ -10,9 +10,10 @@ import math
 from .. import lax
 from .. import numpy as tnp
 from ..array import Array
+from ..scipy.special import logsumexp
 from ..trace import composite
 
-__all__ = ["relu", "relu6", "sigmoid", "softplus", "log_sigmoid", "silu", "swish", "gelu", "elu", "leaky_relu",
+__all__ = ["relu", "relu6", "sigmoid", "softplus", "log_sigmoid", "silu", "swish", "gelu", "elu", "selu", "leaky_relu",
            "hard_tanh", "softmax", "log_softmax", "logsumexp", "standardize", "one_hot", "dot_product_attention"]
 
 
@@ -78,6 +79,16 @@ def elu(x, alpha=1.0) -> Array:
   return tnp.where(x > 0, x, alpha * tnp.expm1(tnp.minimum(x, 0)))
 
 
+def selu(x) -> Array:
+  """scale * elu(x, alpha) with the self-normalising constants of jax.nn.selu.
+
+  >>> tracegrad.nn.selu(tnp.asarray([0.0, 1.0])).round(4)
+  Array([0.    , 1.0507], dtype=float32)
+  """
+  alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+  return scale * elu(x, alpha)
+
+
 def leaky_relu(x, negative_slope=0.01) -> Array:
   """x for x >= 0, else negative_slope * x."""
   x = tnp.asarray(x)
@@ -103,19 +114,6 @@ def _reduce_masked(name: str, fun, x, where, **static) -> Array:
   """composite(name, fun, x[, where]): `where` travels as an argument only when given."""
   x, static = tnp.asarray(x), {k: _static_axis(v) for k, v in static.items()}
   return composite(name, fun, x, **static) if where is None else composite(name, fun, x, where, **static)
-
-
-def logsumexp(x, axis=None, keepdims: bool = False, where=None) -> Array:
-  """log(sum(exp(x))) along axis without overflow, as jax.nn.logsumexp."""
-  return _reduce_masked("logsumexp", _logsumexp, x, where, axis=axis, keepdims=keepdims)
-
-
-def _logsumexp(x, where=None, *, axis, keepdims):
-  x = _masked(x, where)
-  m = lax.stop_gradient(tnp.max(x, axis=axis, keepdims=True))   # the shift's derivative cancels: none computed
-  m = tnp.where(tnp.isfinite(m), m, 0)
-  out = tnp.log(tnp.sum(tnp.exp(x - m), axis=axis, keepdims=True)) + m
-  return out if keepdims else tnp.squeeze(out, axis=axis)
 
 
 def softmax(x, axis=-1, where=None) -> Array:

@@ -9,12 +9,13 @@ from __future__ import annotations
 import math
 
 from .. import numpy as tnp
+from .. import lax
 from ..transforms import custom_jvp
 from ..array import Array
 from ..ir import dtypes
 from ..trace import composite
 
-__all__ = ["erf"]
+__all__ = ["erf", "logsumexp"]
 
 _h = float.fromhex
 # erf(x) = x p(x^2) on [0, 1]; 1 - exp(-x^2) q(x) / r(x) on [1, 4]; 1 beyond. Fits within 1.3e-9 and 7e-11
@@ -82,3 +83,43 @@ def _erf64(x: Array, exp=tnp.exp) -> Array:
   tail = 1.0 - exp(-(c * c)) / (math.sqrt(math.pi) * f)
   r = tnp.where(a < 2.0, series, tail)
   return tnp.where(tnp.isnan(x), x, tnp.copysign(r, x))
+
+
+def _inexact(x: Array) -> Array:
+  return x if x.dtype.is_float else x.astype(tnp.float32)
+
+
+def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = False, where=None):
+  """log(sum(b * exp(a))) along axis without overflow, as jax.scipy.special.logsumexp (and jax.nn.logsumexp): b
+  scales each term, `where` keeps only some; with return_sign=True, (log|sum|, sign(sum)), else NaN for a negative
+  sum.
+
+  >>> tracegrad.scipy.special.logsumexp(tnp.asarray([0.0, 0.0]), b=tnp.asarray([2.0, -1.0]))
+  Array(0., dtype=float32)
+  """
+  axis = tuple(axis) if isinstance(axis, list) else axis
+  args = [tnp.asarray(a)] + [tnp.asarray(v) for v in (b, where) if v is not None]
+  return composite("logsumexp", _logsumexp, *args, axis=axis, keepdims=keepdims, return_sign=return_sign,
+                   given=(b is not None, where is not None))
+
+
+def _logsumexp(x, *rest, axis, keepdims, return_sign, given):
+  it = iter(rest)
+  b = next(it) if given[0] else None
+  where = next(it) if given[1] else None
+  x = _inexact(x)
+  if b is not None:
+    b = _inexact(b)
+    x, b = tnp.broadcast_arrays(*(v.astype(tnp.result_type(x, b)) for v in (x, b)))
+    x = tnp.where(b != 0, x, -tnp.inf)
+  if where is not None: x = tnp.where(where, x, -tnp.inf)
+  m = lax.stop_gradient(tnp.max(x, axis=axis, keepdims=True))   # the shift's derivative cancels: none computed
+  m = tnp.where(tnp.isfinite(m), m, 0)
+  e = tnp.exp(x - m)
+  if b is not None: e = e * b
+  total = tnp.sum(e, axis=axis, keepdims=True)
+  out = tnp.log(tnp.abs(total)) + m
+  sign = tnp.sign(total)
+  if not keepdims: out, sign = tnp.squeeze(out, axis=axis), tnp.squeeze(sign, axis=axis)
+  if return_sign: return out, sign
+  return out if b is None else tnp.where(sign < 0, tnp.nan, out)
