@@ -17,6 +17,10 @@ from .shape import *  # noqa: F401,F403
 from .contract import *  # noqa: F401,F403
 from .sorting import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
+from .comparison import *  # noqa: F401,F403
+from .selection import *  # noqa: F401,F403
+from .index_tricks import *  # noqa: F401,F403
+from .sets import *  # noqa: F401,F403
 from . import linalg  # noqa: F401
 from . import array_methods as _array_methods
 
