@@ -247,6 +247,29 @@ def test_custom_jvp_numerically_safe_grad():
   close(tg.jit(tg.grad(log1pexp))(np.float32(100.0)), 1.0)
 
 
+@pytest.mark.parametrize("lib", ["tracegrad", "jax"])
+def test_custom_jvp_rule_branching_on_a_primal_runs_under_grad_outside_jit(lib):
+  if lib == "jax":
+    jax = pytest.importorskip("jax")
+    m, mnp = jax, jax.numpy
+  else:
+    m, mnp = tg, tnp
+
+  @m.custom_jvp
+  def f(x): return mnp.sin(x)
+
+  @f.defjvp
+  def f_jvp(primals, tangents):
+    x, = primals
+    if x > 0: return f(x), 2.0 * tangents[0]   # a Python branch on the primal's value, as JAX allows eagerly
+    return f(x), -3.0 * tangents[0]
+
+  assert [float(m.grad(f)(v)) for v in (1.0, -1.0)] == [2.0, -3.0]
+  assert [float(m.grad(lambda x: 3 * f(2 * x))(v)) for v in (1.0, -1.0)] == [12.0, -18.0]
+  with pytest.raises(Exception, match="[Tt]raced|[Cc]oncret"):   # under jit the primal has no value, in both
+    m.jit(m.grad(f))(1.0)
+
+
 def test_vmap_of_custom_jvp():
   xs = rand(5, low=-3.0, high=3.0)
   close(tg.vmap(log1pexp)(xs), np.log1p(np.exp(xs.astype(np.float64))))
