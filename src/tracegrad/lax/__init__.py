@@ -5,12 +5,22 @@
 >>> lax.fori_loop(0, 4, lambda i, x: x + i, 0)
 Array(6, dtype=int32)
 """
+import sys
+
 from .ops import (add, broadcast_in_dim, convert_element_type, max, min, mul, pad, reduce_sum, reshape,  # noqa: A004
                   slice, sub, transpose)  # max, min and slice shadow the builtins here
 from .control import (bitcast_convert_type, cond, fori_loop, optimization_barrier, scan, select, stop_gradient, switch,
                       while_loop)
 from .conv import conv, conv_general_dilated
 from .windows import reduce_window
+from .slicing import (dynamic_index_in_dim, dynamic_slice, dynamic_slice_in_dim, dynamic_update_index_in_dim,
+                      dynamic_update_slice, dynamic_update_slice_in_dim, index_in_dim, index_take, slice_in_dim)
+from .dot import DotDimensionNumbers, Precision, PrecisionLike, batch_matmul, dot, dot_general
+from .elementwise import (RoundingMethod, abs, acos, acosh, asin, asinh, atan, atan2, atanh, bitwise_and,  # noqa: A004
+                          bitwise_not, bitwise_or, bitwise_xor, cbrt, ceil, clamp, clz, cos, cosh, div, eq, exp, exp2,
+                          expm1, floor, ge, gt, integer_pow, is_finite, le, log, log1p, logistic, lt, ne, neg,
+                          nextafter, population_count, pow, reciprocal, rem, round, rsqrt, select_n, shift_left,
+                          shift_right_arithmetic, shift_right_logical, sign, sin, sinh, sqrt, square, tan, tanh)
 from .collectives import (all_gather, all_to_all, axis_index, pmax, pmean, pmin, ppermute, psum, psum_scatter,
                           with_sharding_constraint)
 
@@ -19,3 +29,6 @@ __all__ = ["add", "sub", "mul", "max", "min", "convert_element_type", "broadcast
            "fori_loop", "while_loop", "bitcast_convert_type", "conv", "conv_general_dilated", "reduce_window", "psum",
            "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "all_to_all", "axis_index",
            "with_sharding_constraint"]
+_INTERNAL = {"check_precision", "operands", "check_kind", "float_unary"}
+__all__ += [n for m in ("slicing", "dot", "elementwise") for n in sys.modules[f"{__name__}.{m}"].__all__
+            if n not in _INTERNAL]
