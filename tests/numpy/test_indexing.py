@@ -297,3 +297,17 @@ def test_nonzero_family(data):
 
 def test_nonzero_traced_without_size():
   with pytest.raises(TypeError, match="size"): tracegrad.make_graph(tnp.nonzero)(tnp.ones(3))
+
+
+@pytest.mark.parametrize("key", [(1, 7), (-3, 2), (1, -7), 7, (5, slice(None)), (0, slice(1, 3))])
+@pytest.mark.parametrize("mode", ["fill", "clip"])
+def test_static_out_of_range_ints_read_as_the_mode_says_as_in_jax(key, mode):
+  jnp = pytest.importorskip("jax.numpy")
+  x = np.arange(10.0, dtype=np.float32).reshape(2, 5)
+  got = tnp.asarray(x).at[key].get(mode=mode, fill_value=-1.0)
+  want = jnp.asarray(x).at[key].get(mode=mode, fill_value=-1.0)
+  assert got.shape == want.shape and got.dtype == tnp.float32
+  np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+  if key != (0, slice(1, 3)):
+    with pytest.raises(IndexError, match="out of bounds"):   # plain indexing keeps numpy's error
+      tnp.asarray(x)[key]

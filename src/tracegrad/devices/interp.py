@@ -32,7 +32,7 @@ def _index(x, idx):
 
 def _gather(x, idx):
   cols, dims = _index(x, idx)
-  return x[tuple(np.clip(c, 0, n - 1) for c, n in zip(cols, dims))]
+  return np.asarray(x[tuple(np.clip(c, 0, n - 1) for c, n in zip(cols, dims))])   # an array even for 0-d indices
 
 
 _AT = {"add": np.add.at, "mul": np.multiply.at, "min": np.minimum.at, "max": np.maximum.at}

@@ -126,8 +126,13 @@ class _Plan:
       elif kind == "slice": self.ext.append(("slice", p, t, ax)); ax += 1
       elif kind == "int":
         n = shape[ax]
-        if not -n <= p < n: raise IndexError(f"{fn}: index {p} is out of bounds for axis {ax} with size {n}")
-        self.ext.append(("int", p % n, t, ax)); ax += 1
+        if not -n <= p < n:
+          if mode not in ("fill", "clip"):
+            raise IndexError(f"{fn}: index {p} is out of bounds for axis {ax} with size {n}")
+          self.ext.append(("array", np.array(p), t, ax))   # read as the mode says, as an index array would be
+        else:
+          self.ext.append(("int", p % n, t, ax))
+        ax += 1
       elif kind == "array": self.ext.append(("array", p, t, ax)); ax += 1
       else:  # a boolean mask covers mask.ndim axes
         want = tuple(shape[ax:ax + p.ndim])
