@@ -125,6 +125,31 @@ class Array:
     s = self.sharding
     return next(iter(s.device_set)) if len(s.device_set) == 1 else s
 
+  def to_device(self, device, /, *, stream=None) -> "Array":
+    """The array on `device` (as device_put).
+
+    >>> tnp.ones(2).to_device(tracegrad.devices()[0]).shape
+    (2,)
+    """
+    return device_put(self, device)
+
+  def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+    """A DLPack capsule of the value, made by numpy (on the CPU)."""
+    v = self._value("Array.__dlpack__")
+    kwargs = {k: a for k, a in (("max_version", max_version), ("dl_device", dl_device), ("copy", copy)) if a is not None}
+    try:
+      return v.__dlpack__(stream=stream, **kwargs)
+    except BufferError:
+      if copy is False: raise
+      return v.copy().__dlpack__(stream=stream, **kwargs)   # a read-only buffer exports to older readers as a copy
+
+  def __dlpack_device__(self) -> tuple[int, int]: return (1, 0)   # DLPack's CPU device
+
+  def __setitem__(self, key, value):
+    raise TypeError(f"Array.__setitem__: tracegrad arrays are immutable, so x[{key!r}] = ... cannot change this "
+                    f"{self.aval_str()} array in place; use x = x.at[{key!r}].set(value), which returns the updated "
+                    f"array")
+
   def tolist(self): return self._value("Array.tolist").tolist()
 
   def item(self, *args):

@@ -25,6 +25,39 @@ class DType:
   def __str__(self) -> str: return self.name
   def __reduce__(self): return (dtype_from_name, (self.name,))
 
+  def __eq__(self, other) -> bool:
+    """Equal to itself and, as numpy dtypes compare, to the numpy dtype, scalar type or name it stands for.
+
+    >>> float32 == np.float32, float32 == "float32", float32 == np.dtype("float64")
+    (True, True, False)
+    """
+    if isinstance(other, DType): return self is other
+    if isinstance(other, np.dtype): return self.np == other
+    if isinstance(other, str) or (isinstance(other, type) and issubclass(other, np.generic)):
+      try:
+        return self.np == np.dtype(other)
+      except TypeError:
+        return False
+    return NotImplemented
+
+  def __ne__(self, other) -> bool:
+    eq = self.__eq__(other)
+    return eq if eq is NotImplemented else not eq
+
+  def __hash__(self) -> int: return hash(self.np)
+
+  @property
+  def dtype(self) -> np.dtype:
+    """The numpy dtype, so that numpy takes a DType wherever it takes a dtype.
+
+    >>> np.zeros(2).astype(float32).dtype
+    dtype('float32')
+    """
+    return self.np
+
+  @property
+  def __name__(self) -> str: return self.name
+
   @property
   def short(self) -> str:
     """The jaxpr-style short name: f32, i8, u16, bool, bf16."""

@@ -21,6 +21,7 @@ from .comparison import *  # noqa: F401,F403
 from .selection import *  # noqa: F401,F403
 from .index_tricks import *  # noqa: F401,F403
 from .sets import *  # noqa: F401,F403
+from .info import *  # noqa: F401,F403
 from . import linalg  # noqa: F401
 from . import array_methods as _array_methods
 

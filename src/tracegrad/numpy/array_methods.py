@@ -67,6 +67,14 @@ def _astype(self, dtype, copy: bool = False):
   return cast(self, dtypes.canonicalize(dtypes.as_dtype(dtype, "astype")))
 
 
+def _array_namespace(self, /, *, api_version: str | None = None):
+  """tracegrad.numpy, the Array API namespace of Array."""
+  if api_version is not None and api_version != tnp.__array_api_version__:
+    raise ValueError(f"__array_namespace__: api_version {api_version!r} is not supported; tracegrad.numpy implements "
+                     f"{tnp.__array_api_version__!r}")
+  return tnp
+
+
 def _iter(self):
   if self.ndim == 0: raise TypeError("iteration over a 0-d Array")
   return (self[i] for i in range(self.shape[0]))
@@ -93,5 +101,6 @@ def install(numpy_module: ModuleType) -> None:
   Array.T = property(lambda self: tnp.transpose(self))
   Array.mT = property(lambda self: tnp.swapaxes(self, -1, -2))
   Array.at = property(lambda self: tnp.indexing_at(self))
+  Array.__array_namespace__ = _array_namespace
   Array.real = property(lambda self: self)
   Array.imag = property(lambda self: tnp.zeros_like(self))

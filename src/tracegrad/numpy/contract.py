@@ -18,7 +18,7 @@ from ..ir.shapes import fmt
 from .core import normalize_axis, promote
 
 __all__ = ["matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "einsum_path", "vecdot", "kron",
-           "matrix_transpose"]
+           "matrix_transpose", "cross"]
 
 _HALF = (dtypes.float16, dtypes.bfloat16)
 
@@ -392,3 +392,38 @@ def einsum_path(subscripts, *operands, optimize="greedy"):
   subscripts, operands = _einsum_args(subscripts, operands)
   n = len(operands)
   return [(0, 1)] * max(n - 1, 0) if n > 1 else [(0,)], f"left-to-right contraction of {subscripts!r}"
+
+
+def _last(x: Array, axis: int, fn: str, name: str) -> Array:
+  """x with `axis` moved last."""
+  ax = normalize_axis(axis, x.ndim, fn, name)
+  perm = [i for i in range(x.ndim) if i != ax] + [ax]
+  return x if ax == x.ndim - 1 else Array(x.uop.permute(perm), x.weak_type)
+
+
+def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: int | None = None) -> Array:
+  """The cross product of 3-vectors (or 2-vectors, whose third component is 0) along the given axes, the other axes
+  broadcast; two 2-vectors give the z component alone.
+
+  >>> tnp.cross(tnp.array([1, 0, 0]), tnp.array([0, 1, 0]))
+  Array([0, 0, 1], dtype=int32)
+  """
+  if axis is not None: axisa = axisb = axisc = axis
+  (x, y), _, _ = promote("cross", a, b)
+  if x.ndim == 0 or y.ndim == 0:
+    raise ValueError(f"cross: the arguments must have an axis of vectors, got shapes {fmt(x.shape)} and {fmt(y.shape)}")
+  x, y = _last(x, axisa, "cross", "axisa"), _last(y, axisb, "cross", "axisb")
+  n, m = x.shape[-1], y.shape[-1]
+  if n not in (2, 3) or m not in (2, 3):
+    raise ValueError(f"cross: the vectors must have 2 or 3 components, got {n} (axisa={axisa}) and {m} "
+                     f"(axisb={axisb}) in shapes {fmt(x.shape)} and {fmt(y.shape)}")
+  x0, x1, x2 = (x[..., i] if i < n else 0 for i in range(3))
+  y0, y1, y2 = (y[..., i] if i < m else 0 for i in range(3))
+  z = x0 * y1 - x1 * y0
+  if n == m == 2: return z
+  c = Array._stack([x1 * y2 - x2 * y1, x2 * y0 - x0 * y2, z], -1)
+  ax = normalize_axis(axisc, c.ndim, "cross", "axisc")
+  perm = list(range(c.ndim - 1))
+  perm.insert(ax, c.ndim - 1)
+  return Array(c.uop.permute(perm), c.weak_type)
+

@@ -6,18 +6,23 @@ import operator
 
 import numpy as np
 
-from ..array import Array, to_array
+from ..array import Array, device_put, to_array
 from ..ir.dtypes import DType
 from ..ir import Ops, UOp, dtypes
 from ..ir.shapes import check_size
 from .core import normalize_axis
 
 __all__ = ["array", "asarray", "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like",
-           "arange", "linspace", "eye", "identity", "tri", "triu", "tril", "copy"]
+           "arange", "linspace", "eye", "identity", "tri", "triu", "tril", "copy", "astype", "from_dlpack"]
 
 
 def _dt(dtype, fn):
   return None if dtype is None else dtypes.canonicalize(dtypes.as_dtype(dtype, fn))
+
+
+def _on(out: Array, device) -> Array:
+  """out placed on `device` (None: left where it is), as device_put."""
+  return out if device is None else device_put(out, device)
 
 
 def _shape(shape, fn):
@@ -41,21 +46,50 @@ def array(object, dtype=None, copy: bool = True, ndmin: int = 0) -> Array:
   return out
 
 
-def asarray(a, dtype=None, copy=None) -> Array:
-  """`a` as an Array (no copy for an Array of the right dtype)."""
-  return to_array(a, _dt(dtype, "asarray"), fn="asarray")
+def asarray(a, dtype=None, order=None, *, copy=None, device=None) -> Array:
+  """`a` as an Array (no copy for an Array of the right dtype), on `device` if given.
+
+  >>> tnp.asarray([1.5, 2], dtype=tnp.float16)
+  Array([1.5, 2. ], dtype=float16)
+  """
+  if hasattr(a, "__dlpack__") and not isinstance(a, (Array, np.ndarray, np.generic)) and not hasattr(a, "__array__"):
+    a = np.from_dlpack(a)
+  return _on(to_array(a, _dt(dtype, "asarray"), fn="asarray"), device)
+
+
+def astype(x, dtype, /, *, copy: bool = False, device=None) -> Array:
+  """x converted to `dtype` (values converted as numpy's astype), on `device` if given.
+
+  >>> tnp.astype(tnp.array([1.7, -1.7]), tnp.int32)
+  Array([ 1, -1], dtype=int32)
+  """
+  x = x if isinstance(x, Array) else to_array(x, fn="astype")
+  d = dtypes.canonicalize(dtypes.as_dtype(dtype, "astype"))
+  return _on(x if x.dtype is d and not x.weak_type else Array(x.uop.cast(d)), device)
+
+
+def from_dlpack(x, /, *, device=None, copy=None) -> Array:
+  """An Array of the values of an object that supports DLPack (a numpy array, a torch tensor, an Array).
+
+  >>> tnp.from_dlpack(np.arange(3.0, dtype=np.float32))
+  Array([0., 1., 2.], dtype=float32)
+  """
+  if isinstance(x, Array): return _on(x, device)
+  if not hasattr(x, "__dlpack__"):
+    raise TypeError(f"from_dlpack: {type(x).__name__} does not support DLPack (it has no __dlpack__ method)")
+  return _on(to_array(np.from_dlpack(x), fn="from_dlpack"), device)
 
 
 def copy(a) -> Array: return asarray(a)
 
 
-def full(shape, fill_value, dtype=None) -> Array:
+def full(shape, fill_value, dtype=None, *, device=None) -> Array:
   """An array of `shape` filled with `fill_value`.
 
   >>> tnp.full((2,), 7)
   Array([7, 7], dtype=int32)
   """
-  return _full(shape, fill_value, dtype, "full")
+  return _on(_full(shape, fill_value, dtype, "full"), device)
 
 
 def _full(shape, fill_value, dtype, fn: str) -> Array:
@@ -65,15 +99,19 @@ def _full(shape, fill_value, dtype, fn: str) -> Array:
   return Array(v.uop.broadcast(shape))
 
 
-def zeros(shape, dtype=None) -> Array:
+def zeros(shape, dtype=None, *, device=None) -> Array:
   """>>> tnp.zeros((2, 2)).shape
   (2, 2)
   """
-  return _full(shape, 0, dtype or dtypes.default_float(), "zeros")
+  return _on(_full(shape, 0, dtype or dtypes.default_float(), "zeros"), device)
 
 
-def ones(shape, dtype=None) -> Array: return _full(shape, 1, dtype or dtypes.default_float(), "ones")
-def empty(shape, dtype=None) -> Array: return _full(shape, 0, dtype or dtypes.default_float(), "empty")
+def ones(shape, dtype=None, *, device=None) -> Array:
+  return _on(_full(shape, 1, dtype or dtypes.default_float(), "ones"), device)
+
+
+def empty(shape, dtype=None, *, device=None) -> Array:
+  return _on(_full(shape, 0, dtype or dtypes.default_float(), "empty"), device)
 
 
 def _like(a, dtype, shape):
@@ -81,14 +119,14 @@ def _like(a, dtype, shape):
   return (a.shape if shape is None else shape), (dtype or a.dtype)
 
 
-def zeros_like(a, dtype=None, shape=None) -> Array: return zeros(*_like(a, dtype, shape))
-def ones_like(a, dtype=None, shape=None) -> Array: return ones(*_like(a, dtype, shape))
-def empty_like(a, dtype=None, shape=None) -> Array: return zeros(*_like(a, dtype, shape))
+def zeros_like(a, dtype=None, shape=None, *, device=None) -> Array: return zeros(*_like(a, dtype, shape), device=device)
+def ones_like(a, dtype=None, shape=None, *, device=None) -> Array: return ones(*_like(a, dtype, shape), device=device)
+def empty_like(a, dtype=None, shape=None, *, device=None) -> Array: return zeros(*_like(a, dtype, shape), device=device)
 
 
-def full_like(a, fill_value, dtype=None, shape=None) -> Array:
+def full_like(a, fill_value, dtype=None, shape=None, *, device=None) -> Array:
   s, d = _like(a, dtype, shape)
-  return full(s, fill_value, d)
+  return full(s, fill_value, d, device=device)
 
 
 def _static_number(x, fn, name):
@@ -99,7 +137,7 @@ def _static_number(x, fn, name):
   return x
 
 
-def arange(start, stop=None, step=None, dtype=None) -> Array:
+def arange(start, stop=None, step=None, dtype=None, *, device=None) -> Array:
   """Evenly spaced values in [start, stop).
 
   >>> tnp.arange(3)
@@ -114,11 +152,13 @@ def arange(start, stop=None, step=None, dtype=None) -> Array:
     d = dtypes.default_float() if any(isinstance(v, float) for v in (start, stop, step)) else dtypes.default_int()
   n = max(0, math.ceil((stop - start) / step))
   if d.is_int:
-    return Array(UOp.buffer((np.arange(n, dtype=np.int64) * int(step) + int(start)).astype(d.np)))
-  return Array(UOp.iota((n,), 0, dtypes.int32).cast(d) * UOp.const(d, step, (n,)) + UOp.const(d, start, (n,)))
+    return _on(Array(UOp.buffer((np.arange(n, dtype=np.int64) * int(step) + int(start)).astype(d.np))), device)
+  out = UOp.iota((n,), 0, dtypes.int32).cast(d) * UOp.const(d, step, (n,)) + UOp.const(d, start, (n,))
+  return _on(Array(out), device)
 
 
-def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False, dtype=None, axis: int = 0):
+def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False, dtype=None, axis: int = 0, *,
+             device=None):
   """`num` evenly spaced values from start to stop.
 
   >>> tnp.linspace(0, 1, 3)
@@ -136,7 +176,7 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
   if endpoint and num > 1:
     out = out.at[num - 1].set(e) if shape == () else _set_last(out, e)
   out = _moveaxis(out, 0, normalize_axis(axis, out.ndim, "linspace")).astype(d)
-  return (out, step.astype(d)) if retstep else out
+  return (_on(out, device), step.astype(d)) if retstep else _on(out, device)
 
 
 def _set_last(out, e):
@@ -152,14 +192,14 @@ def _moveaxis(x, src, dst):
   return Array(x.uop.permute(perm), x.weak_type)
 
 
-def eye(N: int, M: int | None = None, k: int = 0, dtype=None) -> Array:
+def eye(N: int, M: int | None = None, k: int = 0, dtype=None, *, device=None) -> Array:
   """>>> tnp.eye(2)
   Array([[1., 0.],
          [0., 1.]], dtype=float32)
   """
   N, M, d = _square(N, M, dtype, "eye")
   i, j = UOp.iota((N, M), 0, dtypes.int32), UOp.iota((N, M), 1, dtypes.int32)
-  return Array((i + UOp.const(dtypes.int32, k, (N, M))).alu(Ops.CMPEQ, j).cast(d))
+  return _on(Array((i + UOp.const(dtypes.int32, k, (N, M))).alu(Ops.CMPEQ, j).cast(d)), device)
 
 
 def identity(n: int, dtype=None) -> Array: return eye(n, dtype=dtype)

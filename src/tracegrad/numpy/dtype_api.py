@@ -12,7 +12,8 @@ __all__ = ["dtype", "result_type", "iinfo", "finfo", "issubdtype", "can_cast", "
            "floating", "integer", "signedinteger", "unsignedinteger", "number", "inexact", "bool", "generic"]
 
 floating, integer, signedinteger, unsignedinteger = np.floating, np.integer, np.signedinteger, np.unsignedinteger
-number, inexact, generic, bool = np.number, np.inexact, np.generic, np.bool_  # noqa: A001
+number, inexact, generic = np.number, np.inexact, np.generic
+bool = dtypes.bool_  # noqa: A001
 
 
 def dtype(x) -> DType:
@@ -40,12 +41,36 @@ def result_type(*args) -> DType:
   return dtypes.result_type(*(_pair(a) for a in args))[0]
 
 
-def iinfo(t):
-  return np.iinfo(dtype(t).np)
+class _Info:
+  """numpy's iinfo or finfo of a type, whose `dtype` is the tracegrad DType."""
+
+  def __init__(self, info, dtype: DType):
+    self._info, self.dtype = info, dtype
+
+  def __getattr__(self, name): return getattr(self._info, name)
+  def __repr__(self) -> str: return repr(self._info).replace(f"dtype={self._info.dtype}", f"dtype={self.dtype}")
 
 
-def finfo(t):
-  return ml_dtypes.finfo(dtype(t).np)
+def iinfo(t) -> _Info:
+  """The limits of an integer type (as np.iinfo; `.dtype` is the DType).
+
+  >>> tnp.iinfo(tnp.int8).max, tnp.iinfo(tnp.int8).dtype
+  (127, DType(int8))
+  """
+  d = dtype(t)
+  if not d.is_int: raise ValueError(f"iinfo: {d} is not an integer type")
+  return _Info(np.iinfo(d.np), d)
+
+
+def finfo(t) -> _Info:
+  """The limits of a floating type (as np.finfo; `.dtype` is the DType).
+
+  >>> tnp.finfo(tnp.float16).eps, tnp.finfo(tnp.float32).dtype
+  (np.float16(0.000977), DType(float32))
+  """
+  d = dtype(t)
+  if not d.is_float: raise ValueError(f"finfo: {d} is not a floating type")
+  return _Info(ml_dtypes.finfo(d.np), d)
 
 
 _ABSTRACT = (np.generic, np.number, np.inexact, np.floating, np.integer, np.signedinteger, np.unsignedinteger)
@@ -70,9 +95,25 @@ def can_cast(from_, to, casting: str = "safe") -> bool:
   return dtypes.promote_types(f, t) is t if casting == "safe" else bool(np.can_cast(f.np, t.np, casting))
 
 
-def isdtype(d, kind) -> bool:
-  d = dtype(d)
-  kinds = kind if isinstance(kind, tuple) else (kind,)
-  table = {"bool": d.is_bool, "signed integer": d.kind == "i", "unsigned integer": d.kind == "u",
-           "integral": d.is_int, "real floating": d.is_float, "numeric": not d.is_bool}
-  return any(table[k] if isinstance(k, str) else dtype(k) is d for k in kinds)
+_KINDS = {"bool": lambda d: d.is_bool, "signed integer": lambda d: d.kind == "i",
+          "unsigned integer": lambda d: d.kind == "u", "integral": lambda d: d.is_int,
+          "real floating": lambda d: d.is_float, "complex floating": lambda d: False,
+          "numeric": lambda d: not d.is_bool}
+
+
+def isdtype(dtype, kind) -> bool:
+  """Whether `dtype` is of `kind`: a dtype, a kind name ('bool', 'signed integer', 'unsigned integer', 'integral',
+  'real floating', 'complex floating', 'numeric') or a tuple of them.
+
+  >>> tnp.isdtype(tnp.float32, "real floating"), tnp.isdtype(tnp.int8, ("bool", "unsigned integer"))
+  (True, False)
+  """
+  d = dtypes.as_dtype(dtype, "isdtype")
+  for k in (kind if isinstance(kind, tuple) else (kind,)):
+    if isinstance(k, str):
+      if k not in _KINDS:
+        raise ValueError(f"isdtype: unrecognized kind {k!r}; expected one of {', '.join(map(repr, _KINDS))} or a dtype")
+      if _KINDS[k](d): return True
+    elif dtypes.as_dtype(k, "isdtype") is d:
+      return True
+  return False

@@ -32,7 +32,7 @@ __all__ = [
   "arctanh", "asin", "acos", "atan", "atan2", "asinh", "acosh", "atanh", "deg2rad", "rad2deg", "degrees", "radians",
   "hypot", "sinc",
   # floating point
-  "copysign", "maximum", "minimum", "fmax", "fmin", "floor", "ceil", "round", "around", "rint", "trunc", "fix",
+  "copysign", "nextafter", "maximum", "minimum", "fmax", "fmin", "floor", "ceil", "round", "around", "rint", "trunc", "fix",
   "isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit", "nan_to_num", "heaviside", "clip",
   "conj", "conjugate", "real", "imag",
   # comparison and logic
@@ -642,6 +642,27 @@ hypot = _float_binary("hypot", _hypot, "sqrt(x^2 + y^2) without overflow or unde
 
 copysign = _float_binary("copysign", _copysign, "|x| with the sign of y.\n\n  >>> tnp.copysign(2.0, -0.0)\n"
                          "  Array(-2., dtype=float32, weak_type=True)\n  ")
+
+
+def _nextafter(x: UOp, y: UOp) -> UOp:
+  it = _sint(x.dtype)
+  bits = x.bitcast(it)
+  # away from zero when stepping towards y means one more in the magnitude bits (a negative x's int is negative too)
+  out = _sel(_eq(_gt(y, x), _gt(x, 0.0)), _add(bits, 1), _sub(bits, 1)).bitcast(x.dtype)
+  out = _sel(_eq(x, 0.0), _copysign(_k(x, 1, it).bitcast(x.dtype), y), out)   # the smallest subnormal towards y
+  out = _sel(_eq(x, y), y, out)
+  return _sel(_or(_isnan(x), _isnan(y)), NAN, out)
+
+
+def nextafter(x1, x2, /) -> Array:
+  """The next representable value after x1 towards x2, in their promoted floating type.
+
+  >>> tnp.nextafter(tnp.float16(1), tnp.float16(2))
+  Array(1.001, dtype=float16)
+  """
+  us, dt, weak = _args("nextafter", x1, x2)
+  us, dt = _inexact(us, dt)
+  return Array(_nextafter(*us), weak)
 
 
 def _minmax(op: Ops, fn: str, ignore_nan: bool, doc: str):

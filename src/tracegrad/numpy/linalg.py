@@ -21,13 +21,15 @@ from ..ir import Ops, UOp, broadcast_shapes, dtypes
 from ..ir.dtypes import DType
 from ..ir.shapes import fmt
 from .contract import acc_dtype, matmul, matrix_transpose, tensordot, vecdot
+from .contract import cross as _cross
+from .shape import diagonal as _diagonal
 from .contract import outer as _outer
 from ..trace import composite
 from ..transforms.custom import custom_jvp
-from .core import normalize_axis, promote
+from .core import normalize_axis, promote, sum_dtype
 
 __all__ = ["norm", "vector_norm", "matrix_norm", "solve", "inv", "det", "slogdet", "SlogdetResult", "matmul",
-           "matrix_transpose", "outer", "tensordot", "vecdot", "matrix_power", "multi_dot", "trace"]
+           "matrix_transpose", "outer", "tensordot", "vecdot", "matrix_power", "multi_dot", "trace", "cross", "diagonal"]
 
 _I32 = dtypes.int32
 _LN2 = math.log(2.0)
@@ -408,12 +410,42 @@ def trace(x, /, *, offset: int = 0, dtype=None) -> Array:
   """
   x = x if isinstance(x, Array) else to_array(x, fn="linalg.trace")
   if x.ndim < 2: raise ValueError(f"linalg.trace: x must have at least two dimensions, got shape {fmt(x.shape)}")
-  dt = x.dtype
-  if dtype is not None: dt = dtypes.canonicalize(dtypes.as_dtype(dtype, "linalg.trace"))
-  elif dt.is_bool or (dt.is_int and dt.itemsize < 4): dt = dtypes.default_int() if not dt.is_unsigned else dtypes.uint32
+  dt = sum_dtype(x.dtype) if dtype is None else dtypes.canonicalize(dtypes.as_dtype(dtype, "linalg.trace"))
   u = x.uop.cast(acc_dtype(dt))
   nd = u.ndim
   mask = UOp.iota(u.shape, nd - 2, _I32).alu(Ops.ADD, UOp.const(_I32, offset, u.shape)).alu(
     Ops.CMPEQ, UOp.iota(u.shape, nd - 1, _I32))
   s = mask.where(u, _c(u, 0)).reduce(Ops.REDUCE_SUM, (nd - 2, nd - 1))
   return Array(s.reshape(u.shape[:-2]).cast(dt))
+
+
+def cross(x1, x2, /, *, axis: int = -1) -> Array:
+  """The cross product of the 3-vectors along `axis`, the other axes broadcast.
+
+  >>> tnp.linalg.cross(tnp.array([0.0, 0.0, 1.0]), tnp.eye(3))
+  Array([[ 0.,  1.,  0.],
+         [-1.,  0.,  0.],
+         [ 0.,  0.,  0.]], dtype=float32)
+  """
+  a, b = (x if isinstance(x, Array) else to_array(x, fn="linalg.cross") for x in (x1, x2))
+  if a.ndim == 0 or b.ndim == 0 or not -min(a.ndim, b.ndim) <= axis < min(a.ndim, b.ndim):
+    raise ValueError(f"linalg.cross: axis {axis} is out of range for shapes {fmt(a.shape)} and {fmt(b.shape)}")
+  if a.shape[axis] != 3 or b.shape[axis] != 3:
+    raise ValueError(f"linalg.cross: both arrays must have 3 components along axis {axis}, got shapes "
+                     f"{fmt(a.shape)} and {fmt(b.shape)}")
+  if axis >= 0 and a.ndim != b.ndim:
+    raise ValueError(f"linalg.cross: a non-negative axis ({axis}) needs arrays of one rank, got shapes "
+                     f"{fmt(a.shape)} and {fmt(b.shape)}")
+  return _cross(a, b, axis=axis)
+
+
+def diagonal(x, /, *, offset: int = 0) -> Array:
+  """The diagonals (shifted by `offset`) of the matrices in the last two axes.
+
+  >>> tnp.linalg.diagonal(tnp.arange(6).reshape(2, 3), offset=1)
+  Array([1, 5], dtype=int32)
+  """
+  x = x if isinstance(x, Array) else to_array(x, fn="linalg.diagonal")
+  if x.ndim < 2: raise ValueError(f"linalg.diagonal: x must have at least two dimensions, got shape {fmt(x.shape)}")
+  return _diagonal(x, offset, -2, -1)
+

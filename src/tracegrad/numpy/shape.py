@@ -16,7 +16,7 @@ from ..lax.ops import pad_constant
 from .core import asarray_, normalize_axis, promote, sum_dtype
 
 __all__ = ["reshape", "ravel", "transpose", "permute_dims", "swapaxes", "moveaxis", "expand_dims", "squeeze",
-           "broadcast_to", "broadcast_arrays", "broadcast_shapes", "concatenate", "concat", "stack", "hstack", "vstack",
+           "broadcast_to", "broadcast_arrays", "broadcast_shapes", "meshgrid", "concatenate", "concat", "stack", "hstack", "vstack",
            "dstack", "column_stack", "unstack", "split", "array_split", "hsplit", "vsplit", "dsplit", "flip", "fliplr",
            "flipud", "roll", "rot90", "tile", "repeat", "pad", "diagonal", "diag", "diagflat", "trace", "diff",
            "atleast_1d", "atleast_2d", "atleast_3d", "shape", "ndim", "size"]
@@ -295,6 +295,28 @@ def broadcast_arrays(*args) -> list[Array]:
   xs = [asarray_(a, "broadcast_arrays") for a in args]
   s = _bshapes(*(x.shape for x in xs), fn="broadcast_arrays")
   return [_w(x, x.uop.broadcast(s)) for x in xs]
+
+
+def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> list[Array]:
+  """Coordinate arrays of the grid the 1-D arrays xi span: with indexing 'xy' the first two axes are swapped (as
+  for images), with 'ij' axis k runs along xi[k]; sparse=True leaves the other axes of each of length 1.
+
+  >>> [g.shape for g in tnp.meshgrid(tnp.ones(2), tnp.ones(3))]
+  [(3, 2), (3, 2)]
+  """
+  if indexing not in ("xy", "ij"): raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+  xs = [asarray_(x, "meshgrid") for x in xi]
+  for k, x in enumerate(xs):
+    if x.ndim != 1: raise ValueError(f"meshgrid: every input must be 1-D, argument {k} has shape {x.shape}")
+  shape = [x.shape[0] for x in xs]
+  axes = list(range(len(xs)))
+  if indexing == "xy" and len(xs) > 1:
+    shape[0], shape[1], axes[0], axes[1] = shape[1], shape[0], 1, 0
+  out = []
+  for x, ax in zip(xs, axes):
+    u = x.uop.reshape(tuple(n if i == ax else 1 for i, n in enumerate(shape)))
+    out.append(_w(x, u if sparse else u.broadcast(tuple(shape))))
+  return out
 
 
 # ---- joining ----

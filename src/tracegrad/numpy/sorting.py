@@ -10,6 +10,7 @@ pairs lexicographically, so it is stable: equal keys keep their order.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -18,7 +19,8 @@ from ..ir import Ops, UOp, dtypes
 from .core import normalize_axis, promote
 from .indexing import take
 
-__all__ = ["sort", "argsort", "searchsorted", "unique", "nonzero", "argwhere", "flatnonzero"]
+__all__ = ["sort", "argsort", "searchsorted", "unique", "unique_all", "unique_counts", "unique_inverse", "unique_values",
+           "nonzero", "argwhere", "flatnonzero"]
 
 _I32 = dtypes.int32
 
@@ -219,6 +221,74 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False, return_
   di = dtypes.default_int().np
   out = [Array(UOp.buffer(np.ascontiguousarray(vals)))] + [Array(UOp.buffer(np.asarray(e).astype(di))) for e in extra]
   return out[0] if len(out) == 1 else tuple(out)
+
+
+class UniqueAllResult(NamedTuple):
+  values: Array
+  indices: Array
+  inverse_indices: Array
+  counts: Array
+
+
+class UniqueCountsResult(NamedTuple):
+  values: Array
+  counts: Array
+
+
+class UniqueInverseResult(NamedTuple):
+  values: Array
+  inverse_indices: Array
+
+
+def _unique(x, fn: str, index: bool = False, inverse: bool = False, counts: bool = False) -> list[Array]:
+  """The sorted distinct values of a concrete array, with the parts asked for (indices in the default integer type,
+  the inverse in x's shape). As the Array API has it, every NaN is a distinct value."""
+  a = _arr(x, fn)
+  if a.is_traced:
+    raise TypeError(f"{fn}: the array ({a.aval_str()}) is traced, so the number of distinct values is not known; "
+                    f"compute it outside the transformed function")
+  v = np.asarray(a)
+  res = np.unique(v, return_index=index, return_inverse=inverse, return_counts=counts, equal_nan=False)
+  res = list(res) if isinstance(res, tuple) else [res]
+  if inverse: res[1 + index] = res[1 + index].reshape(v.shape)
+  di = dtypes.default_int().np
+  return [Array(UOp.buffer(np.ascontiguousarray(res[0])))] + [Array(UOp.buffer(r.astype(di))) for r in res[1:]]
+
+
+def unique_all(x, /) -> UniqueAllResult:
+  """The distinct values of x with the index of each one's first occurrence, x's indices into them, and their counts.
+
+  >>> tnp.unique_all(tnp.array([3, 1, 3])).counts
+  Array([1, 2], dtype=int32)
+  """
+  return UniqueAllResult(*_unique(x, "unique_all", index=True, inverse=True, counts=True))
+
+
+def unique_counts(x, /) -> UniqueCountsResult:
+  """The distinct values of x and how often each occurs.
+
+  >>> tnp.unique_counts(tnp.array([3, 1, 3]))
+  UniqueCountsResult(values=Array([1, 3], dtype=int32), counts=Array([1, 2], dtype=int32))
+  """
+  return UniqueCountsResult(*_unique(x, "unique_counts", counts=True))
+
+
+def unique_inverse(x, /) -> UniqueInverseResult:
+  """The distinct values of x and, in x's shape, the index of each element among them.
+
+  >>> tnp.unique_inverse(tnp.array([3, 1, 3])).inverse_indices
+  Array([1, 0, 1], dtype=int32)
+  """
+  return UniqueInverseResult(*_unique(x, "unique_inverse", inverse=True))
+
+
+def unique_values(x, /) -> Array:
+  """The sorted distinct values of x (each NaN counts as distinct).
+
+  >>> tnp.unique_values(tnp.array([3.0, tnp.nan, 1.0, tnp.nan]))
+  Array([ 1.,  3., nan, nan], dtype=float32)
+  """
+  return _unique(x, "unique_values")[0]
 
 
 # ---- nonzero ----
