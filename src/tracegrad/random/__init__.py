@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .. import lax
 from .. import numpy as tnp
 from ..array import Array, to_array
+from ..config import config
 from ..ir import dtypes
 from ..numpy.core import normalize_axis
 from . import portable_math as pm
 
 __all__ = ["key", "PRNGKey", "key_data", "split", "fold_in", "bits", "uniform", "normal", "truncated_normal", "randint",
-           "bernoulli", "gumbel", "exponential", "categorical", "permutation", "choice"]
+           "bernoulli", "gumbel", "exponential", "categorical", "permutation", "shuffle", "choice"]
 
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 _PARITY = 0x1BD11BDA
@@ -94,26 +97,66 @@ def _check_shape(fn: str, shape: tuple, *params: tuple) -> None:
                      f"{shape}; pass a shape they broadcast to")
 
 
-def _bits(k: Array, n: int) -> Array:
-  """n uint32 words of key k: the counters 0..2m-1 as m pairs, m = ceil(n / 2)."""
-  m = (n + 1) // 2
-  c = tnp.arange(2 * m, dtype=tnp.uint32)
-  x0, x1 = threefry2x32(k[0], k[1], c[:m], c[m:])
-  return tnp.concatenate([x0, x1])[:n]
+def _partitionable() -> bool:
+  return bool(getattr(config, "jax_threefry_partitionable", True))
 
 
-def split(k, num: int = 2) -> Array:
-  """num new keys from k, as uint32[num, 2].
+def _counters(k: Array, shape: tuple) -> tuple[Array, Array]:
+  """Threefry of each position's flat index (a 64-bit counter as two words: JAX's partitionable scheme)."""
+  lo = tnp.arange(math.prod(shape), dtype=tnp.uint32).reshape(shape)
+  return threefry2x32(k[0], k[1], tnp.zeros_like(lo), lo)
 
-  >>> tracegrad.random.split(tracegrad.random.key(0), 3).shape
-  (3, 2)
+
+def _stream(k: Array, m: int) -> Array:
+  """m words of JAX's original scheme: the counters 0..m-1 (and a 0 when m is odd) halved into pairs."""
+  h = (m + 1) // 2
+  c = tnp.concatenate([tnp.arange(m, dtype=tnp.uint32), tnp.zeros((m % 2,), tnp.uint32)])
+  x0, x1 = threefry2x32(k[0], k[1], c[:h], c[h:])
+  return tnp.concatenate([x0, x1])[:m]
+
+
+_UINT = {8: tnp.uint8, 16: tnp.uint16, 32: tnp.uint32, 64: tnp.uint64}
+
+
+def _raw_bits(k: Array, width: int, shape: tuple) -> Array:
+  """Unsigned words of `width` bits, as JAX's threefry_random_bits in the configured scheme."""
+  u = _UINT[width]
+  n = math.prod(shape)
+  if _partitionable():
+    x0, x1 = _counters(k, shape)
+    if width == 64: return (x0.astype(u) << 32) | x1.astype(u)
+    return (x0 ^ x1).astype(u)
+  if width == 64:
+    w = _stream(k, 2 * n)
+    return ((w[:n].astype(u) << 32) | w[n:].astype(u)).reshape(shape)
+  if width == 32: return _stream(k, n).reshape(shape)
+  per = 32 // width
+  w = _stream(k, -(-n * width // 32))
+  parts = (w[:, None] >> (tnp.arange(per, dtype=tnp.uint32) * width)[None, :]) & ((1 << width) - 1)
+  return parts.reshape(-1)[:n].astype(u).reshape(shape)
+
+
+def split(k, num=2) -> Array:
+  """num new keys from k (num an int or a shape), as uint32[*num, 2], as jax.random.split.
+
+  >>> tracegrad.random.split(tracegrad.random.key(0))
+  Array([[1797259609, 2579123966],
+         [ 928981903, 3453687069]], dtype=uint32)
   """
-  if not isinstance(num, int) or num < 0: raise ValueError(f"split: num must be an int >= 0, got {num!r}")
-  return _bits(_key(k, "split"), 2 * num).reshape(num, 2)
+  shape = tuple(num) if isinstance(num, (tuple, list)) else (num,)
+  if any(not isinstance(n, int) or n < 0 for n in shape):
+    raise ValueError(f"split: num must be an int >= 0 or a shape, got {num!r}")
+  k = _key(k, "split")
+  if _partitionable(): return tnp.stack(_counters(k, shape), axis=-1)
+  return _stream(k, 2 * math.prod(shape)).reshape(*shape, 2)
 
 
 def fold_in(k, data) -> Array:
-  """A new key from k and an integer, as jax.random.fold_in."""
+  """A new key from k and an integer, as jax.random.fold_in.
+
+  >>> tracegrad.random.fold_in(tracegrad.random.key(0), 1)
+  Array([2465931498, 3679230171], dtype=uint32)
+  """
   k = _key(k, "fold_in")
   d = to_array(data, fn="fold_in")
   if d.shape != () or not (d.dtype.is_int or d.dtype.is_bool):
@@ -122,11 +165,18 @@ def fold_in(k, data) -> Array:
   return tnp.stack([x0, x1])
 
 
-def bits(k, shape=(), dtype=tnp.uint32) -> Array:
-  """Uniformly random uint32 words of `shape`, as jax.random.bits."""
+def bits(k, shape=(), dtype=None) -> Array:
+  """Uniformly random unsigned integers of `shape`, as jax.random.bits (uint64 by default with 64-bit types on,
+  else uint32).
+
+  >>> tracegrad.random.bits(tracegrad.random.key(0), (3,))
+  Array([4070199207, 4202968722, 1427181096], dtype=uint32)
+  """
   shape = _shape(shape, "bits")
-  if dtypes.as_dtype(dtype, "bits") is not dtypes.uint32: raise TypeError(f"bits: only uint32 words, got {dtype}")
-  return _bits(_key(k, "bits"), math.prod(shape)).reshape(shape)
+  d = dtypes.canonicalize(dtypes.as_dtype(dtype, "bits")) if dtype is not None else \
+    (dtypes.uint64 if dtypes.x64_enabled() else dtypes.uint32)
+  if not d.is_unsigned: raise ValueError(f"bits: dtype must be an unsigned int type, got {d}")
+  return _raw_bits(_key(k, "bits"), d.itemsize * 8, shape)
 
 
 def _float(dtype, fn: str):
@@ -135,38 +185,71 @@ def _float(dtype, fn: str):
   return d
 
 
-def _unit(k: Array, shape: tuple, d) -> Array:
-  """Uniform in [0, 1) of dtype d: 23 random bits as a float32 mantissa (52 from two words for float64)."""
-  n = math.prod(shape)
-  if d is dtypes.float64:
-    w = _bits(k, 2 * n)
-    hi, lo = w[:n].astype(d), (w[n:] >> 11).astype(d)
-    return ((hi * 2.0 ** 21 + lo) * 2.0 ** -53).reshape(shape)
-  f = lax.bitcast_convert_type((_bits(k, n) >> 9) | 0x3F800000, tnp.float32) - 1.0
-  return f.reshape(shape).astype(d)
+_MANTISSA = {"float16": 10, "bfloat16": 7, "float32": 23, "float64": 52}
+
+
+def _fma(a: Array, b: Array, c: Array) -> Array:
+  """a * b + c rounded once (as XLA contracts it); 16-bit floats in float32, rounded at the end."""
+  d = a.dtype
+  if d in (dtypes.float32, dtypes.float64): return pm.fma(a, b, c)
+  f = tnp.float32
+  return pm.fma(a.astype(f), b.astype(f), c.astype(f)).astype(d)
+
+
+_ONE_BITS = {"float16": 0x3C00, "bfloat16": 0x3F80, "float32": 0x3F800000, "float64": 0x3FF0000000000000}
+
+
+def _uniform(k: Array, shape: tuple, d, lo=0.0, hi=1.0) -> Array:
+  """JAX's uniform: random mantissa bits under the exponent of 1.0, minus 1, scaled into [lo, hi)."""
+  nbits, nmant = d.itemsize * 8, _MANTISSA[d.name]
+  rng = nbits if nmant >= 8 else 8
+  w = _raw_bits(k, rng, shape).astype(_UINT[nbits])
+  f = lax.bitcast_convert_type((w >> (rng - nmant)) | _ONE_BITS[d.name], d) - tnp.asarray(1.0, d)
+  lo, hi = tnp.asarray(lo, d), tnp.asarray(hi, d)
+  return tnp.maximum(lo, _fma(f, hi - lo, lo))
 
 
 def uniform(k, shape=(), dtype=tnp.float32, minval=0.0, maxval=1.0) -> Array:
   """Uniform in [minval, maxval), as jax.random.uniform.
 
-  >>> float(tracegrad.random.uniform(tracegrad.random.key(0), minval=2.0, maxval=3.0)) >= 2.0
-  True
+  >>> tracegrad.random.uniform(tracegrad.random.key(0), (3,))
+  Array([0.947667  , 0.9785799 , 0.33229148], dtype=float32)
   """
   d, shape = _float(dtype, "uniform"), _shape(shape, "uniform")
   lo, hi = (tnp.asarray(v, dtype=d) for v in (minval, maxval))
   _check_shape("uniform", shape, lo.shape, hi.shape)
-  u = _unit(_key(k, "uniform"), shape, d)
-  return tnp.maximum(lo, lo + (hi - lo) * u)
+  return _uniform(_key(k, "uniform"), shape, d, lo, hi)
+
+
+def _as32(d):
+  """The float type the float32 transcendentals run in for d (float64 runs in float64 through portable_math)."""
+  return d if d is dtypes.float64 else dtypes.float32
+
+
+def _log(x: Array) -> Array:
+  return pm.logf(x) if x.dtype is dtypes.float32 else pm.log(x)
+
+
+def _log1p(x: Array) -> Array:
+  return pm.log1pf(x) if x.dtype is dtypes.float32 else pm.log(1.0 + x)
+
+
+def _erf_inv(u: Array) -> Array:
+  return pm.erf_invf(u) if u.dtype is dtypes.float32 else _erfinv(u)
 
 
 def normal(k, shape=(), dtype=tnp.float32) -> Array:
-  """Standard normal values, as jax.random.normal (Box-Muller of two uniform streams, through portable_math so
-  that every device gives the same bits)."""
+  """Standard normal values, as jax.random.normal: sqrt(2) erfinv(u) of u uniform in (-1, 1). float16, bfloat16
+  and float32 match JAX bit for bit; float64 within a few ulp.
+
+  >>> tracegrad.random.normal(tracegrad.random.key(0), (3,))
+  Array([ 1.6226422 ,  2.0252647 , -0.43359444], dtype=float32)
+  """
   d, shape = _float(dtype, "normal"), _shape(shape, "normal")
-  w = d if d is dtypes.float64 else dtypes.float32
-  u = _unit(_key(k, "normal"), (2, *shape), w)
-  z = tnp.sqrt(-2.0 * pm.log(1.0 - u[0])) * pm.cos_2pi(u[1])
-  return z.astype(d)
+  k = _key(k, "normal")
+  u = _uniform(k, shape, d, -1.0 + 2.0 ** -(_MANTISSA[d.name] + 1), 1.0)   # the float after -1
+  w = _as32(d)
+  return (_erf_inv(u.astype(w)) * math.sqrt(2)).astype(d)
 
 
 def _erfinv(y: Array) -> Array:
@@ -180,84 +263,168 @@ def _erfinv(y: Array) -> Array:
 
 
 def truncated_normal(k, lower=-2.0, upper=2.0, shape=None, dtype=tnp.float32) -> Array:
-  """Standard normal values conditioned on lower < x < upper, as jax.random.truncated_normal (the inverse normal
-  CDF of a uniform value between the bounds' CDFs)."""
+  """Standard normal values conditioned on lower < x < upper, as jax.random.truncated_normal (sqrt(2) erfinv of a
+  uniform value between erf(lower / sqrt(2)) and erf(upper / sqrt(2))).
+
+  >>> tracegrad.random.truncated_normal(tracegrad.random.key(0), -1.0, 1.0, (3,))
+  Array([ 0.8564297,  0.9312935, -0.2858901], dtype=float32)
+  """
   d = _float(dtype, "truncated_normal")
-  lo, hi = tnp.asarray(lower, tnp.float32), tnp.asarray(upper, tnp.float32)
+  lo, hi = tnp.asarray(lower, d), tnp.asarray(upper, d)
   if shape is None: shape = tnp.broadcast_shapes(lo.shape, hi.shape)
-  else: _check_shape("truncated_normal", _shape(shape, "truncated_normal"), lo.shape, hi.shape)
+  else: _check_shape("truncated_normal", shape := _shape(shape, "truncated_normal"), lo.shape, hi.shape)
   from ..scipy.special import _erf
-  a, b = _erf(lo / math.sqrt(2), pm.exp), _erf(hi / math.sqrt(2), pm.exp)
-  edge = 1 - 2.0 ** -23
-  u = tnp.clip(uniform(k, shape, tnp.float32, a, b), -edge, edge)
-  x = math.sqrt(2) * _erfinv(u)
-  return tnp.clip(x, lo, hi).astype(d)
+  w, r2 = _as32(d), math.sqrt(2)
+  erf = pm.erff if w is dtypes.float32 else (lambda x: _erf(x, pm.exp))
+  a, b = (erf(v.astype(w) / tnp.asarray(r2, w)).astype(d) for v in (lo, hi))
+  u = _uniform(_key(k, "truncated_normal"), shape, d, a, b)
+  x = (_erf_inv(u.astype(w)) * r2).astype(d)
+  return tnp.clip(x, tnp.nextafter(lo, tnp.asarray(tnp.inf, d)), tnp.nextafter(hi, tnp.asarray(-tnp.inf, d)))
 
 
 def exponential(k, shape=(), dtype=tnp.float32) -> Array:
-  """Exponential values with rate 1, as jax.random.exponential."""
+  """Exponential values with rate 1, as jax.random.exponential (-log1p(-u)).
+
+  >>> tracegrad.random.exponential(tracegrad.random.key(0), (3,))
+  Array([2.9403558 , 3.8339438 , 0.40390265], dtype=float32)
+  """
   d, shape = _float(dtype, "exponential"), _shape(shape, "exponential")
-  return -pm.log(1.0 - _unit(_key(k, "exponential"), shape, d))
+  u = _uniform(_key(k, "exponential"), shape, d).astype(_as32(d))
+  return (-_log1p(-u)).astype(d)
 
 
 def gumbel(k, shape=(), dtype=tnp.float32) -> Array:
-  """Standard Gumbel values, as jax.random.gumbel."""
+  """Standard Gumbel values, as jax.random.gumbel (-log(-log(u)), u uniform in [tiny, 1)).
+
+  >>> tracegrad.random.gumbel(tracegrad.random.key(0), (3,))
+  Array([ 2.92844  ,  3.8125565, -0.0952236], dtype=float32)
+  """
   d, shape = _float(dtype, "gumbel"), _shape(shape, "gumbel")
-  tiny = float(tnp.finfo(d).tiny)
-  return -pm.log(-pm.log(uniform(k, shape, d, minval=tiny, maxval=1.0)))
+  u = _uniform(_key(k, "gumbel"), shape, d, float(tnp.finfo(d).tiny), 1.0).astype(_as32(d))
+  return (-_log(-_log(u))).astype(d)
 
 
 def randint(k, shape, minval, maxval, dtype=tnp.int32) -> Array:
-  """Integers in [minval, maxval), as jax.random.randint (the remainder of a random word; its bias is below
-  (maxval - minval) / 2^32)."""
+  """Integers in [minval, maxval), as jax.random.randint (two random words per value, their remainders
+  combined, so the bias is below (maxval - minval)^2 / 2^64 for 32-bit types).
+
+  >>> tracegrad.random.randint(tracegrad.random.key(0), (3,), 0, 10)
+  Array([3, 9, 9], dtype=int32)
+  """
   d, shape = dtypes.canonicalize(dtypes.as_dtype(dtype, "randint")), _shape(shape, "randint")
   if not d.is_int: raise TypeError(f"randint: dtype must be an integer type, got {d}")
   _check_shape("randint", shape, tnp.shape(minval), tnp.shape(maxval))
-  lo, hi = tnp.broadcast_to(tnp.asarray(minval, d), shape), tnp.broadcast_to(tnp.asarray(maxval, d), shape)
-  span = (hi.astype(tnp.int64 if d.itemsize == 8 else tnp.int32) - lo).astype(tnp.uint32)
-  r = bits(k, shape) % tnp.maximum(span, 1)
-  return tnp.where(hi > lo, (lo.astype(tnp.uint32) + r).astype(d), lo)
+  info = tnp.iinfo(d)
+
+  def clipped(v):
+    v = tnp.asarray(v)
+    if not v.dtype.is_int: v = v.astype(tnp.int64 if dtypes.x64_enabled() else tnp.int32)
+    vi = tnp.iinfo(v.dtype)
+    return tnp.clip(v, max(info.min, vi.min), min(info.max, vi.max)).astype(d), v > min(info.max, vi.max)
+
+  lo, _ = clipped(minval)
+  hi, over = clipped(maxval)
+  nbits = d.itemsize * 8
+  u = _UINT[nbits]
+  k1, k2 = split(_key(k, "randint"))
+  high, low = _raw_bits(k1, nbits, shape), _raw_bits(k2, nbits, shape)
+  span = tnp.where(hi <= lo, tnp.ones((), u), (hi - lo).astype(u))
+  span = tnp.where(over & (hi > lo), span + tnp.ones((), u), span)
+  span = tnp.broadcast_to(span, shape)
+  safe = tnp.where(span == 0, tnp.ones((), u), span)
+
+  def rem(x): return tnp.where(span == 0, x, x % safe)
+
+  mult = rem(tnp.full(shape, 1 << (nbits // 2), u))
+  mult = rem(mult * mult)
+  off = rem(rem(high) * mult + rem(low))
+  return lo + off.astype(d)
 
 
 def bernoulli(k, p=0.5, shape=None) -> Array:
-  """True with probability p, as jax.random.bernoulli."""
+  """True with probability p, as jax.random.bernoulli (a uniform value of p's float type below p).
+
+  >>> tracegrad.random.bernoulli(tracegrad.random.key(0), 0.5, (3,))
+  Array([False, False,  True], dtype=bool)
+  """
   p = tnp.asarray(p)
+  if not p.dtype.is_float: p = p.astype(tnp.float32)
   if shape is None: shape = p.shape
   else: _check_shape("bernoulli", shape := _shape(shape, "bernoulli"), p.shape)
-  return uniform(k, shape, p.dtype if p.dtype.is_float else tnp.float32) < p
+  return _uniform(_key(k, "bernoulli"), shape, p.dtype) < p
 
 
 def categorical(k, logits, axis: int = -1, shape=None) -> Array:
   """Indices drawn with probabilities softmax(logits) along axis, as jax.random.categorical (argmax of logits
-  plus Gumbel noise)."""
-  lg = tnp.moveaxis(tnp.asarray(logits), axis, -1)
-  batch = lg.shape[:-1] if shape is None else _shape(shape, "categorical")
-  _check_shape("categorical", batch, lg.shape[:-1])
-  noise = gumbel(k, (*batch, lg.shape[-1]), lg.dtype if lg.dtype.is_float else tnp.float32)
-  return tnp.argmax(lg + noise, axis=-1)
+  plus Gumbel noise).
+
+  >>> tracegrad.random.categorical(tracegrad.random.key(0), tnp.zeros(4), shape=(3,))
+  Array([0, 3, 1], dtype=int32)
+  """
+  lg = tnp.asarray(logits)
+  if not lg.dtype.is_float: lg = lg.astype(tnp.float32)
+  axis = normalize_axis(axis, lg.ndim, "categorical")
+  batch = lg.shape[:axis] + lg.shape[axis + 1:]
+  shape = batch if shape is None else _shape(shape, "categorical")
+  _check_shape("categorical", shape, batch)
+  prefix = shape[:len(shape) - len(batch)]
+  noise_shape = (*shape[len(prefix):][:axis], lg.shape[axis], *shape[len(prefix):][axis:])
+  noise = gumbel(k, (*prefix, *noise_shape), lg.dtype)
+  return tnp.argmax(noise + lg, axis=len(prefix) + axis).astype(tnp.int32)
 
 
-def permutation(k, x, axis: int = 0) -> Array:
-  """A random permutation of range(x) for an int, else of x's entries along axis, as jax.random.permutation."""
-  if isinstance(x, int):
-    if x < 0: raise ValueError(f"permutation: x must be >= 0, got {x}")
-    return tnp.argsort(bits(k, (x,))).astype(tnp.int32)
+def _shuffle(k: Array, x: Array, axis: int) -> Array:
+  """x sorted along axis by fresh random words, in as many rounds as make ties unlikely (as JAX's shuffle)."""
+  rounds = math.ceil(3 * math.log(max(1, x.size)) / math.log(2 ** 32 - 1))
+  for _ in range(rounds):
+    k, sub = split(k)
+    order = tnp.argsort(_raw_bits(sub, 32, x.shape), axis=axis, stable=True)
+    x = tnp.take_along_axis(x, order, axis=axis)
+  return x
+
+
+def permutation(k, x, axis: int = 0, independent: bool = False) -> Array:
+  """A random permutation of range(x) for an int, else of x's entries along axis, as jax.random.permutation
+  (with independent=True, each slice along the other axes on its own).
+
+  >>> tracegrad.random.permutation(tracegrad.random.key(0), 5)
+  Array([4, 1, 2, 0, 3], dtype=int32)
+  """
+  k = _key(k, "permutation")
+  if isinstance(x, int) or (not isinstance(x, Array) and np.ndim(x) == 0):
+    n = int(x)
+    if n < 0: raise ValueError(f"permutation: x must be >= 0, got {n}")
+    return _shuffle(k, tnp.arange(n, dtype=tnp.int32), 0)
   a = tnp.asarray(x)
+  if a.ndim == 0: raise ValueError("permutation: x must be an int or an array of at least one dimension")
   axis = normalize_axis(axis, a.ndim, "permutation")
-  return tnp.take(a, tnp.argsort(bits(k, (a.shape[axis],))), axis=axis)
+  if independent or a.ndim == 1: return _shuffle(k, a, axis)
+  return tnp.take(a, _shuffle(k, tnp.arange(a.shape[axis], dtype=tnp.int32), 0), axis=axis)
+
+
+def shuffle(k, x, axis: int = 0) -> Array:
+  """x's entries shuffled along axis, each slice on its own, as jax.random.shuffle (permutation with
+  independent=True).
+
+  >>> tracegrad.random.shuffle(tracegrad.random.key(0), tnp.arange(5))
+  Array([4, 1, 2, 0, 3], dtype=int32)
+  """
+  return permutation(k, tnp.asarray(x), axis, independent=True)
 
 
 def choice(k, a, shape=(), replace: bool = True, p=None, axis: int = 0) -> Array:
   """Entries of a (or of range(a) for an int or a scalar array) drawn along axis, with probabilities p (one per
   entry; default: all equal), as jax.random.choice.
 
-  >>> tracegrad.random.choice(tracegrad.random.key(0), 5, (3,), replace=False).shape
-  (3,)
+  >>> tracegrad.random.choice(tracegrad.random.key(0), 5, (3,), replace=False)
+  Array([4, 1, 2], dtype=int32)
   """
   shape = _shape(shape, "choice")
   if not isinstance(a, int) and (arr := tnp.asarray(a)).ndim == 0: a = int(arr)
   if isinstance(a, int): n, what = a, "a"
-  else: n, what = arr.shape[normalize_axis(axis, arr.ndim, "choice")], "a.shape[axis]"
+  else:
+    axis = normalize_axis(axis, arr.ndim, "choice")
+    n, what = arr.shape[axis], "a.shape[axis]"
   size = math.prod(shape)
   if n < 0 or (n == 0 and size):
     raise ValueError(f"choice: {what} must be greater than 0 unless no samples are taken, got {n} for shape {shape}")
@@ -267,10 +434,21 @@ def choice(k, a, shape=(), replace: bool = True, p=None, axis: int = 0) -> Array
   if p is not None and (pa := tnp.asarray(p)).shape != (n,):
     raise ValueError(f"choice: p must be None or a 1-D array with one probability per choice ({what} = {n}), got p "
                      f"of shape {pa.shape}")
-  if p is None:
-    idx = randint(k, shape, 0, n) if replace else permutation(k, n)[:size].reshape(shape)
+  k = _key(k, "choice")
+  if size == 0: return tnp.zeros(shape, tnp.int32 if isinstance(a, int) else arr.dtype)
+  if p is None and not replace:
+    perm = permutation(k, n if isinstance(a, int) else arr, axis)
+    if isinstance(a, int): return perm[:size].reshape(shape)
+    return lax.slice_in_dim(perm, 0, size, axis=axis).reshape(arr.shape[:axis] + shape + arr.shape[axis + 1:])
+  if p is None: idx = randint(k, shape, 0, n)
   else:
-    logp = pm.log(pa.astype(tnp.float32))
-    if replace: idx = categorical(k, logp, shape=shape)
-    else: idx = tnp.argsort(-(logp + gumbel(k, (n,))))[:size].reshape(shape)
-  return idx if isinstance(a, int) else tnp.take(tnp.asarray(a), idx, axis=axis)
+    if not pa.dtype.is_float: pa = pa.astype(tnp.float32)
+    if replace:
+      cum = tnp.cumsum(pa)
+      r = cum[-1] * (1 - _uniform(k, shape, pa.dtype))
+      idx = tnp.searchsorted(cum, r).astype(tnp.int32)
+    else:
+      g = gumbel(k, (n,), pa.dtype) + _log(pa)
+      idx = tnp.argsort(-g, stable=True)[:size].reshape(shape).astype(tnp.int32)
+  if isinstance(a, int): return idx
+  return tnp.take(arr, idx.reshape(-1), axis=axis).reshape(arr.shape[:axis] + shape + arr.shape[axis + 1:])
