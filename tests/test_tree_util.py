@@ -93,7 +93,8 @@ jtu.register_dataclass(Cfg)
 @pytest.mark.parametrize("t", [Node(1, [2]), {"k": Keyed(1, 2)}, Cfg(1.0, [2.0, 3.0])])
 def test_registered_nodes_match_jax(t):
   assert tu.tree_leaves(t) == jtu.tree_leaves(t)
-  assert [tu.keystr(p) for p, _ in tu.tree_leaves_with_path(t)] == [jtu.keystr(p) for p, _ in jtu.tree_leaves_with_path(t)]
+  assert [tu.keystr(p) for p, _ in tu.tree_leaves_with_path(t)] == \
+         [jtu.keystr(p) for p, _ in jtu.tree_leaves_with_path(t)]
   back = tu.tree_map(lambda v: v, t)
   assert type(back) is type(t)
 

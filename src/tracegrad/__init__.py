@@ -12,13 +12,18 @@ from .devices import TracedValueError
 from .run import default_backend, devices, local_devices
 from .parallel import distributed, sharding
 from .parallel.distributed import process_count, process_index
-from .trace import ShapeDtypeStruct, eval_shape, make_graph
+from .parallel.sharding import NamedSharding
+from .device_api import device_count, local_device_count, make_mesh
+from .trace import ShapeDtypeStruct, eval_shape, make_graph, make_jaxpr
 from . import numpy  # noqa: F401  (installs Array's methods)
 from . import lax
 from . import random
 from . import checkpoints, nn, optim, scipy  # noqa: E401
+from . import test_util
 from .transforms import (checkpoint, custom_jvp, custom_vjp, grad, hessian, jacfwd, jacrev, jit, jvp, linearize, remat,
                          shard_map, value_and_grad, vjp, vmap)
+
+jacobian = jacrev
 
 # tracegrad.sharding and tracegrad.distributed, as jax.sharding and jax.distributed, live in parallel/
 sys.modules[__name__ + ".sharding"], sys.modules[__name__ + ".distributed"] = sharding, distributed
@@ -28,3 +33,4 @@ __all__ = ["Array", "ShapeDtypeStruct", "TracedValueError", "checkpoint", "check
            "default_backend", "device_put", "devices", "distributed", "local_devices", "process_count", "process_index", "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit",
            "jvp", "lax", "linearize", "make_graph", "numpy", "nn", "optim", "random", "remat", "scipy", "shard_map",
            "sharding", "tree", "tree_util", "value_and_grad", "vjp", "vmap"]
+__all__ += ["NamedSharding", "make_jaxpr", "test_util", "device_count", "jacobian", "local_device_count", "make_mesh"]

@@ -87,6 +87,57 @@ def make_graph(f: Callable, static_argnums: int | Sequence[int] = ()) -> Callabl
   return graph_of
 
 
+class ClosedJaxpr:
+  """A traced function as jax.make_jaxpr gives it: prints as its graph; `jaxpr`, `consts`, `in_avals`, `out_avals`
+  and `eqns` (the graph's nodes past its inputs, in order) as JAX's."""
+
+  def __init__(self, graph: Graph):
+    self.graph = graph
+    self.jaxpr, self.literals = self, []
+
+  @property
+  def consts(self) -> list: return [Array(u) for u in self.graph.closed()[1]]
+  @property
+  def in_avals(self) -> list:
+    return [ShapeDtypeStruct(u.shape, u.dtype, w) for u, w in zip(self.graph.inputs, self.graph.in_weak)]
+  @property
+  def out_avals(self) -> list:
+    return [ShapeDtypeStruct(u.shape, u.dtype, w) for u, w in zip(self.graph.outputs, self.graph.out_weak)]
+  @property
+  def eqns(self) -> list: return [u for u in self.graph.nodes() if u.op is not Ops.PARAM]
+  @property
+  def invars(self) -> list: return list(self.graph.inputs)
+  @property
+  def outvars(self) -> list: return list(self.graph.outputs)
+
+  def pretty_print(self, **_options) -> str: return str(self.graph)
+  def __str__(self) -> str: return str(self.graph)
+  __repr__ = __str__
+
+
+def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), axis_env=None, return_shape: bool = False,
+               abstracted_axes=None) -> Callable:
+  """A function that traces fun on its arguments' abstract values and returns a ClosedJaxpr, as jax.make_jaxpr
+  (with return_shape=True, also the output as ShapeDtypeStructs).
+
+  >>> print(tracegrad.make_jaxpr(lambda x: tnp.cos(x) + 1.0)(1.0))
+  { lambda a:f32[]. let
+      b:f32[] = cos a
+      c:f32[] = add b 1.0
+    in (c) }
+  """
+  graph_of = make_graph(fun, static_argnums)
+
+  def jaxpr_of(*args, **kwargs):
+    g = graph_of(*args, **kwargs)
+    jaxpr = ClosedJaxpr(g)
+    if not return_shape: return jaxpr
+    return jaxpr, tree_util.unflatten(g.out_tree, jaxpr.out_avals)
+
+  jaxpr_of.__name__ = f"make_jaxpr({getattr(fun, '__name__', 'function')})"
+  return jaxpr_of
+
+
 def eval_shape(f: Callable, *args, **kwargs):
   """The output of f as a pytree of ShapeDtypeStruct, found by tracing, with nothing computed.
 

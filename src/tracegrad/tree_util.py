@@ -22,7 +22,8 @@ KeyPath = tuple
 
 tree_flatten, tree_unflatten, tree_leaves, tree_structure = tree.flatten, tree.unflatten, tree.leaves, tree.structure
 tree_map, tree_map_with_path, tree_reduce, tree_all = tree.map, tree.map_with_path, tree.reduce, tree.all
-tree_flatten_with_path, tree_leaves_with_path, tree_transpose = tree.flatten_with_path, tree.leaves_with_path, tree.transpose
+tree_flatten_with_path, tree_leaves_with_path = tree.flatten_with_path, tree.leaves_with_path
+tree_transpose = tree.transpose
 tree_broadcast, tree_reduce_associative = tree.broadcast, tree.reduce_associative
 register_pytree_node, register_pytree_node_class = tree.register_pytree_node, tree.register_pytree_node_class
 
@@ -127,8 +128,9 @@ def register_dataclass(nodetype: type, data_fields: Sequence[str] | None = None,
     if not dataclasses.is_dataclass(nodetype):
       raise TypeError(f"register_dataclass: {nodetype.__name__} is not a dataclass; pass data_fields and meta_fields")
     fields = [f for f in dataclasses.fields(nodetype) if f.init and f.name not in drop_fields]
-    data_fields = [f.name for f in fields if not f.metadata.get("static", False)] if data_fields is None else data_fields
-    meta_fields = [f.name for f in fields if f.metadata.get("static", False)] if meta_fields is None else meta_fields
+    static = [f.name for f in fields if f.metadata.get("static", False)]
+    data_fields = [f.name for f in fields if f.name not in static] if data_fields is None else data_fields
+    meta_fields = static if meta_fields is None else meta_fields
   data, meta = tuple(data_fields), tuple(meta_fields)
 
   def with_keys(x):

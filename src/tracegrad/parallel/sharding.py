@@ -8,20 +8,32 @@ buffer holding its block of x. The types are data with index arithmetic only, so
 """
 from __future__ import annotations
 
+import enum
 import math
 from typing import Sequence
 
 import numpy as np
 
-__all__ = ["Mesh", "PartitionSpec", "P", "NamedSharding", "SingleDeviceSharding", "Shard"]
+__all__ = ["AxisType", "Mesh", "PartitionSpec", "P", "NamedSharding", "SingleDeviceSharding", "Shard", "make_mesh"]
+
+
+class AxisType(enum.Enum):
+  """How a mesh axis is sharded, as jax.sharding.AxisType; tracegrad treats every axis alike (as Auto)."""
+  Auto = enum.auto()
+  Explicit = enum.auto()
+  Manual = enum.auto()
+
+  def __repr__(self) -> str: return self.name
 
 
 class Mesh:
-  """Devices laid out in an n-d array whose axes have names: Mesh(np.array(devices).reshape(2, 2), ("data", "model"))."""
+  """Devices laid out in an n-d array whose axes have names: Mesh(np.array(devices).reshape(2, 2), ("data", "model")).
+  `axis_types` (AxisType per axis) is kept and does not change what runs."""
 
-  def __init__(self, devices, axis_names: Sequence[str] | str):
+  def __init__(self, devices, axis_names: Sequence[str] | str, axis_types=None):
     self.devices = np.asarray(devices, dtype=object)
     self.axis_names = (axis_names,) if isinstance(axis_names, str) else tuple(axis_names)
+    self.axis_types = _axis_types(axis_types, len(self.axis_names), "Mesh")
     if self.devices.ndim != len(self.axis_names):
       raise ValueError(f"Mesh: devices has {self.devices.ndim} dimensions {self.devices.shape} but {len(self.axis_names)}"
                        f" axis names {self.axis_names} were given; give one name per dimension")
@@ -46,6 +58,36 @@ class Mesh:
 
   def __repr__(self) -> str:
     return f"Mesh(device_ids={self.device_ids.tolist()}, axis_names={self.axis_names})"
+
+
+def _axis_types(axis_types, n: int, fn: str) -> tuple:
+  if axis_types is None: return (AxisType.Explicit,) * n
+  types = (axis_types,) if isinstance(axis_types, AxisType) else tuple(axis_types)
+  if len(types) != n or not all(isinstance(t, AxisType) for t in types):
+    raise ValueError(f"{fn}: axis_types must be one AxisType per axis ({n} axes), got {axis_types!r}")
+  return types
+
+
+def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], axis_types=None, *, devices=None) -> Mesh:
+  """A Mesh of the first prod(axis_shapes) of `devices` in order, as jax.make_mesh (tracegrad.make_mesh gives the
+  default devices when `devices` is None).
+
+  >>> make_mesh((1,), ("i",), devices=tracegrad.devices()).shape
+  {'i': 1}
+  """
+  shape = tuple(axis_shapes) if isinstance(axis_shapes, (tuple, list)) else None
+  if shape is None or not all(isinstance(n, (int, np.integer)) and n > 0 for n in shape):
+    raise ValueError(f"make_mesh: axis_shapes must be a sequence of positive ints, got {axis_shapes!r}")
+  names = (axis_names,) if isinstance(axis_names, str) else tuple(axis_names)
+  if len(names) != len(shape):
+    raise ValueError(f"make_mesh: {len(shape)} axis_shapes {shape} but {len(names)} axis_names {names}")
+  if devices is None: raise ValueError("make_mesh: devices is None; pass the devices (tracegrad.make_mesh does)")
+  devices = list(devices)
+  if math.prod(shape) > len(devices):
+    raise ValueError(f"make_mesh: the mesh {shape} needs {math.prod(shape)} devices, but {len(devices)} are given")
+  grid = np.empty(len(devices), dtype=object)
+  grid[:] = devices
+  return Mesh(grid[:math.prod(shape)].reshape(shape), names, axis_types)
 
 
 class PartitionSpec(tuple):

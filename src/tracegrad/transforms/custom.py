@@ -50,6 +50,30 @@ class custom_jvp:
     self.rule = rule
     return rule
 
+  def defjvps(self, *jvps: Callable | None) -> None:
+    """One rule per positional argument, `jvp_i(tangent_i, primal_out, *primals) -> tangent_out` (None: the output
+    does not depend on that argument); the tangent out is their sum, as jax.custom_jvp.defjvps.
+
+    >>> @tracegrad.custom_jvp
+    ... def f(x, y): return tnp.sin(x) * y
+    >>> f.defjvps(lambda xd, out, x, y: tnp.cos(x) * xd * y, lambda yd, out, x, y: tnp.sin(x) * yd)
+    >>> tracegrad.grad(f, argnums=(0, 1))(0.0, 2.0)
+    (Array(2., dtype=float32, weak_type=True), Array(0., dtype=float32, weak_type=True))
+    """
+    name = getattr(self.fun, "__name__", "function")
+    if self.nondiff_argnums:
+      raise TypeError(f"custom_jvp.defjvps: {name} has nondiff_argnums {self.nondiff_argnums}; use defjvp instead")
+
+    def rule(primals, tangents):
+      if len(jvps) != len(primals):
+        raise TypeError(f"custom_jvp.defjvps: {name} takes {len(primals)} arguments but {len(jvps)} rules were given")
+      out = self(*primals)
+      parts = [j(t, out, *primals) for t, j in zip(tangents, jvps) if j is not None]
+      if not parts: return out, tree_util.map(lambda o: o * 0, out)
+      return out, tree_util.map(lambda *ts: functools.reduce(lambda a, b: a + b, ts), *parts)
+
+    self.defjvp(rule)
+
   def __call__(self, *args):
     name = getattr(self.fun, "__name__", "function")
     if self.rule is None:
