@@ -1,5 +1,8 @@
-"""tracegrad.lax, as jax.lax: operations without promotion (`ops.py`), control flow (`control.py`), convolutions
-(`conv.py`), windowed reductions (`windows.py`) and collectives over named axes (`collectives.py`).
+"""tracegrad.lax, as jax.lax: operations without promotion (`ops.py`, `elementwise.py`), control flow (`control.py`),
+slicing at run-time offsets (`slicing.py`), gather and scatter (`gather.py`), contractions (`dot.py`), making and
+reshaping arrays (`shapes.py`), reductions and scans (`reductions.py`), sorting (`sorting.py`), convolutions
+(`conv.py`, `conv_shapes.py`, `conv_variants.py`), windowed reductions (`windows.py`), collectives over named axes
+(`collectives.py`) and the rest (`misc.py`). jax.lax names left out are listed in docs/api-exclusions.md.
 
 >>> from tracegrad import lax
 >>> lax.fori_loop(0, 4, lambda i, x: x + i, 0)
@@ -21,6 +24,19 @@ from .elementwise import (RoundingMethod, abs, acos, acosh, asin, asinh, atan, a
                           expm1, floor, ge, gt, integer_pow, is_finite, le, log, log1p, logistic, lt, ne, neg,
                           nextafter, population_count, pow, reciprocal, rem, round, rsqrt, select_n, shift_left,
                           shift_right_arithmetic, shift_right_logical, sign, sin, sinh, sqrt, square, tan, tanh)
+from .gather import (GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, gather, scatter,
+                     scatter_add, scatter_apply, scatter_max, scatter_min, scatter_mul, scatter_sub)
+from .shapes import (broadcast, broadcast_like, broadcast_shapes, broadcast_to_rank, broadcasted_iota, collapse,
+                     concatenate, dtype, empty, expand_dims, full, full_like, iota, rev, split, squeeze, stack, tile,
+                     unstack)
+from .reductions import (argmax, argmin, associative_scan, cumlogsumexp, cummax, cummin, cumprod, cumsum, reduce,
+                         reduce_and, reduce_max, reduce_min, reduce_or, reduce_prod, reduce_xor)
+from .sorting import approx_max_k, approx_min_k, sort, sort_key_val, top_k
+from .conv_shapes import (ConvDimensionNumbers, ConvGeneralDilatedDimensionNumbers, conv_dimension_numbers,
+                          conv_general_permutations, conv_general_shape_tuple, conv_shape_tuple,
+                          conv_transpose_shape_tuple, padtype_to_pads, reduce_window_shape_tuple)
+from .conv_variants import conv_general_dilated_patches, conv_transpose, conv_with_general_padding
+from .misc import axis_size, custom_linear_solve, custom_root, map, platform_dependent, reduce_precision  # noqa: A004
 from .collectives import (all_gather, all_to_all, axis_index, pmax, pmean, pmin, ppermute, psum, psum_scatter,
                           with_sharding_constraint)
 
@@ -29,6 +45,7 @@ __all__ = ["add", "sub", "mul", "max", "min", "convert_element_type", "broadcast
            "fori_loop", "while_loop", "bitcast_convert_type", "conv", "conv_general_dilated", "reduce_window", "psum",
            "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "all_to_all", "axis_index",
            "with_sharding_constraint"]
-_INTERNAL = {"check_precision", "operands", "check_kind", "float_unary"}
-__all__ += [n for m in ("slicing", "dot", "elementwise") for n in sys.modules[f"{__name__}.{m}"].__all__
+_INTERNAL = {"check_precision", "operands", "check_kind", "float_unary", "conv_transpose_padding"}
+__all__ += [n for m in ("slicing", "dot", "elementwise", "gather", "shapes", "reductions", "sorting", "conv_shapes",
+                        "conv_variants", "misc") for n in sys.modules[f"{__name__}.{m}"].__all__
             if n not in _INTERNAL]

@@ -15,6 +15,8 @@ from typing import Sequence
 from ..array import Array, to_array
 from ..ir import Ops, UOp, dtypes
 from . import control, ops
+from .conv_shapes import conv_dimension_numbers
+from .dot import check_precision
 
 __all__ = ["conv", "conv_general_dilated"]
 
@@ -73,16 +75,6 @@ def _sum_dtype(d: dtypes.DType) -> dtypes.DType:
   return wide if d.is_int and d.itemsize < wide.itemsize else d
 
 
-def _layouts(dimension_numbers, nd: int, fn: str) -> tuple[str, str, str]:
-  if dimension_numbers is None:
-    s = "".join("DHW"[-nd:] if nd <= 3 else [chr(ord("a") + i) for i in range(nd)])
-    return "NC" + s, "OI" + s, "NC" + s
-  if len(dimension_numbers) != 3 or not all(isinstance(d, str) for d in dimension_numbers):
-    raise ValueError(f"{fn}: dimension_numbers must be three layout strings such as ('NHWC', 'HWIO', 'NHWC'), got "
-                     f"{dimension_numbers!r}")
-  return tuple(dimension_numbers)
-
-
 def conv_general_dilated(lhs, rhs, window_strides: Sequence[int], padding, lhs_dilation=None, rhs_dilation=None,
                          dimension_numbers=None, feature_group_count: int = 1, precision=None,
                          preferred_element_type=None) -> Array:
@@ -94,13 +86,12 @@ def conv_general_dilated(lhs, rhs, window_strides: Sequence[int], padding, lhs_d
   Array([[[1., 1., 1., 1., 1., 1.]]], dtype=float32)
   """
   fn = "conv_general_dilated"
+  check_precision(precision, fn)
   x, w = to_array(lhs, fn=fn), to_array(rhs, fn=fn)
   nd = x.ndim - 2
   if nd < 1 or w.ndim != x.ndim: raise ValueError(f"{fn}: lhs and rhs need one rank of at least 3, got {x.shape} and {w.shape}")
-  lhs_spec, rhs_spec, out_spec = _layouts(dimension_numbers, nd, fn)
-  # to N C spatial... and O I spatial...
-  x = ops.transpose(x, [lhs_spec.index(c) for c in "NC"] + [i for i, c in enumerate(lhs_spec) if c not in "NC"])
-  w = ops.transpose(w, [rhs_spec.index(c) for c in "OI"] + [i for i, c in enumerate(rhs_spec) if c not in "OI"])
+  dn = conv_dimension_numbers(x.shape, w.shape, dimension_numbers)
+  x, w = ops.transpose(x, dn.lhs_spec), ops.transpose(w, dn.rhs_spec)  # to N C spatial... and O I spatial...
   strides, dil, ldil = tuple(window_strides), tuple(rhs_dilation or (1,) * nd), tuple(lhs_dilation or (1,) * nd)
   if len(strides) != nd or len(dil) != nd or len(ldil) != nd:
     raise ValueError(f"{fn}: window_strides, lhs_dilation and rhs_dilation need {nd} entries, one per spatial "
@@ -135,11 +126,15 @@ def conv_general_dilated(lhs, rhs, window_strides: Sequence[int], padding, lhs_d
   prod = ops.mul(ops.broadcast_in_dim(wg, full, (1, 2, 3)), ops.broadcast_in_dim(cols, full, (0, 1, 3, 4)))
   out = ops.reduce_sum(prod if _sum_dtype(dt) is dt else ops.convert_element_type(prod, _sum_dtype(dt)), (3,))
   out = ops.reshape(out, (n, o, *out_sp))
-  spatial_names = [ch for ch in out_spec if ch not in "NC"]
-  src = "NC" + "".join(spatial_names)
-  return ops.transpose(out, [src.index(ch) for ch in out_spec])
+  out = out if preferred_element_type is None else ops.convert_element_type(out, preferred_element_type)
+  return ops.transpose(out, [dn.out_spec.index(i) for i in range(out.ndim)])
 
 
 def conv(lhs, rhs, window_strides: Sequence[int], padding, precision=None, preferred_element_type=None) -> Array:
-  """conv_general_dilated in NCHW / OIHW without dilation or groups, as jax.lax.conv."""
-  return conv_general_dilated(lhs, rhs, window_strides, padding)
+  """conv_general_dilated in NCHW / OIHW without dilation or groups, as jax.lax.conv.
+
+  >>> lax.conv(tnp.ones((1, 1, 4)), tnp.ones((1, 1, 2)), (1,), "VALID")
+  Array([[[2., 2., 2.]]], dtype=float32)
+  """
+  return conv_general_dilated(lhs, rhs, window_strides, padding, precision=precision,
+                              preferred_element_type=preferred_element_type)

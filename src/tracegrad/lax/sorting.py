@@ -1,0 +1,163 @@
+"""Sorting, as jax.lax: sort (of several operands by their first num_keys, stable), sort_key_val, top_k and
+approx_max_k / approx_min_k (exact here). There is no sort primitive: a bitonic network of compare-exchange steps on
+the sorted axis, moved last and padded to a power of two. Floats sort in the total order (-nan < -inf < ... < -0.0 <
+0.0 < ... < inf < nan), compared as integers made from their bits; an iota breaks ties, so the sort is stable.
+
+>>> lax.sort(tnp.array([3.0, tnp.nan, -1.0, 2.0]))
+Array([-1.,  2.,  3., nan], dtype=float32)
+"""
+from __future__ import annotations
+
+import operator
+from typing import Sequence
+
+from ..array import Array, to_array
+from ..ir import Ops, UOp, dtypes
+from ..ir.shapes import fmt
+from . import float_math as fm
+from .ops import normalize_axis
+
+__all__ = ["sort", "sort_key_val", "top_k", "approx_max_k", "approx_min_k"]
+
+_I32 = dtypes.int32
+
+
+def _order_key(u: UOp) -> UOp:
+  """An integer array ordered as u in the total order."""
+  if u.dtype.is_bool: return u.cast(dtypes.int8)
+  if not u.dtype.is_float: return u
+  it = fm.sint(u.dtype)
+  s = u.bitcast(it)
+  return fm.lt(s, 0).where(s.alu(Ops.XOR, fm.k(s, dtypes.max_value(it))), s)
+
+
+def _half(x: UOp, i: int) -> UOp:
+  return x.slice([(0, n, 1) for n in x.shape[:-2]] + [(i, i + 1, 1), (0, x.shape[-1], 1)])
+
+
+def _network(xs: list[UOp], nkeys: int) -> list[UOp]:
+  """xs sorted along their last axis (a power of two) by their first nkeys (then by the next, an iota)."""
+  *lead, m = xs[0].shape
+  last = len(lead) + 1
+  s = 2
+  while s <= m:
+    j, first = s // 2, True
+    while j >= 1:
+      r = [x.reshape((*lead, m // (2 * j), 2, j)) for x in xs]
+      a, b = [_half(x, 0) for x in r], [_half(x, 1) for x in r]
+      if first: b = [x.flip((last + 1,)) for x in b]
+      swap, tie = None, None
+      for ka, kb in zip(a[:nkeys + 1], b[:nkeys + 1]):
+        less = kb.alu(Ops.CMPLT, ka)
+        step = less if tie is None else tie.alu(Ops.AND, less)
+        swap = step if swap is None else swap.alu(Ops.OR, step)
+        same = kb.alu(Ops.CMPEQ, ka)
+        tie = same if tie is None else tie.alu(Ops.AND, same)
+      lo = [swap.where(y, x) for x, y in zip(a, b)]
+      hi = [swap.where(x, y) for x, y in zip(a, b)]
+      if first: hi = [x.flip((last + 1,)) for x in hi]
+      xs = [UOp.concat([l, h], last).reshape((*lead, m)) for l, h in zip(lo, hi)]
+      j //= 2
+      first = False
+    s *= 2
+  return xs
+
+
+def _sorted(us: list[UOp], keys: list[UOp]) -> list[UOp]:
+  """us (last axis sorted) in the order of the integer keys, stable."""
+  *lead, n = us[0].shape
+  if n <= 1: return us
+  m = 1 << (n - 1).bit_length()
+  idx = UOp.iota(us[0].shape, len(lead), _I32)
+
+  def pad(u: UOp, value) -> UOp:
+    return u if m == n else UOp.concat([u, UOp.const(u.dtype, value, (*lead, m - n))], len(lead))
+
+  # padding sorts last: every key at its maximum, and the iota beyond n
+  padded = [pad(k, dtypes.max_value(k.dtype)) for k in keys] + [pad(idx, n)]
+  padded += [pad(u, 0) for u in us]
+  out = _network(padded, len(keys))
+  return [u.slice([(0, d, 1) for d in lead] + [(0, n, 1)]) for u in out[len(keys) + 1:]]
+
+
+def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1):
+  """operand (or a sequence of operands of one shape, sorted together by the first num_keys) sorted along
+  dimension, as jax.lax.sort.
+
+  >>> lax.sort((tnp.array([2, 1, 2]), tnp.array([0, 1, 2])), num_keys=1)
+  (Array([1, 2, 2], dtype=int32), Array([1, 0, 2], dtype=int32))
+  """
+  fn = "sort"
+  single = not isinstance(operand, (tuple, list))
+  arrs = [to_array(o, fn=fn) for o in ([operand] if single else operand)]
+  if not arrs: raise ValueError(f"{fn}: needs at least one operand")
+  if any(a.shape != arrs[0].shape for a in arrs):
+    raise TypeError(f"{fn}: the operands must have one shape, got {', '.join(fmt(a.shape) for a in arrs)}")
+  if not 1 <= operator.index(num_keys) <= len(arrs):
+    raise ValueError(f"{fn}: num_keys must be in [1, {len(arrs)}], got {num_keys}")
+  if arrs[0].ndim == 0: raise TypeError(f"{fn}: cannot sort a scalar")
+  ax = normalize_axis(dimension, arrs[0].ndim, fn, "dimension")
+  perm = [i for i in range(arrs[0].ndim) if i != ax] + [ax]
+  inv = [perm.index(i) for i in range(len(perm))]
+  us = [a.uop.permute(perm) for a in arrs]
+  out = [Array(u.permute(inv), a.weak_type) for u, a in zip(_sorted(us, [_order_key(u) for u in us[:num_keys]]), arrs)]
+  return out[0] if single else tuple(out)
+
+
+def sort_key_val(keys, values, dimension: int = -1, is_stable: bool = True) -> tuple[Array, Array]:
+  """keys sorted along dimension, and values in the same order, as jax.lax.sort_key_val.
+
+  >>> lax.sort_key_val(tnp.array([3, 1, 2]), tnp.array([0, 1, 2]))
+  (Array([1, 2, 3], dtype=int32), Array([1, 2, 0], dtype=int32))
+  """
+  return sort((keys, values), dimension, is_stable, 1)
+
+
+def top_k(operand, k: int, *, axis: int = -1) -> tuple[Array, Array]:
+  """The k largest entries along axis, largest first (ties: the lower index first), and their int32 indices, as
+  jax.lax.top_k.
+
+  >>> lax.top_k(tnp.array([1.0, 4.0, 2.0, 4.0]), 2)
+  (Array([4., 4.], dtype=float32), Array([1, 3], dtype=int32))
+  """
+  fn = "top_k"
+  a = to_array(operand, fn=fn)
+  if a.ndim == 0: raise TypeError(f"{fn}: operand must have at least one axis, got a scalar")
+  ax = normalize_axis(axis, a.ndim, fn)
+  k = operator.index(k)
+  if not 0 <= k <= a.shape[ax]:
+    raise ValueError(f"{fn}: k must be in [0, {a.shape[ax]}] (the size of axis {ax} of shape {fmt(a.shape)}), got {k}")
+  perm = [i for i in range(a.ndim) if i != ax] + [ax]
+  inv = [perm.index(i) for i in range(len(perm))]
+  u = a.uop.permute(perm)
+  key = _order_key(u)
+  key = key.alu(Ops.XOR, fm.k(key, -1 if not key.dtype.is_unsigned else dtypes.max_value(key.dtype)))  # descending
+  vals, idx = _sorted([u, UOp.iota(u.shape, u.ndim - 1, _I32)], [key])
+  cut = lambda x: x.slice([(0, d, 1) for d in x.shape[:-1]] + [(0, k, 1)]).permute(inv)
+  return Array(cut(vals), a.weak_type), Array(cut(idx))
+
+
+def approx_max_k(operand, k: int, reduction_dimension: int = -1, recall_target: float = 0.95,
+                 reduction_input_size_override: int = -1, aggregate_to_topk: bool = True) -> tuple[Array, Array]:
+  """The k largest entries along reduction_dimension and their indices, as jax.lax.approx_max_k (exact here).
+
+  >>> lax.approx_max_k(tnp.array([1.0, 4.0, 2.0]), 1)
+  (Array([4.], dtype=float32), Array([1], dtype=int32))
+  """
+  return top_k(operand, k, axis=reduction_dimension)
+
+
+def approx_min_k(operand, k: int, reduction_dimension: int = -1, recall_target: float = 0.95,
+                 reduction_input_size_override: int = -1, aggregate_to_topk: bool = True) -> tuple[Array, Array]:
+  """The k smallest entries along reduction_dimension and their indices, as jax.lax.approx_min_k (exact here).
+
+  >>> lax.approx_min_k(tnp.array([1.0, 4.0, 2.0]), 2)
+  (Array([1., 2.], dtype=float32), Array([0, 2], dtype=int32))
+  """
+  fn = "approx_min_k"
+  a = to_array(operand, fn=fn)
+  ax = normalize_axis(reduction_dimension, a.ndim, fn)
+  vals, idx = sort((a, Array(UOp.iota(a.shape, ax, _I32))), ax, True, 1)
+  k = operator.index(k)
+  cut = lambda x: Array(x.uop.slice([(0, k if i == ax else d, 1) for i, d in enumerate(x.shape)]), x.weak_type)
+  return cut(vals), cut(idx)
