@@ -20,6 +20,7 @@ from . import lax
 from . import random
 from . import checkpoints, nn, optim, scipy  # noqa: E401
 from . import test_util
+from . import debug
 from .transforms import (checkpoint, custom_jvp, custom_vjp, grad, hessian, jacfwd, jacrev, jit, jvp, linearize, remat,
                          shard_map, value_and_grad, vjp, vmap)
 
@@ -33,4 +34,4 @@ __all__ = ["Array", "ShapeDtypeStruct", "TracedValueError", "checkpoint", "check
            "default_backend", "device_put", "devices", "distributed", "local_devices", "process_count", "process_index", "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit",
            "jvp", "lax", "linearize", "make_graph", "numpy", "nn", "optim", "random", "remat", "scipy", "shard_map",
            "sharding", "tree", "tree_util", "value_and_grad", "vjp", "vmap"]
-__all__ += ["NamedSharding", "make_jaxpr", "test_util", "device_count", "jacobian", "local_device_count", "make_mesh"]
+__all__ += ["NamedSharding", "debug", "make_jaxpr", "test_util", "device_count", "jacobian", "local_device_count", "make_mesh"]

@@ -43,7 +43,11 @@ def trace(f: Callable, args: Sequence, kwargs: dict | None = None, fn: str = "ma
   params = [UOp.param(a.shape, a.dtype) for a in avals]
   placeholders = [Array(p, a.weak_type) for p, a in zip(params, avals)]
   a2, k2 = tree_util.unflatten(in_tree, placeholders)
-  out = f(*a2, **k2)
+  _TAPS.append([])
+  try:
+    out = f(*a2, **k2)
+  finally:
+    taps = _TAPS.pop()
   out_leaves, out_tree = tree_util.flatten(out)
   outs = []
   for i, o in enumerate(out_leaves):
@@ -51,9 +55,52 @@ def trace(f: Callable, args: Sequence, kwargs: dict | None = None, fn: str = "ma
       raise TypeError(f"{fn}: output leaf {i} of {getattr(f, '__name__', 'the function')} is a {type(o).__name__}, "
                       f"not an array; return arrays or numbers (pytrees of them)")
     outs.append(to_array(o, fn=fn))
+  if taps and fn.startswith("jit("):   # the tapped values become outputs; unflattening the outputs runs the taps
+    out_tree = tree_util.structure(_Tapped(out, [arrays for _, arrays in taps], tuple(run for run, _ in taps)))
+    outs += [a for _, arrays in taps for a in arrays]
+  elif taps and fn in _TAPS_RUN_AT_ONCE and not any(isinstance(x, ShapeDtypeStruct) for x in leaves):
+    _run_now(Graph(tuple(params), tuple(a.uop for _, arrays in taps for a in arrays), None, None, (), ()), taps,
+             [to_array(x, fn=fn) for x in leaves])
   g = Graph(tuple(params), tuple(o.uop for o in outs), in_tree, out_tree,
             tuple(a.weak_type for a in avals), tuple(o.weak_type for o in outs))
   return g, out
+
+
+# ---- host callbacks (tracegrad.debug): recorded while tracing, run where the values are known ----
+
+_TAPS: list[list] = []   # per trace in progress, innermost last: (run, traced Arrays) that tap() recorded
+_TAPS_RUN_AT_ONCE = ("vjp", "jvp", "linearize")   # traces of concrete arguments, run once: their taps run at its end
+
+
+def tap(run: Callable, arrays: list[Array]) -> None:
+  """run(arrays) once the arrays' values are known: now when none is traced; else recorded in the innermost trace.
+  A trace under jit makes them extra outputs and runs them after each call of the compiled program, in the order
+  they were recorded; under grad, jvp and linearize they run once on the primal values; inside other traces of
+  abstract values (vmap, control flow bodies, make_jaxpr) they do not run."""
+  if not any(a.is_traced for a in arrays): run(arrays)
+  elif _TAPS: _TAPS[-1].append((run, list(arrays)))
+
+
+class _Tapped:
+  """A traced function's output with the values its taps read: its unflattening returns the output alone, running
+  the taps (or recording them in an enclosing trace) when it is given Arrays."""
+
+  def __init__(self, out, values: list, runs: tuple): self.out, self.values, self.runs = out, values, runs
+
+
+def _unflatten_tapped(runs: tuple, children):
+  out, values = children
+  for run, arrays in zip(runs, values):
+    if all(isinstance(a, Array) for a in arrays): tap(run, list(arrays))
+  return out
+
+
+tree_util.register_pytree_node(_Tapped, lambda t: ((t.out, t.values), t.runs), _unflatten_tapped)
+
+
+def _run_now(g: Graph, taps: list, args: list[Array]) -> None:
+  vals = iter(Array(u) for u in g(*[a.uop for a in args]))
+  for run, arrays in taps: tap(run, [next(vals) for _ in arrays])
 
 
 def _split_static(args: tuple, static_argnums: Sequence[int], fn: str):
