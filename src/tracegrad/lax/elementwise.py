@@ -29,7 +29,7 @@ __all__ = ["RoundingMethod", "abs", "acos", "asin", "atan", "atan2", "acosh", "a
 
 F32 = dtypes.float32
 _KINDS = {"float": ("floating", lambda d: d.is_float), "number": ("integer, floating", lambda d: not d.is_bool),
-          "int": ("integer", lambda d: d.is_int), "int_or_bool": ("bool, integer", lambda d: not d.is_float),
+          "int": ("integer", lambda d: d.is_int), "signed": ("floating, signedinteger", lambda d: d.kind in "fi"), "int_or_bool": ("bool, integer", lambda d: not d.is_float),
           "any": ("bool, integer, floating", lambda d: True)}
 
 
@@ -179,8 +179,7 @@ def abs(x) -> Array:  # noqa: A001
   >>> lax.abs(tnp.array([-2, 3]))
   Array([2, 3], dtype=int32)
   """
-  (u,), d, weak = operands("abs", x, kind="number")
-  if d.is_unsigned: return Array(u, weak)
+  (u,), d, weak = operands("abs", x, kind="signed")
   return Array(fm.fabs(u) if d.is_float else fm.sel(fm.lt(u, 0), -u, u), weak)
 
 
