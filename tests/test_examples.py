@@ -1,4 +1,5 @@
 """The examples in tiny configurations: they train, report, plot, log MLPerf events, checkpoint and resume."""
+import importlib.util
 import json
 import os
 import sys
@@ -93,3 +94,17 @@ def test_gpt_trains_on_stdlib_text_and_resumes(tmp_path, capsys):
   resumed = gpt.main(GPT_TINY + ["--epochs", "3", "--checkpoint-dir", ckpt, "--target-loss", "0.0"])
   assert [e["value"] for e in _events(capsys) if e["key"] == "resume"] == [2]
   assert resumed["epochs"] == 3 and resumed["steps"] == 5
+
+
+def test_a_jax_program_runs_with_its_imports_changed_and_matches_jax():
+  pytest.importorskip("sklearn")
+  import subprocess
+  script = os.path.join(ROOT, "jax_port.py")
+  run = lambda *extra: subprocess.run([sys.executable, script, "--epochs", "2", *extra], capture_output=True,
+                                      text=True, check=True).stdout
+  accuracies = lambda out: [float(w.rstrip(",")) for line in out.splitlines() for w in line.split()[-4::3]]
+  ours = accuracies(run())
+  assert len(ours) == 4 and ours[-1] > 0.8                  # train and test accuracy after each of two epochs
+  if importlib.util.find_spec("jax") is not None:
+    theirs = accuracies(run("--jax"))                        # the same program on JAX: same start, same batches
+    assert max(abs(a - b) for a, b in zip(ours, theirs)) <= 0.01, (ours, theirs)
