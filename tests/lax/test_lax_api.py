@@ -45,7 +45,8 @@ def test_dynamic_slice(start):
 
 
 def test_dynamic_slice_grad_and_vmap():
-  grads_match(lambda x, i: lax.dynamic_slice(x, (i, i), (2, 3)) ** 2, lambda x, i: jl.dynamic_slice(x, (i, i), (2, 3)) ** 2,
+  grads_match(lambda x, i: lax.dynamic_slice(x, (i, i), (2, 3)) ** 2,
+              lambda x, i: jl.dynamic_slice(x, (i, i), (2, 3)) ** 2,
               X, 1)
   upd = np.full((1, 2), 2.0, np.float32)
   same(tg.grad(lambda u: (lax.dynamic_update_slice(X, u, (tnp.int32(1), 2)) ** 2).sum())(upd),
@@ -53,7 +54,8 @@ def test_dynamic_slice_grad_and_vmap():
   same(tg.grad(lambda x: (lax.dynamic_update_slice(x, upd, (tnp.int32(1), 2)) ** 2).sum())(X),
        jax.grad(lambda x: (jl.dynamic_update_slice(x, upd, (1, 2)) ** 2).sum())(X))
   idx = np.array([0, 3, 4], np.int32)
-  same(tg.vmap(lambda i: lax.dynamic_slice_in_dim(X, i, 2, 1))(idx), jax.vmap(lambda i: jl.dynamic_slice_in_dim(X, i, 2, 1))(idx))
+  same(tg.vmap(lambda i: lax.dynamic_slice_in_dim(X, i, 2, 1))(idx),
+       jax.vmap(lambda i: jl.dynamic_slice_in_dim(X, i, 2, 1))(idx))
 
 
 def test_in_dim_forms():
@@ -212,7 +214,8 @@ def test_shapes():
   same(lax.tile(X, (2, 1)), jl.tile(X, (2, 1)))
   same(lax.rev(X, (0, 1)), jl.rev(X, (0, 1)))
   assert lax.dtype(1.0) == jl.dtype(1.0) and lax.broadcast_shapes((2, 1), (3,)) == jl.broadcast_shapes((2, 1), (3,))
-  grads_match(lambda x: lax.tile(lax.rev(x, (1,)), (2, 1)) * XP.sum(), lambda x: jl.tile(jl.rev(x, (1,)), (2, 1)) * XP.sum(), X)
+  grads_match(lambda x: lax.tile(lax.rev(x, (1,)), (2, 1)) * XP.sum(),
+              lambda x: jl.tile(jl.rev(x, (1,)), (2, 1)) * XP.sum(), X)
   with pytest.raises(TypeError, match="concatenate.*dtype"):
     lax.concatenate([X, I], 0)
 
@@ -243,7 +246,8 @@ def test_reduce_argmax_associative_scan():
   same(lax.argmin(X, 0, np.int32), jl.argmin(X, 0, np.int32))
   same(lax.reduce(X, 0.0, lax.add, (1,)), jl.reduce(X, 0.0, jl.add, (1,)))
   same(lax.reduce(X, -np.inf, lax.max, (0,)), jl.reduce(X, -np.inf, jl.max, (0,)))
-  same(lax.reduce(X, np.float32(0), lambda a, b: a + b * b, (1,)), jl.reduce(X, np.float32(0), lambda a, b: a + b * b, (1,)))
+  sq = lambda a, b: a + b * b
+  same(lax.reduce(X, np.float32(0), sq, (1,)), jl.reduce(X, np.float32(0), sq, (1,)))
   same(lax.associative_scan(lax.add, X, axis=1, reverse=True), jl.associative_scan(jl.add, X, axis=1, reverse=True))
   pair = lambda a, b: (a[0] * b[0], a[1] * b[0] + b[1])
   same(lax.associative_scan(pair, (XP, X)), jl.associative_scan(pair, (XP, X)))
@@ -268,7 +272,8 @@ def test_sort_top_k():
 # ---- convolutions ----
 def test_conv_helpers():
   dn = ("NHWC", "HWIO", "NHWC")
-  assert lax.conv_dimension_numbers((1, 5, 5, 3), (3, 3, 3, 8), dn) == jl.conv_dimension_numbers((1, 5, 5, 3), (3, 3, 3, 8), dn)
+  assert lax.conv_dimension_numbers((1, 5, 5, 3), (3, 3, 3, 8), dn) == \
+      jl.conv_dimension_numbers((1, 5, 5, 3), (3, 3, 3, 8), dn)
   assert lax.conv_general_permutations(dn) == jl.conv_general_permutations(dn)
   for pad in ["SAME", "VALID", [(1, 2), (0, 1)]]:
     assert lax.conv_general_shape_tuple((1, 8, 9, 3), (3, 2, 3, 4), (2, 1), pad, dn) == \
@@ -278,7 +283,8 @@ def test_conv_helpers():
   for pad in ["SAME", "VALID"]:
     assert lax.conv_transpose_shape_tuple((1, 4, 5, 3), (3, 2, 3, 8), (2, 1), pad, dn) == \
         tuple(int(n) for n in jl.conv_transpose_shape_tuple((1, 4, 5, 3), (3, 2, 3, 8), (2, 1), pad, dn))
-  assert lax.padtype_to_pads((5, 6), (2, 3), (2, 1), "SAME_LOWER") == jl.padtype_to_pads((5, 6), (2, 3), (2, 1), "SAME_LOWER")
+  assert lax.padtype_to_pads((5, 6), (2, 3), (2, 1), "SAME_LOWER") == \
+      jl.padtype_to_pads((5, 6), (2, 3), (2, 1), "SAME_LOWER")
   assert lax.reduce_window_shape_tuple((5, 6), (2, 3), (2, 1), ((1, 0), (0, 2)), (2, 1), (1, 2)) == \
       tuple(int(n) for n in jl.reduce_window_shape_tuple((5, 6), (2, 3), (2, 1), ((1, 0), (0, 2)), (2, 1), (1, 2)))
 
@@ -288,7 +294,8 @@ def test_conv_variants():
   w = rng.standard_normal((3, 2, 3, 4)).astype(np.float32)
   for pad, tk in [("SAME", False), ("VALID", True), ([(1, 0), (2, 1)], False)]:
     ww = w if not tk else rng.standard_normal((3, 2, 4, 3)).astype(np.float32)
-    same(lax.conv_transpose(x, ww, (2, 1), pad, transpose_kernel=tk), jl.conv_transpose(x, ww, (2, 1), pad, transpose_kernel=tk),
+    same(lax.conv_transpose(x, ww, (2, 1), pad, transpose_kernel=tk),
+         jl.conv_transpose(x, ww, (2, 1), pad, transpose_kernel=tk),
          1e-4, 1e-4)
   dn = ("NWHC", "WHIO", "NCHW")
   wt = w.transpose(1, 0, 2, 3)
@@ -310,7 +317,8 @@ def test_conv_variants():
 # ---- the rest ----
 def test_misc():
   same(lax.map(lambda r: r * 2, X), jl.map(lambda r: r * 2, X))
-  same(tg.vmap(lambda x: x * lax.axis_size("i"), axis_name="i")(X), jax.vmap(lambda x: x * jl.axis_size("i"), axis_name="i")(X))
+  same(tg.vmap(lambda x: x * lax.axis_size("i"), axis_name="i")(X),
+       jax.vmap(lambda x: x * jl.axis_size("i"), axis_name="i")(X))
   for e, m in [(8, 7), (5, 10), (8, 23), (4, 3)]:
     same(lax.reduce_precision(X * 1000, e, m), jl.reduce_precision(X * 1000, e, m))
   assert lax.platform_dependent(2.0, cpu=lambda v: v + 1, default=lambda v: v) == 3.0

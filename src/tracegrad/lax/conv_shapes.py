@@ -159,7 +159,8 @@ def conv_transpose_shape_tuple(lhs_shape, rhs_shape, window_strides, padding, di
   """
   lp, rp, op = conv_general_permutations(dimension_numbers)
   lhs, rhs = np.take(lhs_shape, lp).tolist(), np.take(rhs_shape, rp).tolist()
-  if isinstance(padding, str): padding = [conv_transpose_padding(k, s, padding) for k, s in zip(rhs[2:], window_strides)]
+  if isinstance(padding, str):
+    padding = [conv_transpose_padding(k, s, padding) for k, s in zip(rhs[2:], window_strides)]
   space = [(i - 1) * s - k + 2 + sum(p) for i, k, s, p in zip(lhs[2:], rhs[2:], window_strides, padding)]
   out = (lhs[0], rhs[0], *space)
   return tuple(int(n) for n in np.take(out, np.argsort(op)))

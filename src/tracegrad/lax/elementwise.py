@@ -29,7 +29,8 @@ __all__ = ["RoundingMethod", "abs", "acos", "asin", "atan", "atan2", "acosh", "a
 
 F32 = dtypes.float32
 _KINDS = {"float": ("floating", lambda d: d.is_float), "number": ("integer, floating", lambda d: not d.is_bool),
-          "int": ("integer", lambda d: d.is_int), "signed": ("floating, signedinteger", lambda d: d.kind in "fi"), "int_or_bool": ("bool, integer", lambda d: not d.is_float),
+          "int": ("integer", lambda d: d.is_int), "signed": ("floating, signedinteger", lambda d: d.kind in "fi"),
+          "int_or_bool": ("bool, integer", lambda d: not d.is_float),
           "any": ("bool, integer, floating", lambda d: True)}
 
 
@@ -50,7 +51,8 @@ def operands(fn: str, *xs, kind: str = "any") -> tuple[list[UOp], dtypes.DType, 
                     f"(convert with lax.convert_element_type)")
   shapes = {a.shape for a in arrs if a.shape != ()}
   if len(shapes) > 1:
-    raise TypeError(f"lax.{fn} requires arguments of one shape (or scalars), got {', '.join(fmt(a.shape) for a in arrs)}")
+    got = ", ".join(fmt(a.shape) for a in arrs)
+    raise TypeError(f"lax.{fn} requires arguments of one shape (or scalars), got {got}")
   shape = shapes.pop() if shapes else ()
   check_kind(fn, ref.dtype, kind)
   return [a.uop.broadcast(shape) for a in arrs], ref.dtype, all(a.weak_type for a in arrs)
@@ -350,7 +352,8 @@ def _shift(fn: str, x, y, logical: bool, left: bool) -> Array:
   u = a.bitcast(fm.uint(d)) if logical and not d.is_unsigned else a
   s = b.bitcast(u.dtype) if b.dtype is not u.dtype else b
   bits = d.bits
-  out_of_range = s.bitcast(fm.uint(d)).alu(Ops.CMPLT, fm.k(s, bits, fm.uint(d))).alu(Ops.XOR, fm.k(s, True, dtypes.bool_))
+  in_range = s.bitcast(fm.uint(d)).alu(Ops.CMPLT, fm.k(s, bits, fm.uint(d)))
+  out_of_range = in_range.alu(Ops.XOR, fm.k(s, True, dtypes.bool_))
   safe = fm.sel(out_of_range, 0, s)
   r = u.alu(Ops.SHL if left else Ops.SHR, safe)
   if logical or left: full = fm.k(u, 0)

@@ -146,9 +146,11 @@ def gather(operand, start_indices, dimension_numbers: GatherDimensionNumbers, sl
 
 
 def _fill(x: Array, fill_value, fn: str) -> Array:
-  if fill_value is not None: return _like(fill_value, x, fn) if _weak_scalar(fill_value) else to_array(fill_value, x.dtype)
+  if fill_value is not None:
+    return _like(fill_value, x, fn) if _weak_scalar(fill_value) else to_array(fill_value, x.dtype)
   d = x.dtype
-  v = True if d.is_bool else float("nan") if d.is_float else dtypes.min_value(d) if not d.is_unsigned else dtypes.max_value(d)
+  if d.is_bool or d.is_float: v = True if d.is_bool else float("nan")
+  else: v = dtypes.max_value(d) if d.is_unsigned else dtypes.min_value(d)
   return Array(UOp.const(d, v))
 
 

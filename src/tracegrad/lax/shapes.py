@@ -221,8 +221,9 @@ def unstack(x, axis: int = 0) -> tuple[Array, ...]:
   a = to_array(x, fn="unstack")
   ax = normalize_axis(axis, a.ndim, "unstack")
   rest = a.shape[:ax] + a.shape[ax + 1:]
-  return tuple(reshape(slice(a, [i if j == ax else 0 for j in range(a.ndim)],
-                             [i + 1 if j == ax else n for j, n in enumerate(a.shape)]), rest) for i in range(a.shape[ax]))
+  cut = lambda i: slice(a, [i if j == ax else 0 for j in range(a.ndim)],
+                        [i + 1 if j == ax else n for j, n in enumerate(a.shape)])
+  return tuple(reshape(cut(i), rest) for i in range(a.shape[ax]))
 
 
 def split(operand, sizes: Sequence[int], axis: int = 0) -> list[Array]:

@@ -34,7 +34,8 @@ def _start_list(start_indices, ndim: int, fn: str) -> list:
   """start_indices (a sequence of scalars or a 1-d integer array) as one entry per axis."""
   if isinstance(start_indices, (Array, np.ndarray)):
     a = to_array(start_indices, fn=fn)
-    if a.ndim != 1: raise TypeError(f"{fn}: start_indices must be a sequence of scalars or a 1-d array, got {a.aval_str()}")
+    if a.ndim != 1:
+      raise TypeError(f"{fn}: start_indices must be a sequence of scalars or a 1-d array, got {a.aval_str()}")
     starts = [Array(a.uop.slice([(i, i + 1, 1)]).reshape(())) for i in range(a.shape[0])]
   else:
     starts = list(start_indices)
@@ -223,7 +224,8 @@ def index_take(src, idxs: Sequence, axes: Sequence[int]) -> Array:
   a = to_array(src, fn=fn)
   axes = [normalize_axis(ax, a.ndim, fn, "axes") for ax in _ints(axes, fn, "axes")]
   idx = [to_array(i, fn=fn) for i in idxs]
-  if len(idx) != len(axes): raise ValueError(f"{fn}: idxs and axes must have one length, got {len(idx)} and {len(axes)}")
+  if len(idx) != len(axes):
+    raise ValueError(f"{fn}: idxs and axes must have one length, got {len(idx)} and {len(axes)}")
   if any(not i.dtype.is_int for i in idx): raise TypeError(f"{fn}: idxs must be integer arrays")
   shape = np.broadcast_shapes(*(i.shape for i in idx)) if idx else ()
   rest = [ax for ax in range(a.ndim) if ax not in axes]
