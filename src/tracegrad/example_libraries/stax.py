@@ -1,6 +1,6 @@
 """Neural network layers as jax.example_libraries.stax: a layer is a pair (init_fun, apply_fun) with
 init_fun(rng, input_shape) -> (output_shape, params) and apply_fun(params, inputs, **kwargs) -> outputs. A batch
-size of -1 in input_shape stays -1 in output_shape.
+size of -1 in input_shape stays -1 in output_shape, except through a pooling layer, which makes it 0 (as JAX's).
 
 >>> init_fun, apply_fun = serial(Dense(4), Relu, Dense(2), LogSoftmax)
 >>> out_shape, params = init_fun(tracegrad.random.key(0), (-1, 3))
@@ -77,8 +77,8 @@ def _window_out(n: int, k: int, s: int, pad) -> int:
 
 def _pads(padding, n: int, fn: str) -> list:
   if isinstance(padding, str):
-    if padding not in ("SAME", "VALID"): raise ValueError(f"{fn}: padding must be 'SAME', 'VALID' or (low, high) pairs, "
-                                                          f"got {padding!r}")
+    if padding not in ("SAME", "VALID"):
+      raise ValueError(f"{fn}: padding must be 'SAME', 'VALID' or (low, high) pairs, got {padding!r}")
     return [padding] * n
   pads = [tuple(p) for p in padding]
   if len(pads) != n or any(len(p) != 2 for p in pads):
@@ -238,7 +238,7 @@ def _pooling(name: str, computation, init_value, average: bool = False):
       if len(input_shape) != len(window):
         raise ValueError(f"{name}: input_shape {tuple(input_shape)} needs {len(window)} dimensions for a window of "
                          f"{window_shape}")
-      return tuple(_window_out(n, k, s, p) for n, k, s, p in zip(input_shape, window, steps, pads)), ()
+      return tuple(max(0, _window_out(n, k, s, p)) for n, k, s, p in zip(input_shape, window, steps, pads)), ()
 
     def apply_fun(params, inputs, **kwargs):
       out = lax.reduce_window(inputs, init_value, computation, window, steps, padding)

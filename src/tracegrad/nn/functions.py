@@ -76,7 +76,7 @@ def _gelu_erf(x):
 def elu(x, alpha=1.0) -> Array:
   """x for x > 0, else alpha * (exp(x) - 1)."""
   x = tnp.asarray(x)
-  return tnp.where(x > 0, x, alpha * tnp.expm1(tnp.minimum(x, 0)))
+  return tnp.where(x > 0, x, alpha * tnp.expm1(tnp.where(x > 0, 0, x)))
 
 
 def selu(x) -> Array:

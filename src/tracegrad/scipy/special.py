@@ -145,7 +145,8 @@ def _erfc_pos(a: Array) -> Array:
   if a.dtype is dtypes.float64:
     near = tnp.minimum(a, 2.0)
     far = tnp.maximum(a, 2.0)
-    return tnp.where(a < 2.0, 1.0 - _erf64(near), tnp.exp(-(far * far)) / (math.sqrt(math.pi) * _erfc_fraction(far, 50)))
+    far_r = tnp.exp(-(far * far)) / (math.sqrt(math.pi) * _erfc_fraction(far, 50))
+    return tnp.where(a < 2.0, 1.0 - _erf64(near), far_r)
   near, mid, far = tnp.minimum(a, 1.0), tnp.clip(a, 1.0, 4.0), tnp.maximum(a, 4.0)
   mid_r = tnp.exp(-(mid * mid)) * (_horner(_NUM, mid) / _horner(_DEN, mid))
   far_r = tnp.exp(-(far * far)) / (math.sqrt(math.pi) * _erfc_fraction(far, 20))

@@ -7,5 +7,5 @@ Array([0.3989], dtype=float32)
 from . import (bernoulli, beta, cauchy, chi2, expon, gamma, geom, laplace, logistic, multivariate_normal,  # noqa: F401
                norm, poisson, t, truncnorm, uniform)
 
-__all__ = ["bernoulli", "beta", "cauchy", "chi2", "expon", "gamma", "geom", "laplace", "logistic", "multivariate_normal",
-           "norm", "poisson", "t", "truncnorm", "uniform"]
+__all__ = ["bernoulli", "beta", "cauchy", "chi2", "expon", "gamma", "geom", "laplace", "logistic",
+           "multivariate_normal", "norm", "poisson", "t", "truncnorm", "uniform"]
