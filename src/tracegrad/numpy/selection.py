@@ -11,6 +11,7 @@ from .reductions import any as _any
 from .shape import broadcast_arrays, expand_dims, moveaxis, ravel, tile
 from .sorting import argsort, nonzero
 from .elementwise import clip, remainder
+from .index_tricks import unravel_index
 
 __all__ = ["select", "piecewise", "choose", "compress", "extract", "place", "put"]
 
@@ -163,4 +164,4 @@ def put(a, ind, v, mode: str | None = None, *, inplace: bool = True) -> Array:
   elif mode == "wrap": i, smode = remainder(i, x.size), "promise_in_bounds"
   elif mode == "raise": raise NotImplementedError("put: the 'raise' mode is not supported")
   else: raise ValueError(f"put: mode should be one of 'wrap' or 'clip'; got mode={mode!r}")
-  return ravel(x).at[i].set(vals, mode=smode).reshape(x.shape)
+  return x.at[unravel_index(i, x.shape)].set(vals, mode=smode)
