@@ -22,15 +22,6 @@ from .selection import *  # noqa: F401,F403
 from .index_tricks import *  # noqa: F401,F403
 from .sets import *  # noqa: F401,F403
 from .info import *  # noqa: F401,F403
-from .comparison import *  # noqa: F401,F403
-from .selection import *  # noqa: F401,F403
-from .index_tricks import *  # noqa: F401,F403
-from .sets import *  # noqa: F401,F403
-from .statistics import *  # noqa: F401,F403
-from .comparison import *  # noqa: F401,F403
-from .selection import *  # noqa: F401,F403
-from .index_tricks import *  # noqa: F401,F403
-from .sets import *  # noqa: F401,F403
 from .statistics import *  # noqa: F401,F403
 from .misc import *  # noqa: F401,F403
 from .window_functions import *  # noqa: F401,F403
