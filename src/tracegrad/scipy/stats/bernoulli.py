@@ -1,6 +1,6 @@
 """The Bernoulli distribution, as jax.scipy.stats.bernoulli.
 
->>> bernoulli.pmf(tnp.asarray([0, 1]), 0.25)
+>>> tracegrad.scipy.stats.bernoulli.pmf(tnp.asarray([0, 1]), 0.25)
 Array([0.75, 0.25], dtype=float32)
 """
 from __future__ import annotations

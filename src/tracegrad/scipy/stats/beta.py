@@ -1,6 +1,6 @@
 """The beta distribution, as jax.scipy.stats.beta.
 
->>> beta.cdf(tnp.asarray([0.5]), 2.0, 3.0).round(4)
+>>> tracegrad.scipy.stats.beta.cdf(tnp.asarray([0.5]), 2.0, 3.0).round(4)
 Array([0.6875], dtype=float32)
 """
 from __future__ import annotations

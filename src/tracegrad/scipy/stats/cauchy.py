@@ -1,6 +1,6 @@
 """The Cauchy distribution, as jax.scipy.stats.cauchy.
 
->>> cauchy.cdf(tnp.asarray([1.0])).round(4)
+>>> tracegrad.scipy.stats.cauchy.cdf(tnp.asarray([1.0])).round(4)
 Array([0.75], dtype=float32)
 """
 from __future__ import annotations

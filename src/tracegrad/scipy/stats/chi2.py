@@ -1,6 +1,6 @@
 """The chi-squared distribution with df degrees of freedom, as jax.scipy.stats.chi2.
 
->>> chi2.cdf(tnp.asarray([2.0]), 2.0).round(4)
+>>> tracegrad.scipy.stats.chi2.cdf(tnp.asarray([2.0]), 2.0).round(4)
 Array([0.6321], dtype=float32)
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The exponential distribution, as jax.scipy.stats.expon.
 
->>> expon.cdf(tnp.asarray([-1.0, 1.0])).round(4)
+>>> tracegrad.scipy.stats.expon.cdf(tnp.asarray([-1.0, 1.0])).round(4)
 Array([0.    , 0.6321], dtype=float32)
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The gamma distribution of shape a, as jax.scipy.stats.gamma.
 
->>> gamma.cdf(tnp.asarray([1.0]), 1.0).round(4)
+>>> tracegrad.scipy.stats.gamma.cdf(tnp.asarray([1.0]), 1.0).round(4)
 Array([0.6321], dtype=float32)
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The geometric distribution on 1, 2, ..., as jax.scipy.stats.geom.
 
->>> geom.pmf(tnp.asarray([1, 2]), 0.5)
+>>> tracegrad.scipy.stats.geom.pmf(tnp.asarray([1, 2]), 0.5)
 Array([0.5 , 0.25], dtype=float32)
 """
 from __future__ import annotations

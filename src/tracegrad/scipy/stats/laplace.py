@@ -1,6 +1,6 @@
 """The Laplace distribution, as jax.scipy.stats.laplace.
 
->>> laplace.cdf(tnp.asarray([0.0])).round(4)
+>>> tracegrad.scipy.stats.laplace.cdf(tnp.asarray([0.0])).round(4)
 Array([0.5], dtype=float32)
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The logistic distribution, as jax.scipy.stats.logistic.
 
->>> logistic.cdf(tnp.asarray([0.0])).round(4)
+>>> tracegrad.scipy.stats.logistic.cdf(tnp.asarray([0.0])).round(4)
 Array([0.5], dtype=float32)
 """
 from __future__ import annotations

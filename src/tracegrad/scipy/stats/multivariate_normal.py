@@ -1,6 +1,6 @@
 """The multivariate normal distribution, as jax.scipy.stats.multivariate_normal.
 
->>> multivariate_normal.pdf(tnp.zeros(2), tnp.zeros(2), tnp.eye(2)).round(4)
+>>> tracegrad.scipy.stats.multivariate_normal.pdf(tnp.zeros(2), tnp.zeros(2), tnp.eye(2)).round(4)
 Array(0.1592, dtype=float32)
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The normal distribution, as jax.scipy.stats.norm.
 
->>> norm.cdf(tnp.asarray([0.0, 1.0]), loc=1.0).round(4)
+>>> tracegrad.scipy.stats.norm.cdf(tnp.asarray([0.0, 1.0]), loc=1.0).round(4)
 Array([0.1587, 0.5   ], dtype=float32)
 """
 from __future__ import annotations

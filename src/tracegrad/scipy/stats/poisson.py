@@ -1,6 +1,6 @@
 """The Poisson distribution of mean mu, as jax.scipy.stats.poisson.
 
->>> poisson.pmf(tnp.asarray([0, 1]), 1.0).round(4)
+>>> tracegrad.scipy.stats.poisson.pmf(tnp.asarray([0, 1]), 1.0).round(4)
 Array([0.3679, 0.3679], dtype=float32)
 """
 from __future__ import annotations

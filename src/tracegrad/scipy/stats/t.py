@@ -1,6 +1,6 @@
 """Student's t distribution, as jax.scipy.stats.t.
 
->>> t.pdf(tnp.asarray([0.0]), 1.0).round(4)
+>>> tracegrad.scipy.stats.t.pdf(tnp.asarray([0.0]), 1.0).round(4)
 Array([0.3183], dtype=float32)
 """
 from __future__ import annotations

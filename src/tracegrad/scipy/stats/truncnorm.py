@@ -1,6 +1,6 @@
 """The normal distribution truncated to [a, b] (in standard units), as jax.scipy.stats.truncnorm.
 
->>> truncnorm.cdf(tnp.asarray([0.0]), -1.0, 1.0).round(4)
+>>> tracegrad.scipy.stats.truncnorm.cdf(tnp.asarray([0.0]), -1.0, 1.0).round(4)
 Array([0.5], dtype=float32)
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The uniform distribution on [loc, loc + scale], as jax.scipy.stats.uniform.
 
->>> uniform.pdf(tnp.asarray([-1.0, 0.5])).round(4)
+>>> tracegrad.scipy.stats.uniform.pdf(tnp.asarray([-1.0, 0.5])).round(4)
 Array([0., 1.], dtype=float32)
 """
 from __future__ import annotations
