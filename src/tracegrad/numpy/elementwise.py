@@ -19,6 +19,11 @@ from .. import tree as tree_util
 from ..array import Array
 from ..ir import Graph, Ops, UOp, composite, dtypes
 from ..ir.dtypes import DType
+from ..lax.float_math import (add as _add, c as _c, copysign as _copysign, div as _div, eq as _eq, exp as _exp,
+                               exp2 as _exp2, expm1 as _expm1, fabs as _fabs, floor as _floor, gt as _gt,
+                               isnan as _isnan, k as _k, log as _log, log1p as _log1p, log2 as _log2, lt as _lt,
+                               mul as _mul, ne as _ne, round_even as _round_even, sel as _sel, signbit as _signbit,
+                               sint as _sint, sqrt as _sqrt, sub as _sub, uint as _uint)
 from .core import asarray_, broadcast_uops, promote
 
 __all__ = [
@@ -57,76 +62,10 @@ def _named(f, fn: str, doc: str):
   f.__doc__ = doc
   return f
 
-def _k(u: UOp, v, dtype: DType | None = None) -> UOp: return UOp.const(dtype or u.dtype, v, u.shape)
-def _c(u: UOp, v) -> UOp: return v if isinstance(v, UOp) else _k(u, v)
-def _add(a, b): return a.alu(Ops.ADD, _c(a, b))
-def _sub(a, b): return a.alu(Ops.SUB, _c(a, b))
-def _mul(a, b): return a.alu(Ops.MUL, _c(a, b))
-def _div(a, b): return a.alu(Ops.DIV, _c(a, b))
-def _lt(a, b): return a.alu(Ops.CMPLT, _c(a, b))
-def _gt(a, b): return _c(a, b).alu(Ops.CMPLT, a)
-def _eq(a, b): return a.alu(Ops.CMPEQ, _c(a, b))
-def _ne(a, b): return a.alu(Ops.CMPNE, _c(a, b))
 def _and(a, b): return a.alu(Ops.AND, b)
 def _or(a, b): return a.alu(Ops.OR, b)
 def _not(c): return c.alu(Ops.XOR, _k(c, True))
-def _sel(c, a, b):
-  ref = a if isinstance(a, UOp) else b  # at most one of a and b is a Python number
-  return c.where(_c(ref, a), _c(ref, b))
-def _isnan(u): return _ne(u, u)
-def _exp2(u): return u.alu(Ops.EXP2)
-def _log2(u): return u.alu(Ops.LOG2)
-def _sqrt(u): return u.alu(Ops.SQRT)
-def _floor(u): return u.alu(Ops.FLOOR)
 def _atan2(y, x): return y.alu(Ops.ATAN2, _c(y, x))
-
-
-def _uint(d: DType) -> DType: return {2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}[d.itemsize]
-def _sint(d: DType) -> DType: return {2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}[d.itemsize]
-
-
-def _signbit(u: UOp) -> UOp: return _lt(u.bitcast(_sint(u.dtype)), 0)
-
-
-def _fabs(u: UOp) -> UOp:
-  """|u| for floats, differentiable (derivative +1 at 0, as JAX); adding +0.0 turns -0.0 into +0.0."""
-  return _add(_sel(_lt(u, 0.0), -u, u), 0.0)
-
-
-def _copysign(a: UOp, b: UOp) -> UOp:
-  mag = _fabs(a)
-  return _sel(_signbit(b), -mag, mag)
-
-
-def _exp(u): return _exp2(_mul(u, LOG2E))
-def _log(u): return _mul(_log2(u), LN2)
-
-
-def _expm1(x):
-  # Kahan: with u = exp(x) rounded, (u - 1) * x / log(u) cancels the rounding error of u
-  u = _exp(x)
-  um1 = _sub(u, 1.0)
-  r = _mul(um1, _div(x, _log(u)))
-  r = _sel(_eq(um1, -1.0), -1.0, r)
-  r = _sel(_eq(u, INF), u, r)
-  return _sel(_eq(u, 1.0), x, r)
-
-
-def _log1p(x):
-  # Kahan: log(u) * x / (u - 1) with u = 1 + x rounded
-  u = _add(x, 1.0)
-  r = _mul(_log(u), _div(x, _sub(u, 1.0)))
-  r = _sel(_eq(u, INF), u, r)
-  return _sel(_eq(u, 1.0), x, r)
-
-
-def _round_even(u: UOp) -> UOp:
-  """Round half to even, exactly: r = floor(u) and u - r are exact in binary floating point."""
-  r = _floor(u)
-  d = _sub(u, r)
-  odd = _ne(_sub(r, _mul(_floor(_mul(r, 0.5)), 2.0)), 0.0)
-  up = _or(_gt(d, 0.5), _and(_eq(d, 0.5), odd))
-  return _copysign(_sel(up, _add(r, 1.0), r), u)  # rounding keeps the sign, also of zeros (-0.4 -> -0.0)
 
 
 # ---------------------------------------------------------------------------------------------------------------
