@@ -34,6 +34,7 @@ def test_dtype_equality_as_jax():
   assert (tnp.float32 == tnp.float64) == (jnp.dtype(jnp.float32) == jnp.float64) is False
   assert (tnp.int32 == "int32") == (jnp.dtype(jnp.int32) == "int32") is True
   assert tnp.float32 != tnp.int32 and tnp.bool != np.int8 and tnp.float32 != 3 and tnp.float32 != None  # noqa: E711
+  assert tnp.float32 != "no dtype: at all" and tnp.float32 not in ["a, b", "float64"]
   assert {np.dtype("float32"): 1}[tnp.float32] == 1
   assert tnp.bool(1).dtype is tnp.bool
 
@@ -257,3 +258,8 @@ def test_linalg_trace_dtype_as_jax(dtype, want32, want64):
     got = tnp.linalg.trace(x)
     assert got.dtype == want64
     assert_close(got, np.full(2, 3, np_dtype(want64)))
+
+
+@pytest.mark.parametrize("n,m,k", [(2, 3, 2 ** 31), (0, None, 2 ** 31), (3, 2, -2 ** 40), (3, 4, 4), (3, 4, -3)])
+def test_eye_with_a_diagonal_outside_the_matrix(n, m, k):
+  assert_close(tnp.eye(n, m, k=k), np.eye(n, m, k=k, dtype=np.float32))

@@ -36,7 +36,7 @@ class DType:
     if isinstance(other, str) or (isinstance(other, type) and issubclass(other, np.generic)):
       try:
         return self.np == np.dtype(other)
-      except TypeError:
+      except (TypeError, ValueError):   # not a dtype's name
         return False
     return NotImplemented
 

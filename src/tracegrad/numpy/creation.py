@@ -198,6 +198,7 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype=None, *, device=None) ->
          [0., 1.]], dtype=float32)
   """
   N, M, d = _square(N, M, dtype, "eye")
+  k = max(-N, min(operator.index(k), M))   # a diagonal outside the matrix leaves it zero, at any distance
   i, j = UOp.iota((N, M), 0, dtypes.int32), UOp.iota((N, M), 1, dtypes.int32)
   return _on(Array((i + UOp.const(dtypes.int32, k, (N, M))).alu(Ops.CMPEQ, j).cast(d)), device)
 
