@@ -47,7 +47,9 @@ class _Info:
   def __init__(self, info, dtype: DType):
     self._info, self.dtype = info, dtype
 
-  def __getattr__(self, name): return getattr(self._info, name)
+  def __getattr__(self, name):
+    if name.startswith("__"): raise AttributeError(name)   # copy and pickle look before __init__ has run
+    return getattr(self._info, name)
   def __repr__(self) -> str: return repr(self._info).replace(f"dtype={self._info.dtype}", f"dtype={self.dtype}")
 
 
