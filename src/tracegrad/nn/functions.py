@@ -12,20 +12,36 @@ from .. import numpy as tnp
 from ..array import Array
 from ..scipy.special import logsumexp
 from ..trace import composite
+from ..transforms import custom_jvp
 
 __all__ = ["relu", "relu6", "sigmoid", "softplus", "log_sigmoid", "silu", "swish", "gelu", "elu", "selu", "leaky_relu",
-           "hard_tanh", "softmax", "log_softmax", "logsumexp", "standardize", "one_hot", "dot_product_attention"]
+           "hard_tanh", "softmax", "log_softmax", "logsumexp", "standardize", "one_hot", "dot_product_attention",
+           "celu", "glu", "hard_sigmoid", "hard_silu", "hard_swish", "identity", "log1mexp", "logmeanexp", "mish",
+           "soft_sign", "sparse_plus", "sparse_sigmoid", "squareplus", "tanh"]
 
 
 def relu(x) -> Array:
-  """max(x, 0)."""
-  x = tnp.asarray(x)
-  return tnp.maximum(x, 0)
+  """max(x, 0); its derivative is 0 at 0, as jax.nn.relu's."""
+  return _relu(tnp.asarray(x))
+
+
+@custom_jvp
+def _relu(x): return tnp.maximum(x, 0)
+
+
+_relu.defjvps(lambda g, ans, x: tnp.where(x > 0, g, tnp.zeros_like(g)))
 
 
 def relu6(x) -> Array:
-  """min(max(x, 0), 6)."""
-  return tnp.minimum(relu(x), 6)
+  """min(max(x, 0), 6); its derivative is 0 at 0 and 6, as jax.nn.relu6's."""
+  return _relu6(tnp.asarray(x))
+
+
+@custom_jvp
+def _relu6(x): return tnp.minimum(tnp.maximum(x, 0), 6)
+
+
+_relu6.defjvps(lambda g, ans, x: tnp.where((x > 0) & (x < 6), g, tnp.zeros_like(g)))
 
 
 def sigmoid(x) -> Array:
@@ -180,3 +196,140 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale: flo
     allowed = causal if allowed is None else allowed & causal
   if allowed is not None: logits = tnp.where(allowed, logits, tnp.finfo(logits.dtype).min)
   return tnp.einsum("...nts,...snh->...tnh", softmax(logits, axis=-1), v)
+
+
+def celu(x, alpha=1.0) -> Array:
+  """max(x, 0) + alpha * expm1(min(x, 0) / alpha), as jax.nn.celu.
+
+  >>> tracegrad.nn.celu(tnp.asarray([-1.0, 2.0])).round(4)
+  Array([-0.6321,  2.    ], dtype=float32)
+  """
+  x = tnp.asarray(x)
+  return tnp.maximum(x, 0.0) + alpha * tnp.expm1(tnp.minimum(x, 0.0) / alpha)
+
+
+def glu(x, axis: int = -1) -> Array:
+  """a * sigmoid(b), a and b the two halves of x along axis, as jax.nn.glu.
+
+  >>> tracegrad.nn.glu(tnp.asarray([2.0, 0.0]))
+  Array([1.], dtype=float32)
+  """
+  x = tnp.asarray(x)
+  size = x.shape[axis]
+  if size % 2:
+    raise AssertionError(f"glu: the size of axis {axis} of x must be divisible by 2, got shape {x.shape}")
+  a, b = tnp.split(x, 2, axis)
+  return a * sigmoid(b)
+
+
+def hard_sigmoid(x) -> Array:
+  """relu6(x + 3) / 6.
+
+  >>> tracegrad.nn.hard_sigmoid(tnp.asarray([-4.0, 0.0, 4.0]))
+  Array([0. , 0.5, 1. ], dtype=float32)
+  """
+  return relu6(tnp.asarray(x) + 3.0) / 6.0
+
+
+def hard_silu(x) -> Array:
+  """x * hard_sigmoid(x) (also named hard_swish).
+
+  >>> tracegrad.nn.hard_silu(tnp.asarray([-4.0, 1.0]))
+  Array([-0.       ,  0.6666667], dtype=float32)
+  """
+  x = tnp.asarray(x)
+  return x * hard_sigmoid(x)
+
+
+hard_swish = hard_silu
+
+
+def identity(x) -> Array:
+  """x as an Array.
+
+  >>> tracegrad.nn.identity([1.0, 2.0])
+  Array([1., 2.], dtype=float32)
+  """
+  return tnp.asarray(x)
+
+
+@custom_jvp
+def _log1mexp(x):
+  return tnp.where(x < math.log(2.0), tnp.log(-tnp.expm1(-x)), tnp.log1p(-tnp.exp(-x)))
+
+
+_log1mexp.defjvps(lambda g, ans, x: g / tnp.expm1(x))
+
+
+def log1mexp(x) -> Array:
+  """log(1 - exp(-x)), accurate for small and large x (NaN for x < 0), as jax.nn.log1mexp.
+
+  >>> tracegrad.nn.log1mexp(tnp.asarray([math.log(2.0)]))
+  Array([-0.6931472], dtype=float32)
+  """
+  return _log1mexp(tnp.asarray(x).astype(tnp.result_type(x, float)))
+
+
+def logmeanexp(x, axis=None, where=None, keepdims: bool = False) -> Array:
+  """log(mean(exp(x))) along axis (over the entries where `where` is True), as jax.nn.logmeanexp.
+
+  >>> tracegrad.nn.logmeanexp(tnp.asarray([0.0, 0.0, 0.0]))
+  Array(0., dtype=float32)
+  """
+  x = tnp.asarray(x)
+  lse = logsumexp(x, axis=axis, keepdims=keepdims, where=where)
+  ones = tnp.ones(x.shape, lse.dtype)
+  count = tnp.sum(ones if where is None else tnp.where(where, ones, 0), axis=_static_axis(axis), keepdims=keepdims)
+  return lse - tnp.log(count)
+
+
+def mish(x) -> Array:
+  """x * tanh(softplus(x)).
+
+  >>> tracegrad.nn.mish(tnp.asarray([0.0, 1.0])).round(4)
+  Array([0.    , 0.8651], dtype=float32)
+  """
+  x = tnp.asarray(x)
+  return x * tnp.tanh(softplus(x))
+
+
+def soft_sign(x) -> Array:
+  """x / (|x| + 1).
+
+  >>> tracegrad.nn.soft_sign(tnp.asarray([-1.0, 3.0]))
+  Array([-0.5 ,  0.75], dtype=float32)
+  """
+  x = tnp.asarray(x)
+  return x / (tnp.abs(x) + 1)
+
+
+def sparse_plus(x) -> Array:
+  """0 for x <= -1, x for x >= 1, (x + 1)^2 / 4 between.
+
+  >>> tracegrad.nn.sparse_plus(tnp.asarray([-2.0, 0.0, 2.0]))
+  Array([0.  , 0.25, 2.  ], dtype=float32)
+  """
+  x = tnp.asarray(x)
+  return tnp.where(x <= -1.0, 0.0, tnp.where(x >= 1.0, x, (x + 1.0) ** 2 / 4))
+
+
+def sparse_sigmoid(x) -> Array:
+  """(x + 1) / 2 clipped to [0, 1].
+
+  >>> tracegrad.nn.sparse_sigmoid(tnp.asarray([-2.0, 0.0, 2.0]))
+  Array([0. , 0.5, 1. ], dtype=float32)
+  """
+  return 0.5 * tnp.clip(tnp.asarray(x) + 1.0, 0.0, 2.0)
+
+
+def squareplus(x, b=4) -> Array:
+  """(x + sqrt(x^2 + b)) / 2.
+
+  >>> tracegrad.nn.squareplus(tnp.asarray([0.0, 1.5]))
+  Array([1., 2.], dtype=float32)
+  """
+  x, b = tnp.asarray(x), tnp.asarray(b)
+  return (x + tnp.sqrt(tnp.square(x) + b)) / 2
+
+
+tanh = tnp.tanh
