@@ -63,3 +63,20 @@ def test_under_jit_and_vmap():
   f = tracegrad.jit(tracegrad.vmap(lambda v: tracegrad.nn.mish(v) + tracegrad.nn.log1mexp(v * v + 1)))
   x = X.reshape(2, 4)
   _check(f(tnp.asarray(x)), jax.jit(jax.vmap(lambda v: jax.nn.mish(v) + jax.nn.log1mexp(v * v + 1)))(x))
+
+
+@pytest.mark.parametrize("shape,column_axis", [((3, 5), -1), ((6, 4), -1), ((2, 3, 4), -1), ((4, 3, 2), 0)])
+def test_orthogonal_initializer_matches_jax_to_rounding(shape, column_axis):
+  ours = tracegrad.nn.initializers.orthogonal(2.0, column_axis)(tracegrad.random.key(1), shape)
+  _check(ours, jax.nn.initializers.orthogonal(2.0, column_axis)(jax.random.key(1), shape), atol=2e-6)
+
+
+def test_delta_orthogonal_matches_jax_and_checks_shapes():
+  ours = tracegrad.nn.initializers.delta_orthogonal()(tracegrad.random.key(3), (3, 3, 2, 4))
+  _check(ours, jax.nn.initializers.delta_orthogonal()(jax.random.key(3), (3, 3, 2, 4)), atol=2e-6)
+  with pytest.raises(ValueError, match="delta_orthogonal.*3D, 4D or 5D"):
+    tracegrad.nn.initializers.delta_orthogonal()(tracegrad.random.key(0), (3, 3))
+  with pytest.raises(ValueError, match="orthogonal.*2 or more"):
+    tracegrad.nn.initializers.orthogonal()(tracegrad.random.key(0), (3,))
+  init: tracegrad.nn.initializers.Initializer = tracegrad.nn.initializers.zeros
+  assert init(None, (2,)).shape == (2,)
