@@ -97,8 +97,10 @@ def test_concatenate_promotes(data):
 
 
 def test_concatenate_python_scalars_stay_weak():
-  out = tnp.concatenate([np.ones(2, np.int8), [3, 4]])
-  assert out.dtype == tnp.int32  # a list is a strong int32 array
+  out = tnp.concatenate([np.ones(2, np.int8), np.array([3, 4], np.int32)])
+  assert out.dtype == tnp.int32
+  with pytest.raises(TypeError, match="concatenate requires ndarray or scalar arguments, got list at position 1"):
+    tnp.concatenate([np.ones(2, np.int8), [3, 4]])   # a list is not an array, as in JAX
   out = tnp.concatenate([np.ones(2, np.float16), tnp.asarray(np.ones(1, np.float16))])
   assert out.dtype == tnp.float16
 
@@ -271,13 +273,17 @@ def test_atleast(a):
   assert tnp.shape(a) == a.shape and tnp.ndim(a) == a.ndim and tnp.size(a) == a.size
 
 
-def test_accepts_lists_and_scalars():
-  assert_close(tnp.reshape([1, 2, 3, 4], (2, 2)), np.array([[1, 2], [3, 4]], np.int32))
-  assert_close(tnp.stack([1.0, 2.0]), np.array([1.0, 2.0], np.float32))
+def test_accepts_scalars_and_numpy_arrays_and_rejects_lists_as_jax():
+  assert_close(tnp.reshape(np.array([1, 2, 3, 4]), (2, 2)), np.array([[1, 2], [3, 4]], np.int32))
+  assert_close(tnp.stack([1.0, 2.0]), np.array([1.0, 2.0], np.float32))   # a sequence of scalars
   assert_close(tnp.atleast_1d(3), np.array([3], np.int32))
   assert tnp.shape([[1, 2, 3]]) == (1, 3) and tnp.size(5) == 1 and tnp.size(np.ones((2, 3)), 1) == 3
   assert tnp.expand_dims(2.0, 0).weak_type  # a Python scalar stays weakly typed through movement
-  assert_close(tnp.pad([1, 2], 1, mode="edge"), np.array([1, 1, 2, 2], np.int32))
+  assert_close(tnp.pad(np.array([1, 2]), 1, mode="edge"), np.array([1, 1, 2, 2], np.int32))
+  for f in (lambda: tnp.reshape([1, 2], (2, 1)), lambda: tnp.pad([1, 2], 1), lambda: tnp.stack([[1.0], [2.0]]),
+            lambda: tnp.sum([1.0, 2.0]), lambda: tnp.sin([1.0]), lambda: tnp.arange(2) + [1, 2]):
+    with pytest.raises(TypeError, match="requires ndarray or scalar arguments, got list"):
+      f()
 
 
 def test_bfloat16_float16_preserved():

@@ -5,10 +5,10 @@ import operator
 
 from ..array import Array, to_array
 from ..ir import dtypes
-from .core import promote
+from .core import arraylike, promote
 
 
-def arr(a, fn: str) -> Array: return a if isinstance(a, Array) else to_array(a, fn=fn)
+def arr(a, fn: str) -> Array: return arraylike(a, fn)
 
 
 def inexact(fn: str, *xs) -> list[Array]:

@@ -9,11 +9,18 @@ from ..ir.dtypes import DType
 from ..ir.shapes import fmt
 from ..lax.ops import normalize_axis  # noqa: F401  (numpy's modules import it from here)
 
-__all__ = ["Array", "UOp", "Ops", "dtypes", "DType", "fmt", "asarray_", "promote", "broadcast_uops", "elementwise",
+__all__ = ["Array", "UOp", "Ops", "dtypes", "DType", "fmt", "arraylike", "promote", "broadcast_uops", "elementwise",
            "normalize_axis", "normalize_axes", "wrap", "cast", "const_like", "sum_dtype"]
 
 
-def asarray_(x, fn: str) -> Array:
+def arraylike(x, fn: str, pos: int = 0) -> Array:
+  """x as an Array when it is one, a numpy array or a scalar; a list or tuple raises TypeError, as in JAX (which
+  converts only through asarray/array, so that a nested Python structure is never silently traced element by
+  element)."""
+  if isinstance(x, Array): return x
+  if isinstance(x, (list, tuple)):
+    raise TypeError(f"{fn} requires ndarray or scalar arguments, got {type(x).__name__} at position {pos}; convert "
+                    f"it with tracegrad.numpy.asarray first")
   return to_array(x, fn=fn)
 
 
@@ -22,7 +29,7 @@ def wrap(uop: UOp, weak: bool = False) -> Array: return Array(uop, weak)
 
 def promote(fn: str, *xs) -> tuple[list[Array], DType, bool]:
   """The operands converted to their common dtype by JAX's lattice, with the result's weak flag."""
-  arrs = [x if isinstance(x, Array) else to_array(x, fn=fn) for x in xs]
+  arrs = [arraylike(x, fn, i) for i, x in enumerate(xs)]
   dt, weak = dtypes.result_type(*((a.dtype, a.weak_type) for a in arrs))
   return [a if a.dtype is dt else Array(a.uop.cast(dt), a.weak_type) for a in arrs], dt, weak
 

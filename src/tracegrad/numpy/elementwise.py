@@ -24,7 +24,7 @@ from ..lax.float_math import (add as _add, c as _c, copysign as _copysign, div a
                                isnan as _isnan, k as _k, log as _log, log1p as _log1p, log2 as _log2, lt as _lt,
                                mul as _mul, ne as _ne, round_even as _round_even, sel as _sel, signbit as _signbit,
                                sint as _sint, sqrt as _sqrt, sub as _sub, uint as _uint)
-from .core import asarray_, broadcast_uops, promote
+from .core import arraylike as _arr, broadcast_uops, promote
 
 __all__ = [
   # arithmetic
@@ -71,9 +71,6 @@ def _atan2(y, x): return y.alu(Ops.ATAN2, _c(y, x))
 # ---------------------------------------------------------------------------------------------------------------
 # argument handling
 # ---------------------------------------------------------------------------------------------------------------
-
-def _arr(x, fn: str) -> Array: return x if isinstance(x, Array) else asarray_(x, fn)
-
 
 def _to_float(a: Array) -> Array:
   """Ints and bool become the default float (float32), keeping the weak flag."""

@@ -17,7 +17,7 @@ import numpy as np
 from ..array import Array, to_array
 from ..ir import Ops, UOp, broadcast_shapes, dtypes
 from ..ir.shapes import fmt
-from .core import elementwise, normalize_axis
+from .core import arraylike as _arr, elementwise, normalize_axis
 
 __all__ = ["indexing_getitem", "indexing_at", "take", "take_along_axis", "put_along_axis"]
 
@@ -375,9 +375,6 @@ def indexing_at(x: Array) -> _IndexUpdateHelper:
 
 
 # ---- take and friends ----
-def _arr(a, fn: str) -> Array: return a if isinstance(a, Array) else to_array(a, fn=fn)
-
-
 def _index_arg(indices, fn: str):
   """Indices as a numpy int array (concrete) or a traced int Array."""
   if isinstance(indices, Array):

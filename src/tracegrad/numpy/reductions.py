@@ -13,7 +13,7 @@ import math
 from ..array import Array, to_array
 from ..ir import Ops, UOp, dtypes
 from ..ir.dtypes import DType
-from .core import normalize_axes, normalize_axis, promote, sum_dtype
+from .core import arraylike as _arr, normalize_axes, normalize_axis, promote, sum_dtype
 
 __all__ = ["sum", "prod", "product", "max", "min", "amax", "amin", "argmax", "argmin", "mean", "var", "std", "any",
            "all", "cumsum", "cumprod", "cumulative_sum", "cumulative_prod", "nancumsum", "nancumprod", "ptp",
@@ -23,9 +23,6 @@ _SMALL_FLOATS = (dtypes.float16, dtypes.bfloat16)
 
 
 # ---- helpers ----
-def _arr(a, fn: str) -> Array: return a if isinstance(a, Array) else to_array(a, fn=fn)
-
-
 def _dtype_arg(dtype, fn: str) -> DType | None:
   return None if dtype is None else dtypes.canonicalize(dtypes.as_dtype(dtype, fn))
 

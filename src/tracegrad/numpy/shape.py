@@ -13,7 +13,7 @@ from ..array import Array
 from ..ir import Ops, UOp, broadcast_shapes as _bshapes, dtypes
 from ..ir.dtypes import DType
 from ..lax.ops import pad_constant
-from .core import asarray_, normalize_axis, promote, sum_dtype
+from .core import arraylike, normalize_axis, promote, sum_dtype
 
 __all__ = ["reshape", "ravel", "transpose", "permute_dims", "swapaxes", "moveaxis", "expand_dims", "squeeze",
            "broadcast_to", "broadcast_arrays", "broadcast_shapes", "meshgrid", "concatenate", "concat", "stack", "hstack", "vstack",
@@ -104,13 +104,13 @@ def _gather_axis(x: Array, ax: int, idx: UOp) -> Array:
 def _arrays(arrays, fn: str) -> list[Array]:
   """A sequence of array-likes (or an Array, split along its first axis) as a non-empty list of Arrays."""
   if isinstance(arrays, (Array, np.ndarray)):
-    a = asarray_(arrays, fn)
+    a = arraylike(arrays, fn)
     if a.ndim == 0: raise ValueError(f"{fn}: a 0-d array is not a sequence of arrays")
     return [_w(a, _slice_axis(a, 0, i, i + 1).uop.reshape(a.shape[1:])) for i in range(a.shape[0])]
   if not isinstance(arrays, (list, tuple)):
     raise TypeError(f"{fn}: arrays must be a sequence of arrays, got {type(arrays).__name__}")
   if not arrays: raise ValueError(f"{fn}: need at least one array")
-  return [asarray_(a, fn) for a in arrays]
+  return [arraylike(a, fn, i) for i, a in enumerate(arrays)]
 
 
 def _dtype_arg(dtype, fn: str) -> DType | None:
@@ -150,7 +150,7 @@ def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None) -> Arr
   >>> tnp.reshape(tnp.arange(6), (2, -1)).shape
   (2, 3)
   """
-  x = asarray_(a, "reshape")
+  x = arraylike(a, "reshape")
   if shape is None: shape = newshape
   if shape is None: raise TypeError("reshape: missing the shape argument")
   if order != "C": raise ValueError(f"reshape: only order='C' is supported, got order={order!r}")
@@ -173,7 +173,7 @@ def ravel(a, order: str = "C") -> Array:
   (6,)
   """
   if order != "C": raise ValueError(f"ravel: only order='C' is supported, got order={order!r}")
-  return reshape(asarray_(a, "ravel"), (-1,))
+  return reshape(arraylike(a, "ravel"), (-1,))
 
 
 def expand_dims(a, axis) -> Array:
@@ -182,7 +182,7 @@ def expand_dims(a, axis) -> Array:
   >>> tnp.expand_dims(tnp.ones((2, 3)), (0, -1)).shape
   (1, 2, 3, 1)
   """
-  x = asarray_(a, "expand_dims")
+  x = arraylike(a, "expand_dims")
   axes = _ints(axis, "expand_dims", "axis")
   nd = x.ndim + len(axes)
   axes = set(_axes(axes, nd, "expand_dims"))
@@ -196,7 +196,7 @@ def squeeze(a, axis=None) -> Array:
   >>> tnp.squeeze(tnp.ones((1, 3, 1))).shape
   (3,)
   """
-  x = asarray_(a, "squeeze")
+  x = arraylike(a, "squeeze")
   if axis is None: axes = tuple(i for i, n in enumerate(x.shape) if n == 1)
   else: axes = _axes(axis, x.ndim, "squeeze")
   for i in axes:
@@ -213,7 +213,7 @@ def transpose(a, axes=None) -> Array:
   >>> tnp.transpose(tnp.ones((2, 3, 4)), (1, 0, 2)).shape
   (3, 2, 4)
   """
-  x = asarray_(a, "transpose")
+  x = arraylike(a, "transpose")
   if axes is None: return _w(x, x.uop.permute(tuple(range(x.ndim))[::-1]))
   given = _ints(axes, "transpose", "axes")
   if len(given) != x.ndim:
@@ -230,7 +230,7 @@ def permute_dims(a, /, axes) -> Array:
   >>> tnp.permute_dims(tnp.ones((2, 3)), (1, 0)).shape
   (3, 2)
   """
-  return transpose(asarray_(a, "permute_dims"), axes)
+  return transpose(arraylike(a, "permute_dims"), axes)
 
 
 def swapaxes(a, axis1: int, axis2: int) -> Array:
@@ -239,7 +239,7 @@ def swapaxes(a, axis1: int, axis2: int) -> Array:
   >>> tnp.swapaxes(tnp.ones((2, 3, 4)), 0, -1).shape
   (4, 3, 2)
   """
-  x = asarray_(a, "swapaxes")
+  x = arraylike(a, "swapaxes")
   i, j = _axis(axis1, x.ndim, "swapaxes", "axis1"), _axis(axis2, x.ndim, "swapaxes", "axis2")
   perm = list(range(x.ndim))
   perm[i], perm[j] = perm[j], perm[i]
@@ -252,7 +252,7 @@ def moveaxis(a, source, destination) -> Array:
   >>> tnp.moveaxis(tnp.ones((2, 3, 4)), 0, -1).shape
   (3, 4, 2)
   """
-  x = asarray_(a, "moveaxis")
+  x = arraylike(a, "moveaxis")
   src, dst = _ints(source, "moveaxis", "source"), _ints(destination, "moveaxis", "destination")
   if len(src) != len(dst):
     raise ValueError(f"moveaxis: source {source} and destination {destination} must have the same number of elements")
@@ -278,7 +278,7 @@ def broadcast_to(a, shape) -> Array:
   >>> tnp.broadcast_to(tnp.arange(3), (2, 3)).shape
   (2, 3)
   """
-  x = asarray_(a, "broadcast_to")
+  x = arraylike(a, "broadcast_to")
   shape = _ints(shape, "broadcast_to", "shape")
   if any(n < 0 for n in shape): raise ValueError(f"broadcast_to: negative dimensions are not allowed, got {shape}")
   if len(shape) < x.ndim or any(s != 1 and s != t for s, t in zip(x.shape[::-1], shape[::-1])):
@@ -292,7 +292,7 @@ def broadcast_arrays(*args) -> list[Array]:
   >>> [x.shape for x in tnp.broadcast_arrays(tnp.ones((2, 1)), tnp.ones(3))]
   [(2, 3), (2, 3)]
   """
-  xs = [asarray_(a, "broadcast_arrays") for a in args]
+  xs = [arraylike(a, "broadcast_arrays") for a in args]
   s = _bshapes(*(x.shape for x in xs), fn="broadcast_arrays")
   return [_w(x, x.uop.broadcast(s)) for x in xs]
 
@@ -305,7 +305,7 @@ def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy")
   [(3, 2), (3, 2)]
   """
   if indexing not in ("xy", "ij"): raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
-  xs = [asarray_(x, "meshgrid") for x in xi]
+  xs = [arraylike(x, "meshgrid") for x in xi]
   for k, x in enumerate(xs):
     if x.ndim != 1: raise ValueError(f"meshgrid: every input must be 1-D, argument {k} has shape {x.shape}")
   shape = [x.shape[0] for x in xs]
@@ -407,7 +407,7 @@ def unstack(x, /, *, axis: int = 0) -> tuple[Array, ...]:
   >>> len(tnp.unstack(tnp.ones((3, 2))))
   3
   """
-  x = asarray_(x, "unstack")
+  x = arraylike(x, "unstack")
   if x.ndim == 0: raise ValueError("unstack: the input must have at least one dimension")
   ax = _axis(axis, x.ndim, "unstack")
   rest = x.shape[:ax] + x.shape[ax + 1:]
@@ -416,7 +416,7 @@ def unstack(x, /, *, axis: int = 0) -> tuple[Array, ...]:
 
 # ---- splitting ----
 def _split(fn: str, ary, indices_or_sections, axis, equal: bool) -> list[Array]:
-  x = asarray_(ary, fn)
+  x = arraylike(ary, fn)
   if x.ndim == 0: raise ValueError(f"{fn}: cannot split a 0-d array")
   ax = _axis(axis, x.ndim, fn)
   n = x.shape[ax]
@@ -463,7 +463,7 @@ def hsplit(ary, indices_or_sections) -> list[Array]:
   >>> len(tnp.hsplit(tnp.ones((2, 4)), 2))
   2
   """
-  x = asarray_(ary, "hsplit")
+  x = arraylike(ary, "hsplit")
   if x.ndim == 0: raise ValueError("hsplit: only works on arrays of 1 or more dimensions")
   return _split("hsplit", x, indices_or_sections, 1 if x.ndim > 1 else 0, True)
 
@@ -474,7 +474,7 @@ def vsplit(ary, indices_or_sections) -> list[Array]:
   >>> len(tnp.vsplit(tnp.ones((4, 2)), 2))
   2
   """
-  x = asarray_(ary, "vsplit")
+  x = arraylike(ary, "vsplit")
   if x.ndim < 2: raise ValueError(f"vsplit: only works on arrays of 2 or more dimensions, got shape {x.shape}")
   return _split("vsplit", x, indices_or_sections, 0, True)
 
@@ -485,7 +485,7 @@ def dsplit(ary, indices_or_sections) -> list[Array]:
   >>> len(tnp.dsplit(tnp.ones((1, 1, 4)), 2))
   2
   """
-  x = asarray_(ary, "dsplit")
+  x = arraylike(ary, "dsplit")
   if x.ndim < 3: raise ValueError(f"dsplit: only works on arrays of 3 or more dimensions, got shape {x.shape}")
   return _split("dsplit", x, indices_or_sections, 2, True)
 
@@ -497,7 +497,7 @@ def flip(m, axis=None) -> Array:
   >>> tnp.flip(tnp.arange(3))
   Array([2, 1, 0], dtype=int32)
   """
-  x = asarray_(m, "flip")
+  x = arraylike(m, "flip")
   return _w(x, x.uop.flip(tuple(sorted(_axes(axis, x.ndim, "flip")))))
 
 
@@ -507,7 +507,7 @@ def fliplr(m) -> Array:
   >>> tnp.fliplr(tnp.array([[1, 2]]))
   Array([[2, 1]], dtype=int32)
   """
-  x = asarray_(m, "fliplr")
+  x = arraylike(m, "fliplr")
   if x.ndim < 2: raise ValueError(f"fliplr: the input must have at least 2 dimensions, got shape {x.shape}")
   return flip(x, 1)
 
@@ -518,7 +518,7 @@ def flipud(m) -> Array:
   >>> tnp.flipud(tnp.array([1, 2]))
   Array([2, 1], dtype=int32)
   """
-  x = asarray_(m, "flipud")
+  x = arraylike(m, "flipud")
   if x.ndim < 1: raise ValueError("flipud: the input must have at least 1 dimension, got a 0-d array")
   return flip(x, 0)
 
@@ -540,7 +540,7 @@ def roll(a, shift, axis=None) -> Array:
   >>> tnp.roll(tnp.arange(4), 1)
   Array([3, 0, 1, 2], dtype=int32)
   """
-  x = asarray_(a, "roll")
+  x = arraylike(a, "roll")
   if axis is None: return reshape(roll(ravel(x), shift, 0), x.shape)
   if isinstance(shift, Array) and shift.is_traced:
     if shift.ndim > 1: raise ValueError(f"roll: shift must be a scalar or 1-D, got shape {shift.shape}")
@@ -571,7 +571,7 @@ def rot90(m, k: int = 1, axes=(0, 1)) -> Array:
   Array([[2, 4],
          [1, 3]], dtype=int32)
   """
-  x = asarray_(m, "rot90")
+  x = arraylike(m, "rot90")
   k = _int(k, "rot90", "k") % 4
   axes = _ints(axes, "rot90", "axes")
   if len(axes) != 2: raise ValueError(f"rot90: axes must be two axes, got {axes}")
@@ -593,7 +593,7 @@ def tile(A, reps) -> Array:
   >>> tnp.tile(tnp.array([1, 2]), 2)
   Array([1, 2, 1, 2], dtype=int32)
   """
-  x = asarray_(A, "tile")
+  x = arraylike(A, "tile")
   reps = _ints(reps, "tile", "reps")
   if any(r < 0 for r in reps): raise ValueError(f"tile: reps must be non-negative, got {reps}")
   nd = max(x.ndim, len(reps))
@@ -611,7 +611,7 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None) -> Array:
   >>> tnp.repeat(tnp.array([1, 2]), [1, 2])
   Array([1, 2, 2], dtype=int32)
   """
-  x = asarray_(a, "repeat")
+  x = arraylike(a, "repeat")
   if isinstance(repeats, Array) and repeats.is_traced:
     raise TypeError(f"repeat: repeats must be static (a Python int or a sequence of ints), got a traced value "
                     f"{repeats.aval_str()}: the result's length depends on it. Pass concrete repeats, or mark the "
@@ -674,7 +674,7 @@ def _constant_values(cv, x: Array) -> list[tuple[UOp, UOp]] | None:
     pairs = np.broadcast_to(v, (x.ndim, 2)).tolist() if v.ndim else [(v.item(), v.item())] * x.ndim
   except ValueError:
     raise ValueError(f"pad: constant_values {cv!r} does not fit an array of {x.ndim} dimensions") from None
-  c = lambda e: asarray_(e, "pad").uop.cast(x.dtype)
+  c = lambda e: arraylike(e, "pad").uop.cast(x.dtype)
   return [(c(lo), c(hi)) for lo, hi in pairs]
 
 
@@ -685,7 +685,7 @@ def pad(array, pad_width, mode: str = "constant", *, constant_values=0, **kwargs
   >>> tnp.pad(tnp.array([1, 2]), 1, mode="edge")
   Array([1, 1, 2, 2], dtype=int32)
   """
-  x = asarray_(array, "pad")
+  x = arraylike(array, "pad")
   if not isinstance(mode, str): raise TypeError(f"pad: mode must be a string, got {type(mode).__name__}")
   if mode not in _PAD_MODES:
     raise ValueError(f"pad: unsupported mode {mode!r}; use one of {', '.join(_PAD_MODES)}")
@@ -716,7 +716,7 @@ def diagonal(a, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Array:
   >>> tnp.diagonal(tnp.array([[1, 2], [3, 4]]))
   Array([1, 4], dtype=int32)
   """
-  x = asarray_(a, "diagonal")
+  x = arraylike(a, "diagonal")
   offset = _int(offset, "diagonal", "offset")
   if x.ndim < 2: raise ValueError(f"diagonal: the input must have at least 2 dimensions, got shape {x.shape}")
   i, j = _axis(axis1, x.ndim, "diagonal", "axis1"), _axis(axis2, x.ndim, "diagonal", "axis2")
@@ -739,7 +739,7 @@ def diag(v, k: int = 0) -> Array:
   Array([[1, 0],
          [0, 2]], dtype=int32)
   """
-  x = asarray_(v, "diag")
+  x = arraylike(v, "diag")
   k = _int(k, "diag", "k")
   if x.ndim == 2: return diagonal(x, k)
   if x.ndim != 1: raise ValueError(f"diag: the input must be 1-D or 2-D, got shape {x.shape}")
@@ -756,7 +756,7 @@ def diagflat(v, k: int = 0) -> Array:
   >>> tnp.diagflat(tnp.array([[1, 2]])).shape
   (2, 2)
   """
-  return diag(ravel(asarray_(v, "diagflat")), k)
+  return diag(ravel(arraylike(v, "diagflat")), k)
 
 
 
@@ -768,7 +768,7 @@ def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None, out=No
   Array(5, dtype=int32)
   """
   if out is not None: raise NotImplementedError("trace: the 'out' argument is not supported (arrays are immutable)")
-  x = asarray_(a, "trace")
+  x = arraylike(a, "trace")
   dg = diagonal(x, offset, axis1, axis2)
   d = _dtype_arg(dtype, "trace")
   out_dt = d if d is not None else sum_dtype(x.dtype)
@@ -788,7 +788,7 @@ def diff(a, n: int = 1, axis: int = -1, prepend=None, append=None) -> Array:
   >>> tnp.diff(tnp.array([1, 4, 9]))
   Array([3, 5], dtype=int32)
   """
-  x = asarray_(a, "diff")
+  x = arraylike(a, "diff")
   n = _int(n, "diff", "n")
   if n < 0: raise ValueError(f"diff: order n must be non-negative, got {n}")
   if x.ndim == 0: raise ValueError("diff: the input must be at least 1-D, got a 0-d array")
@@ -796,7 +796,7 @@ def diff(a, n: int = 1, axis: int = -1, prepend=None, append=None) -> Array:
   if n == 0: return x
   if prepend is not None or append is not None:
     def edge(v):
-      e = asarray_(v, "diff")
+      e = arraylike(v, "diff")
       return _w(e, e.uop.broadcast(x.shape[:ax] + (1,) + x.shape[ax + 1:])) if e.ndim == 0 else e
     parts = ([edge(prepend)] if prepend is not None else []) + [x] + ([edge(append)] if append is not None else [])
     x = concatenate(parts, ax)
@@ -811,7 +811,7 @@ def diff(a, n: int = 1, axis: int = -1, prepend=None, append=None) -> Array:
 def _atleast(fn: str, arys, new_shape):
   out = []
   for a in arys:
-    x = asarray_(a, fn)
+    x = arraylike(a, fn)
     out.append(_w(x, x.uop.reshape(new_shape(x.shape))))
   return out[0] if len(out) == 1 else out
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..array import Array, to_array
 from ..ir import Ops, UOp, dtypes
-from .core import normalize_axis, promote
+from .core import arraylike as _arr, normalize_axis, promote
 from .indexing import take
 
 __all__ = ["sort", "argsort", "searchsorted", "unique", "unique_all", "unique_counts", "unique_inverse", "unique_values",
@@ -26,9 +26,6 @@ _I32 = dtypes.int32
 
 
 def _const(v, shape=(), dt=_I32) -> UOp: return UOp.const(dt, v, shape)
-
-
-def _arr(a, fn: str) -> Array: return a if isinstance(a, Array) else to_array(a, fn=fn)
 
 
 def _half(x: UOp, i: int) -> UOp:

@@ -281,7 +281,7 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None) -> Array:  # noqa:
   x, = inexact("histogram_bin_edges", a)
   if np.ndim(bins) == 1: return arr(bins, "histogram_bin_edges").astype(x.dtype)
   nb = static_int(bins, "histogram_bin_edges", "bins")
-  r = stack([_min(x), _max(x)]) if range is None else arr(range, "histogram_bin_edges").astype(x.dtype)
+  r = stack([_min(x), _max(x)]) if range is None else to_array(range, fn="histogram_bin_edges").astype(x.dtype)
   if r.shape != (2,): raise ValueError(f"histogram_bin_edges: range must be None or a pair of scalars, got {range}")
   same = r[1] == r[0]
   lo, hi = where(same, r[0] - 0.5, r[0]), where(same, r[1] + 0.5, r[1])
@@ -486,8 +486,8 @@ def ediff1d(ary, to_end=None, to_begin=None) -> Array:
   """
   a = ravel(arr(ary, "ediff1d"))
   res = a[1:] - a[:-1]
-  if to_begin is not None: res = concatenate([ravel(arr(to_begin, "ediff1d").astype(a.dtype)), res])
-  if to_end is not None: res = concatenate([res, ravel(arr(to_end, "ediff1d").astype(a.dtype))])
+  if to_begin is not None: res = concatenate([ravel(to_array(to_begin, fn="ediff1d").astype(a.dtype)), res])
+  if to_end is not None: res = concatenate([res, ravel(to_array(to_end, fn="ediff1d").astype(a.dtype))])
   return res
 
 
