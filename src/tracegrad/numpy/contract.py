@@ -88,8 +88,8 @@ def _arrays(fn: str, *xs, preferred_element_type=None) -> tuple[list[UOp], DType
 def _done(u: UOp, dt: DType, weak: bool) -> Array: return Array(u.cast(dt), weak)
 
 
-def _mismatch(fn: str, a, b, sa: int, sb: int, op: str = "@") -> ValueError:
-  return ValueError(f"{fn}: contraction dimension mismatch: {fmt(a)} {op} {fmt(b)} (size {sa} against size {sb}); "
+def _mismatch(fn: str, a, b, sa: int, sb: int, op: str = "@") -> TypeError:
+  return TypeError(f"{fn}: contraction dimension mismatch: {fmt(a)} {op} {fmt(b)} (size {sa} against size {sb}); "
                     f"the contracted axes must have equal sizes")
 
 
@@ -177,7 +177,7 @@ def vdot(a, b, *, precision=None, preferred_element_type=None) -> Array:
   """
   (au, bu), _, dt, weak = _arrays("vdot", a, b, preferred_element_type=preferred_element_type)
   if au.size != bu.size:
-    raise ValueError(f"vdot: operands must have the same number of elements, got shapes {fmt(au.shape)} and "
+    raise TypeError(f"vdot: operands must have the same number of elements, got shapes {fmt(au.shape)} and "
                      f"{fmt(bu.shape)}")
   au, bu = au.reshape((au.size,)), bu.reshape((bu.size,))
   return _done(contract_uops(au, ["k"], bu, ["k"], [], "vdot"), dt, weak)
@@ -246,7 +246,7 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None) -> A
   if isinstance(axes, int) or hasattr(axes, "__index__") and not isinstance(axes, (list, tuple)):
     n = operator.index(axes)
     if n < 0 or n > au.ndim or n > bu.ndim:
-      raise ValueError(f"tensordot: axes={n} must be between 0 and the operands' dimensions "
+      raise TypeError(f"tensordot: axes={n} must be between 0 and the operands' dimensions "
                        f"(shapes {fmt(au.shape)} and {fmt(bu.shape)})")
     xa, xb = list(range(au.ndim - n, au.ndim)), list(range(n))
   else:
@@ -256,10 +256,10 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None) -> A
       raise TypeError(f"tensordot: axes must be an int or a pair of sequences of axes, got {axes!r}") from None
     xa, xb = _axes_list(pa, au.ndim, "tensordot"), _axes_list(pb, bu.ndim, "tensordot")
     if len(xa) != len(xb):
-      raise ValueError(f"tensordot: axes {axes!r} name {len(xa)} axes of a but {len(xb)} of b")
+      raise TypeError(f"tensordot: axes {axes!r} name {len(xa)} axes of a but {len(xb)} of b")
   for i, j in zip(xa, xb):
     if au.shape[i] != bu.shape[j]:
-      raise ValueError(f"tensordot: contraction dimension mismatch: {fmt(au.shape)} and {fmt(bu.shape)} "
+      raise TypeError(f"tensordot: contraction dimension mismatch: {fmt(au.shape)} and {fmt(bu.shape)} "
                        f"(axis {i} of a has size {au.shape[i]}, axis {j} of b has size {bu.shape[j]})")
   al = [("c", xa.index(i)) if i in xa else ("a", i) for i in range(au.ndim)]
   bl = [("c", xb.index(j)) if j in xb else ("b", j) for j in range(bu.ndim)]
