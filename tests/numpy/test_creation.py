@@ -99,3 +99,13 @@ def test_a_huge_constant_is_lazy_until_read_whole():
     with pytest.raises(MemoryError, match=r"an array of shape \(1099511627776,\) and dtype float32 takes 4398046511104 "
                                           r"bytes \(4096.0 GiB\), more than this host's"):
       read(x)
+
+
+def test_scalar_types_called_narrow_64_bits_unless_x64_as_jax():
+  from oracles import x64
+  jnp = pytest.importorskip("jax.numpy")
+  for name in ("int64", "uint64", "float64", "int32", "float16", "bool_"):
+    ours, theirs = getattr(tnp, name)(3), getattr(jnp, name)(3)
+    assert str(ours.dtype) == str(theirs.dtype) and float(ours) == float(theirs), name
+  with x64():
+    assert tnp.int64(3).dtype == tnp.int64 and tnp.float64(0.1).dtype == tnp.float64

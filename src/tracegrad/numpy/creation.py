@@ -256,7 +256,7 @@ def _dtype_call(self: DType, x) -> Array:
   >>> tnp.float32(3)
   Array(3., dtype=float32)
   """
-  return to_array(x, self, fn=self.name)
+  return to_array(x, dtypes.canonicalize(self), fn=self.name)   # jnp.int64(3) is int32 unless x64 is on
 
 
 DType.__call__ = _dtype_call   # dtypes are callable, as jax.numpy's scalar types
