@@ -24,6 +24,17 @@ from . import debug
 from .transforms import (checkpoint, custom_jvp, custom_vjp, grad, hessian, jacfwd, jacrev, jit, jvp, linearize, remat,
                          shard_map, value_and_grad, vjp, vmap)
 
+from .api import (block_until_ready, checkpoint_policies, clear_caches, copy_to_host_async, custom_gradient,
+                  default_device, default_matmul_precision, device_get, disable_jit, effects_barrier, enable_x64,
+                  ensure_compile_time_eval, explain_cache_misses, float0, host_count, host_id, host_ids,
+                  linear_transpose, log_compiles, make_array_from_callback, make_array_from_process_local_data,
+                  make_array_from_single_device_arrays, named_call, named_scope, numpy_dtype_promotion,
+                  numpy_rank_promotion, print_environment_info, process_indices, pure_callback, threefry_partitionable,
+                  transfer_guard, transfer_guard_device_to_device, transfer_guard_device_to_host,
+                  transfer_guard_host_to_device, typeof)
+from .devices import Device
+from .parallel.sharding import P, Shard
+
 jacobian = jacrev
 
 # tracegrad.sharding and tracegrad.distributed, as jax.sharding and jax.distributed, live in parallel/
@@ -35,3 +46,11 @@ __all__ = ["Array", "ShapeDtypeStruct", "TracedValueError", "checkpoint", "check
            "jvp", "lax", "linearize", "make_graph", "numpy", "nn", "optim", "random", "remat", "scipy", "shard_map",
            "sharding", "tree", "tree_util", "value_and_grad", "vjp", "vmap"]
 __all__ += ["NamedSharding", "debug", "make_jaxpr", "test_util", "device_count", "jacobian", "local_device_count", "make_mesh"]
+__all__ += ["Device", "P", "Shard", "block_until_ready", "checkpoint_policies", "clear_caches", "copy_to_host_async",
+            "custom_gradient", "default_device", "default_matmul_precision", "device_get", "disable_jit",
+            "effects_barrier", "enable_x64", "ensure_compile_time_eval", "explain_cache_misses", "float0", "host_count",
+            "host_id", "host_ids", "linear_transpose", "log_compiles", "make_array_from_callback",
+            "make_array_from_process_local_data", "make_array_from_single_device_arrays", "named_call", "named_scope",
+            "numpy_dtype_promotion", "numpy_rank_promotion", "print_environment_info", "process_indices",
+            "pure_callback", "threefry_partitionable", "transfer_guard", "transfer_guard_device_to_device",
+            "transfer_guard_device_to_host", "transfer_guard_host_to_device", "typeof"]

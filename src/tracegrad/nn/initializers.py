@@ -114,7 +114,8 @@ def orthogonal(scale: float = 1.0, column_axis: int = -1, dtype=tnp.float32) -> 
   """
   def init(key, shape, dtype=dtype):
     shape = tuple(shape)
-    if len(shape) < 2: raise ValueError(f"orthogonal: the initializer needs a shape of 2 or more dimensions, got {shape}")
+    if len(shape) < 2:
+      raise ValueError(f"orthogonal: the initializer needs a shape of 2 or more dimensions, got {shape}")
     if 0 in shape: return tnp.zeros(shape, dtype)
     n_rows, n_cols = math.prod(shape) // shape[column_axis], shape[column_axis]
     n, k = max(n_rows, n_cols), min(n_rows, n_cols)

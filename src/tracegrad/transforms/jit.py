@@ -23,6 +23,7 @@ from typing import Callable, Sequence
 
 from .. import run
 from .. import tree as tree_util
+from ..config import config
 from ..array import Array, to_array
 from ..ir import Buffer, Graph, Ops, UOp
 from ..parallel import spmd
@@ -191,6 +192,7 @@ class Jitted:
     return self if obj is None else types.MethodType(self, obj)
 
   def __call__(self, *args, **kwargs):
+    if config._values["jax_disable_jit"]: return self.fun(*args, **kwargs)   # tracegrad.disable_jit
     if self._direct and not kwargs and (direct := _direct_key(args)) is not None and \
        (call := self._direct.get(direct[0])) is not None:
       return call(direct[1])

@@ -17,9 +17,13 @@ from ..trace import trace
 
 def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Callable | None = None,
                static_argnums: int | Sequence[int] = ()) -> Callable:
-  """fun, with nothing it computes kept for the backward pass (as jax.checkpoint; every value is recomputed)."""
-  if policy is not None:
-    raise NotImplementedError("checkpoint: policies are not supported; every intermediate value is recomputed")
+  """fun, with nothing it computes kept for the backward pass (as jax.checkpoint; every value is recomputed).
+
+  A `policy` (one of tracegrad.checkpoint_policies, or any callable) is accepted and not consulted: tracegrad
+  recomputes every intermediate value, as jax.checkpoint_policies.nothing_saveable does; the values and derivatives
+  are the same under every policy."""
+  if policy is not None and not callable(policy):
+    raise TypeError(f"checkpoint: policy must be callable (see tracegrad.checkpoint_policies), got {policy!r}")
   static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
 
   @functools.wraps(fun)
