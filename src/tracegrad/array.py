@@ -2,12 +2,13 @@
 graph being built by make_graph, jit, grad or vmap."""
 from __future__ import annotations
 
+import contextvars
 import math
 
 import numpy as np
 
 from .devices import TracedValueError
-from .ir import Buffer, Ops, UOp, dtypes
+from .ir import Buffer, Ops, UOp, dtypes, substitute
 from .ir.dtypes import DType
 from .ir.shapes import fmt
 from .parallel.sharding import NamedSharding, Shard, Sharding, ShardedBuffers, SingleDeviceSharding
@@ -16,6 +17,21 @@ from . import tree as tree_util
 
 # concrete graphs deeper than this are computed when built, so eager loops keep bounded graphs
 MAX_LAZY_DEPTH = 48
+
+# the inputs of the traces in progress that stand for known values (grad, jvp, vjp of concrete arguments, as JAX runs
+# them): each placeholder -> the value it stands for, itself possibly an outer such placeholder. A traced value built
+# only from them has a value, so Python control flow on it works outside jit, as in JAX.
+KNOWN: contextvars.ContextVar[dict] = contextvars.ContextVar("known_inputs", default={})
+
+
+def _known_value(u: UOp) -> UOp | None:
+  """u with every known placeholder replaced by its value, or None when it still depends on an unknown one."""
+  known = KNOWN.get()
+  while u.traced and known:
+    v = substitute([u], known)[0]
+    if v is u: return None
+    u = v
+  return None if u.traced else u
 
 
 def _traced_message(x: "Array", what: str) -> str:
@@ -86,7 +102,9 @@ class Array:
   # ---- concrete values ----
   def _value(self, what: str = "Array") -> np.ndarray:
     if self._uop.op is Ops.BUFFER: return self._uop.arg.data
-    if self._uop.traced: raise TracedValueError(_traced_message(self, what))
+    if self._uop.traced:
+      if (u := _known_value(self._uop)) is None: raise TracedValueError(_traced_message(self, what))
+      return run.realize([u], what)[0]
     v = run.realize([self._uop], what)[0]
     if self._uop.depth > 0: self._uop = UOp.buffer(v)
     return v

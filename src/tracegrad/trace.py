@@ -7,7 +7,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import tree as tree_util
-from .array import Array, to_array
+from .array import KNOWN, Array, to_array
 from .ir import Graph, Ops, UOp, dtypes
 
 
@@ -35,19 +35,27 @@ def abstractify(x, fn: str) -> ShapeDtypeStruct:
   return ShapeDtypeStruct(a.shape, a.dtype, a.weak_type)
 
 
-def trace(f: Callable, args: Sequence, kwargs: dict | None = None, fn: str = "make_graph") -> tuple[Graph, Any]:
-  """The Graph of f(*args, **kwargs) over fresh placeholders for every array leaf; also f's output pytree."""
+def trace(f: Callable, args: Sequence, kwargs: dict | None = None, fn: str = "make_graph",
+          known: bool = False) -> tuple[Graph, Any]:
+  """The Graph of f(*args, **kwargs) over fresh placeholders for every array leaf; also f's output pytree. With
+  `known`, the placeholders stand for the arguments' values while f runs (array.KNOWN): Python control flow on
+  values computed from them works, as under JAX's grad and jvp outside jit, and the graph follows the branch taken."""
   kwargs = kwargs or {}
   leaves, in_tree = tree_util.flatten((tuple(args), kwargs))
   avals = [abstractify(x, fn) for x in leaves]
   params = [UOp.param(a.shape, a.dtype) for a in avals]
   placeholders = [Array(p, a.weak_type) for p, a in zip(params, avals)]
   a2, k2 = tree_util.unflatten(in_tree, placeholders)
+  outer = None
+  if known:
+    values = {p: to_array(x, fn=fn).uop for p, x in zip(params, leaves) if not isinstance(x, ShapeDtypeStruct)}
+    outer = KNOWN.set({**KNOWN.get(), **values})
   _TAPS.append([])
   try:
     out = f(*a2, **k2)
   finally:
     taps = _TAPS.pop()
+    if outer is not None: KNOWN.reset(outer)
   out_leaves, out_tree = tree_util.flatten(out)
   outs = []
   for i, o in enumerate(out_leaves):
@@ -191,7 +199,7 @@ def eval_shape(f: Callable, *args, **kwargs):
   >>> tracegrad.eval_shape(lambda x: x.sum(0), tnp.ones((2, 3)))
   ShapeDtypeStruct(shape=(3,), dtype=float32)
   """
-  g, out = trace(f, args, kwargs, "eval_shape")
+  g, out = trace(f, args, kwargs, "eval_shape", known=True)   # a branch on a concrete argument's value follows it
   structs = [ShapeDtypeStruct(o.shape, o.dtype, w) for o, w in zip(g.outputs, g.out_weak)]
   return tree_util.unflatten(g.out_tree, structs)
 

@@ -29,6 +29,10 @@ def _split(args: tuple, nondiff: tuple[int, ...]):
   return static, dyn, merge
 
 
+def _traced(args: tuple) -> bool:
+  return any(isinstance(x, Array) and x.is_traced for x in tree_util.leaves(args))
+
+
 def _call(op: Ops, g: Graph, dyn: tuple, arg_of: Callable, n_out: int, fn: str):
   """Emit the op for traced graph g on the array leaves of dyn; returns the outputs as Arrays."""
   g, free = g.closed()
@@ -78,13 +82,14 @@ class custom_jvp:
     name = getattr(self.fun, "__name__", "function")
     if self.rule is None:
       raise AttributeError(f"custom_jvp: no rule is defined for {name}; define one with @{name}.defjvp")
+    if not _traced(args): return self.fun(*args)   # no transform in progress: the function itself, as in JAX
     static, dyn, merge = _split(args, self.nondiff_argnums)
     rule = self.rule
 
     def dyn_rule(primals, tangents): return rule(*static, tuple(primals), tuple(tangents))
 
     dyn_rule.__name__ = getattr(rule, "__name__", "rule")
-    g, _ = trace(lambda *d: self.fun(*merge(d)), dyn, fn=f"custom_jvp({name})")
+    g, _ = trace(lambda *d: self.fun(*merge(d)), dyn, fn=f"custom_jvp({name})", known=True)
     outs = _call(Ops.CUSTOM_JVP, g, dyn, lambda cg, in_tree, n_free: (cg, dyn_rule, in_tree, g.out_tree, n_free),
                  len(g.outputs), name)
     return tree_util.unflatten(g.out_tree, outs)
@@ -112,6 +117,7 @@ class custom_vjp:
     name = getattr(self.fun, "__name__", "function")
     if self.fwd is None:
       raise AttributeError(f"custom_vjp: no rule is defined for {name}; define one with {name}.defvjp(fwd, bwd)")
+    if not _traced(args): return self.fun(*args)
     static, dyn, merge = _split(args, self.nondiff_argnums)
     fwd, bwd = self.fwd, self.bwd
 
@@ -119,7 +125,7 @@ class custom_vjp:
     def dyn_bwd(res, ct): return bwd(*static, res, ct)
 
     dyn_fwd.__name__, dyn_bwd.__name__ = getattr(fwd, "__name__", "fwd"), getattr(bwd, "__name__", "bwd")
-    g, _ = trace(lambda *d: self.fun(*merge(d)), dyn, fn=f"custom_vjp({name})")
+    g, _ = trace(lambda *d: self.fun(*merge(d)), dyn, fn=f"custom_vjp({name})", known=True)
     outs = _call(Ops.CUSTOM_VJP, g, dyn,
                  lambda cg, in_tree, n_free: (cg, dyn_fwd, dyn_bwd, in_tree, g.out_tree, n_free, None), len(g.outputs), name)
     return tree_util.unflatten(g.out_tree, outs)

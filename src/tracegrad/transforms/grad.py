@@ -428,7 +428,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False, _realize: bool = True):
   >>> f_vjp(1.0)
   (Array(1., dtype=float32, weak_type=True),)
   """
-  g, _ = trace(fun, primals, fn="vjp")
+  g, _ = trace(fun, primals, fn="vjp", known=True)
   leaves = [to_array(x, fn="vjp") for x in tree_util.leaves(primals)]
   n_out = len(g.outputs)
   if has_aux:

@@ -313,7 +313,7 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
 
 def _linearized(fun: Callable, primals: tuple, has_aux: bool, fn: str):
   """A function of the tangents giving (primal out, tangent out, aux); its .primal() gives (primal out, aux) alone."""
-  g, _ = trace(fun, primals, fn=fn)
+  g, _ = trace(fun, primals, fn=fn, known=True)
   leaves = _leaves(primals, fn)
   n_out = len(g.outputs)
   if has_aux:
