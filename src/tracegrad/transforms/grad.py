@@ -8,12 +8,11 @@ Array([0., 2., 4.], dtype=float32)
 """
 from __future__ import annotations
 
-import contextvars
 import math
 from typing import Callable, Sequence
 
 from .. import tree as tree_util
-from ..array import Array, to_array
+from ..array import KNOWN, Array, to_array
 from ..ir import Graph, Ops, PatternMatcher, UOp, UPat, substitute, toposort
 from ..ir.dtypes import void
 from ..ir.shapes import multi_avals
@@ -203,26 +202,13 @@ def _composite(ct, u):
   return tuple(_spread(vjp_graph(fun, mask)(*u.src, *cts), _float_mask(u.src)))
 
 
-# the concrete values of the inputs of the eager vjp being built, if any: a custom_jvp rule then sees concrete primals
-# (as in JAX, where a Python `if` on them works outside jit)
-_EAGER: contextvars.ContextVar[dict | None] = contextvars.ContextVar("eager_vjp_inputs", default=None)
-
-
-def _primals(srcs) -> list[Array]:
-  """A custom_jvp node's operands, computed now when the eager vjp knows everything they depend on."""
-  if (env := _EAGER.get()) is not None:
-    vals = substitute(list(srcs), env)
-    if not any(v.traced for v in vals): return [Array(v) for v in concrete(vals)]
-  return [Array(s) for s in srcs]
-
-
 def _custom_jvp(ct, u):
   """The rule's tangent output is linear in the tangents, so its reverse-mode derivative is its transpose."""
   fun, rule, in_tree, out_tree, n_free = u.arg
   srcs = u.src[n_free:]
   mask = _float_mask(srcs)
   tps = [UOp.param(s.shape, s.dtype) for s in srcs]
-  primals = tree_util.unflatten(in_tree, _primals(srcs))
+  primals = tree_util.unflatten(in_tree, [Array(s) for s in srcs])
   tangents = tree_util.unflatten(in_tree, [Array(t if m else B.zeros(s)) for t, s, m in zip(tps, srcs, mask)])
   _, t_out = rule(primals, tangents)
   t_leaves = [to_array(x).uop for x in tree_util.leaves(t_out)]
@@ -441,11 +427,11 @@ def vjp(fun: Callable, *primals, has_aux: bool = False, _realize: bool = True):
   outs = [g.outputs[i] for i in out_idx]
   cps = [UOp.param(o.shape, o.dtype) for o in outs]
   args = {p: a.uop for p, a in zip(g.inputs, leaves)}
-  eager = _EAGER.set(None if any(a.is_traced for a in leaves) else args)
+  outer = KNOWN.set({**KNOWN.get(), **args})   # custom_jvp rules run on the primals' values, as in tracing
   try:
     outs, cts = backward(outs, [c if o.dtype.is_float else None for c, o in zip(cps, outs)], list(g.inputs))
   finally:
-    _EAGER.reset(eager)
+    KNOWN.reset(outer)
   fwd = outs + [g.outputs[i] for i in aux_idx]
   prim = substitute(fwd, args)
   if _realize and not any(a.is_traced for a in leaves):
