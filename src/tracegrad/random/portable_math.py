@@ -179,6 +179,27 @@ def log1pf(x) -> Array:
   return tnp.where(tnp.abs(x) < _f32(0x3ED413CD), near, logf(1.0 + x))
 
 
+_EXP_P = [1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1]
+
+
+def expf(x) -> Array:
+  """e^x of float32 x, rounded as XLA's cpu backend rounds it: 2^n e^r with n = floor(x log2(e) + 1/2) clamped to
+  [-127, 127], r = x - n ln 2 in two fused steps, e^r by the Cephes polynomial; results below 2^-126 are 0.
+
+  >>> float(expf(tnp.float32(1.0)))
+  2.7182817459106445
+  """
+  x = tnp.clip(tnp.asarray(x, tnp.float32), -87.8, 88.8)
+  n = tnp.clip(tnp.floor(fma(x, _f32(0x3FB8AA3B), tnp.float32(0.5))), -127.0, 127.0)
+  r = fma(n, tnp.float32(-0.693359375), x)
+  r = fma(n, tnp.float32(2.12194440e-4), r)
+  z = fma(r, tnp.float32(_EXP_P[0]), tnp.float32(_EXP_P[1]))
+  for c in _EXP_P[2:]: z = fma(z, r, tnp.float32(c))
+  z = fma(z, r * r, r) + 1.0
+  out = z * lax.bitcast_convert_type((n.astype(tnp.int32) + 127).astype(tnp.uint32) << 23, tnp.float32)
+  return tnp.where(out < _f32(0x00800000), tnp.float32(0.0), out)
+
+
 _ERFINV_SMALL = [_f32(w) for w in (0x32F16588, 0x34B84B36, 0xB66C7357, 0xB6935AC1, 0x396532DB, 0xBAA45408,
                                      0xBB88E4EF, 0x3E7C8F63, 0x3FC02E2F)]
 _ERFINV_LARGE = [_f32(w) for w in (0xB951F09B, 0x38D3B56B, 0x3AB0DC72, 0xBB70BDE7, 0x3BBC127B, 0xBBF9C5D7,
