@@ -1,8 +1,8 @@
 """tracegrad.lax, as jax.lax: operations without promotion (`ops.py`, `elementwise.py`), control flow (`control.py`),
 slicing at run-time offsets (`slicing.py`), gather and scatter (`gather.py`), contractions (`dot.py`), making and
 reshaping arrays (`shapes.py`), reductions and scans (`reductions.py`), sorting (`sorting.py`), convolutions
-(`conv.py`, `conv_shapes.py`, `conv_variants.py`), windowed reductions (`windows.py`), collectives over named axes
-(`collectives.py`) and the rest (`misc.py`). jax.lax names left out are listed in docs/api-exclusions.md.
+(`conv.py`, `conv_shapes.py`, `conv_variants.py`), windowed reductions (`windows.py`), special functions
+(`special.py`), collectives over named axes (`collectives.py`) and the rest (`misc.py`). jax.lax names left out are listed in docs/api-exclusions.md.
 
 >>> from tracegrad import lax
 >>> lax.fori_loop(0, 4, lambda i, x: x + i, 0)
@@ -36,6 +36,8 @@ from .conv_shapes import (ConvDimensionNumbers, ConvGeneralDilatedDimensionNumbe
                           conv_general_permutations, conv_general_shape_tuple, conv_shape_tuple,
                           conv_transpose_shape_tuple, padtype_to_pads, reduce_window_shape_tuple)
 from .conv_variants import conv_general_dilated_patches, conv_transpose, conv_with_general_padding
+from .special import (bessel_i0e, bessel_i1e, betainc, digamma, erf, erf_inv, erfc, igamma, igamma_grad_a, igammac,
+                      lgamma, polygamma, random_gamma_grad, zeta)
 from .misc import axis_size, custom_linear_solve, custom_root, map, platform_dependent, reduce_precision  # noqa: A004
 from .collectives import (all_gather, all_to_all, axis_index, pmax, pmean, pmin, ppermute, psum, psum_scatter,
                           with_sharding_constraint)
@@ -47,5 +49,5 @@ __all__ = ["add", "sub", "mul", "max", "min", "convert_element_type", "broadcast
            "with_sharding_constraint"]
 _INTERNAL = {"check_precision", "operands", "check_kind", "float_unary", "conv_transpose_padding"}
 __all__ += [n for m in ("slicing", "dot", "elementwise", "gather", "shapes", "reductions", "sorting", "conv_shapes",
-                        "conv_variants", "misc") for n in sys.modules[f"{__name__}.{m}"].__all__
+                        "conv_variants", "misc", "special") for n in sys.modules[f"{__name__}.{m}"].__all__
             if n not in _INTERNAL]
