@@ -1041,13 +1041,19 @@ def multinomial(k, n, p, *, shape=None, dtype=None, unroll=1) -> Array:
   p = tnp.moveaxis(tnp.broadcast_to(p, shape), -1, 0)
   left = tnp.flip(tnp.cumsum(tnp.flip(p, 0), axis=0), 0)
   ratios = p / tnp.where(left == 0, 1, left)
-  keys = split(_key(k, "multinomial"), ratios.shape[0])
+  from ..transforms.jit import jit
+  return jit(_multinomial_counts)(split(_key(k, "multinomial"), ratios.shape[0]), rest, ratios).astype(d)
+
+
+def _multinomial_counts(keys: Array, rest: Array, ratios: Array) -> Array:
+  """One binomial draw per outcome on the trials left (compiled as one program: eagerly, each draw's loop would
+  recompute the draws before it)."""
   counts = []
   for i in range(ratios.shape[0]):
     c = binomial(keys[i], rest, tnp.clip(ratios[i], 0, 1), dtype=rest.dtype)
     rest = rest - c
     counts.append(c)
-  return tnp.moveaxis(tnp.stack(counts), 0, -1).astype(d)
+  return tnp.moveaxis(tnp.stack(counts), 0, -1)
 
 
 # --- matrices: orthogonal, multivariate_normal ---
