@@ -5,7 +5,7 @@
 """
 import sys
 
-from . import tree, tree_util
+from . import errors, tree, tree_util
 from .array import Array, device_put
 from .config import config
 from .devices import TracedValueError
@@ -41,16 +41,17 @@ jacobian = jacrev
 sys.modules[__name__ + ".sharding"], sys.modules[__name__ + ".distributed"] = sharding, distributed
 
 __version__ = "0.1.0"
-__all__ = ["Array", "ShapeDtypeStruct", "TracedValueError", "checkpoint", "checkpoints", "config", "custom_jvp", "custom_vjp",
-           "default_backend", "device_put", "devices", "distributed", "local_devices", "process_count", "process_index", "eval_shape", "grad", "hessian", "jacfwd", "jacrev", "jit",
-           "jvp", "lax", "linearize", "make_graph", "numpy", "nn", "optim", "random", "remat", "scipy", "shard_map",
-           "sharding", "tree", "tree_util", "value_and_grad", "vjp", "vmap"]
-__all__ += ["NamedSharding", "debug", "make_jaxpr", "test_util", "device_count", "jacobian", "local_device_count", "make_mesh"]
-__all__ += ["Device", "P", "Shard", "block_until_ready", "checkpoint_policies", "clear_caches", "copy_to_host_async",
-            "custom_gradient", "default_device", "default_matmul_precision", "device_get", "disable_jit",
-            "effects_barrier", "enable_x64", "ensure_compile_time_eval", "explain_cache_misses", "float0", "host_count",
-            "host_id", "host_ids", "linear_transpose", "log_compiles", "make_array_from_callback",
-            "make_array_from_process_local_data", "make_array_from_single_device_arrays", "named_call", "named_scope",
-            "numpy_dtype_promotion", "numpy_rank_promotion", "print_environment_info", "process_indices",
-            "pure_callback", "threefry_partitionable", "transfer_guard", "transfer_guard_device_to_device",
-            "transfer_guard_device_to_host", "transfer_guard_host_to_device", "typeof"]
+__all__ = ["Array", "block_until_ready", "checkpoint", "checkpoint_policies", "checkpoints", "clear_caches", "config",
+           "copy_to_host_async", "custom_gradient", "custom_jvp", "custom_vjp", "debug", "default_backend",
+           "default_device", "default_matmul_precision", "Device", "device_count", "device_get", "device_put",
+           "devices", "disable_jit", "distributed", "effects_barrier", "enable_x64", "ensure_compile_time_eval",
+           "errors", "eval_shape", "explain_cache_misses", "float0", "grad", "hessian", "host_count", "host_id",
+           "host_ids", "jacfwd", "jacobian", "jacrev", "jit", "jvp", "lax", "linear_transpose", "linearize",
+           "local_device_count", "local_devices", "log_compiles", "make_array_from_callback",
+           "make_array_from_process_local_data", "make_array_from_single_device_arrays", "make_graph", "make_jaxpr",
+           "make_mesh", "named_call", "named_scope", "NamedSharding", "nn", "numpy", "numpy_dtype_promotion",
+           "numpy_rank_promotion", "optim", "P", "print_environment_info", "process_count", "process_index",
+           "process_indices", "pure_callback", "random", "remat", "scipy", "ShapeDtypeStruct", "Shard", "shard_map",
+           "sharding", "test_util", "threefry_partitionable", "TracedValueError", "transfer_guard",
+           "transfer_guard_device_to_device", "transfer_guard_device_to_host", "transfer_guard_host_to_device",
+           "tree", "tree_util", "typeof", "value_and_grad", "vjp", "vmap"]

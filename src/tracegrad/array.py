@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from .devices import TracedValueError
+from .errors import TracerArrayConversionError, TracerBoolConversionError, TracerIntegerConversionError
 from .ir import Buffer, Ops, UOp, dtypes, substitute
 from .ir.dtypes import DType
 from .ir.shapes import fmt
@@ -32,6 +33,11 @@ def _known_value(u: UOp) -> UOp | None:
     if v is u: return None
     u = v
   return None if u.traced else u
+
+
+# the error a traced value's conversion raises, by what converted it (as jax.errors names them)
+_CONVERSION = {"bool(Array)": TracerBoolConversionError, "operator.index(Array)": TracerIntegerConversionError,
+               "np.asarray": TracerArrayConversionError}
 
 
 def _traced_message(x: "Array", what: str) -> str:
@@ -103,7 +109,8 @@ class Array:
   def _value(self, what: str = "Array") -> np.ndarray:
     if self._uop.op is Ops.BUFFER: return self._uop.arg.data
     if self._uop.traced:
-      if (u := _known_value(self._uop)) is None: raise TracedValueError(_traced_message(self, what))
+      if (u := _known_value(self._uop)) is None:
+        raise _CONVERSION.get(what, TracedValueError)(_traced_message(self, what))
       return run.realize([u], what)[0]
     v = run.realize([self._uop], what)[0]
     if self._uop.depth > 0: self._uop = UOp.buffer(v)
@@ -178,7 +185,11 @@ class Array:
 
   def _scalar(self, what: str, kind):
     if self.size != 1:
-      raise TypeError(f"{what}: only an array of size 1 converts to a Python scalar, this one has shape {fmt(self.shape)}")
+      if kind is bool:
+        raise ValueError(f"{what}: the truth value of an array with more than one element is ambiguous (shape "
+                         f"{fmt(self.shape)}); use a.any() or a.all()")
+      raise TypeError(f"{what}: only an array of size 1 converts to a Python scalar, this one has shape "
+                      f"{fmt(self.shape)}")
     return kind(self._value(what).reshape(()))
 
   def __bool__(self) -> bool: return self._scalar("bool(Array)", bool)

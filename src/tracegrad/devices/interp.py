@@ -6,13 +6,10 @@ from typing import Mapping
 
 import numpy as np
 
+from ..errors import TracedValueError
 from ..ir import Ops, UOp
 from ..ir.dtypes import count_value
 from .base import Device
-
-
-class TracedValueError(TypeError):
-  """A value that depends on the arguments of a function being traced was needed as a concrete value."""
 
 
 def _idiv(a, b):

@@ -136,6 +136,10 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
   >>> lax.cond(True, lambda x: x + 1, lambda x: x - 1, 1.0)
   Array(2., dtype=float32, weak_type=True)
   """
+  if len(operands) == 2 and not callable(true_fun) and callable(false_fun) and callable(operands[1]):
+    # the older form cond(pred, true_operand, true_fun, false_operand, false_fun), which JAX still takes
+    (t_op, t_fun), (f_op, f_fun) = (true_fun, false_fun), operands
+    return cond(pred, lambda ops: t_fun(ops[0]), lambda ops: f_fun(ops[1]), (t_op, f_op))
   p = to_array(pred, fn="cond")
   if p.shape != ():
     raise TypeError(f"cond: pred must be a scalar (a bool or a number), got shape {fmt(p.shape)}; for an elementwise "

@@ -15,6 +15,7 @@ import operator
 import numpy as np
 
 from ..array import Array, to_array
+from ..errors import NonConcreteBooleanIndexError
 from ..ir import Ops, UOp, broadcast_shapes, dtypes
 from ..ir.shapes import fmt
 from .core import arraylike as _arr, elementwise, normalize_axis
@@ -74,9 +75,10 @@ def _as_index(item, fn: str):
   if isinstance(item, Array):
     if item.dtype.is_bool:
       if item.is_traced:
-        raise TypeError(f"{fn}: boolean indices need concrete values, but this mask ({item.aval_str()}) is traced, so "
-                        f"the result's shape is not known. Use tracegrad.numpy.where(mask, x, fill) to keep the shape, "
-                        f"or nonzero(mask, size=...) for a fixed number of positions.")
+        raise NonConcreteBooleanIndexError(
+          f"{fn}: boolean indices need concrete values, but this mask ({item.aval_str()}) is traced, so the result's "
+          f"shape is not known. Use tracegrad.numpy.where(mask, x, fill) to keep the shape, or nonzero(mask, size=...) "
+          f"for a fixed number of positions.")
       return _as_index(np.asarray(item), fn)
     if not item.dtype.is_int: raise IndexError(f"{fn}: {_VALID}, got an Array of dtype {item.dtype}")
     if item.is_traced: return ("array", item.uop)
