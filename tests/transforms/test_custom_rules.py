@@ -402,3 +402,34 @@ def test_checkpoint_pytree_in_and_out():
   g = tg.grad(lambda d: f(d)["s"].sum() + f(d)["t"][0].sum())({"a": a, "b": b})
   close(g["a"], b + np.cos(a))
   close(g["b"], a)
+
+
+def test_second_derivative_through_a_custom_vjp_whose_bwd_calls_it_again():
+  # a fixed point found by a while loop, differentiated implicitly: bwd solves another fixed point with the same
+  # function, so grad of grad meets custom_vjp nodes made while differentiating, one feeding another
+  from functools import partial
+
+  @partial(tg.custom_vjp, nondiff_argnums=(0,))
+  def fixed_point(f, a, x0):
+    step = lambda c: (c[1], f(a, c[1]))
+    return lax.while_loop(lambda c: tnp.abs(c[0] - c[1]) > 1e-6, step, (x0, f(a, x0)))[1]
+
+  def fwd(f, a, x0):
+    x = fixed_point(f, a, x0)
+    return x, (a, x)
+
+  def adjoint_step(f, packed, u):
+    a, x, xbar = packed
+    return xbar + tg.vjp(lambda y: f(a, y), x)[1](u)[0]
+
+  def bwd(f, res, xbar):
+    a, x = res
+    u = fixed_point(partial(adjoint_step, f), (a, x, xbar), xbar)
+    return tg.vjp(lambda a: f(a, x), a)[1](u)[0], tnp.zeros_like(x)
+
+  fixed_point.defvjp(fwd, bwd)
+  root = lambda a: fixed_point(lambda a, x: 0.5 * (x + a / x), a, a)   # Newton's iteration for sqrt(a)
+  a = 2.0
+  np.testing.assert_allclose(float(root(a)), np.sqrt(a), rtol=1e-6)
+  np.testing.assert_allclose(float(tg.grad(root)(a)), 0.5 / np.sqrt(a), rtol=1e-5)
+  np.testing.assert_allclose(float(tg.grad(tg.grad(root))(a)), -0.25 * a ** -1.5, rtol=1e-4)

@@ -361,7 +361,10 @@ def backward(outputs: Sequence[UOp], cts: Sequence[UOp | None], wrt: Sequence[UO
   outputs = list(outputs)
   order = toposort(outputs)
   needs = _needs(order, wrt)
-  prep = {u: PREPARE[u.op](u) for u in order if u in needs and u.op in PREPARE and not _prepared(u)}
+  prep: dict[UOp, UOp] = {}
+  for u in order:   # in order, so that a prepared node reads the prepared forms of those below it
+    if u in needs and u.op in PREPARE and not _prepared(u):
+      prep[u] = PREPARE[u.op](substitute([u], prep)[0] if prep else u)
   if prep:
     outputs = substitute(outputs, prep)
     order = toposort(outputs)
