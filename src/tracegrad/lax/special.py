@@ -58,7 +58,8 @@ def _polygamma_of(m: sm.V, x: sm.V) -> sm.V:
   odd = (m - 2.0 * sm.floor(m * 0.5)).eq(1.0)
   r = sm.where(odd, m * 0 + 1.0, -1.0) * sm.exp(sm.lgamma(m + 1.0)) * sm.zeta(m + 1.0, x)
   r = sm.where(m.eq(0.0), sm.digamma(x), r)
-  return sm.where((m < 0) | sm.floor(m).ne(m), math.nan, r)
+  pole = ((x <= 0) & sm.floor(x).eq(x)) | x.eq(-math.inf)
+  return sm.where((m < 0) | sm.floor(m).ne(m) | pole, math.nan, r)
 
 
 _polygamma = _node(_polygamma_of, lambda m, x, y: (None, _call(_polygamma, m + 1.0, x)), "polygamma")

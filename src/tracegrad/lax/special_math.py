@@ -234,13 +234,14 @@ def _bernoulli_even(n: int) -> list[Fraction]:
   return b[2::2]
 
 
-_ZETA_TERMS = 9
+_ZETA_TERMS = 16
 _ZETA_TAIL = [float(b / math.factorial(2 * j)) for j, b in enumerate(_bernoulli_even(12), 1)]   # B_2j / (2j)!
 
 
 def zeta(x: V, q: V) -> V:
-  """The Hurwitz zeta function sum_k (q + k)^-x: nine terms, then Euler-Maclaurin's tail with twelve Bernoulli
-  terms. inf at x = 1 and at the nonpositive integers q; NaN for x < 1, and for q < 0 with x not an integer."""
+  """The Hurwitz zeta function sum_k (q + k)^-x: sixteen terms (so accurate for q > -7), then Euler-Maclaurin's tail
+  with twelve Bernoulli terms. inf at x = 1 and at the nonpositive integers q; NaN for x < 1, and for q < 0 with x
+  not an integer."""
   x_int = floor(x).eq(x)
   odd = x_int & (x - 2.0 * floor(x * 0.5)).eq(1.0)
   s = x * 0
@@ -251,11 +252,10 @@ def zeta(x: V, q: V) -> V:
   w = q + float(_ZETA_TERMS)
   wx = pow_pos(w, -x)
   s = s + w * wx / (x - 1.0) + 0.5 * wx
-  fac, term = x * 1, wx / w   # x (x + 1) ... (x + 2j - 2) and w^(-x - 2j + 1)
+  term = x * wx / w   # x (x + 1) ... (x + 2j - 2) w^(-x - 2j + 1)
   for j, c in enumerate(_ZETA_TAIL, 1):
-    s = s + c * fac * term
-    fac = fac * (x + (2 * j - 1)) * (x + 2 * j)
-    term = term / (w * w)
+    s = s + c * term
+    term = term * ((x + (2 * j - 1)) / w) * ((x + 2 * j) / w)
   s = where((q <= 0) & floor(q).eq(q), math.inf, s)
   s = where(x.eq(1.0), math.inf, s)
   return where((x < 1.0) | ((q < 0) & ~x_int) | isnan(x) | isnan(q), math.nan, s)

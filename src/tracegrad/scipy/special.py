@@ -1,4 +1,5 @@
-"""Special functions, as jax.scipy.special.
+"""Special functions, as jax.scipy.special: the error and incomplete gamma and beta functions here, the gamma family
+in special_gamma.py, logistic and entropy functions in special_logistic.py, all on lax's special functions.
 
 >>> tracegrad.scipy.special.erf(tnp.asarray([0.0, 1.0]))
 Array([0.       , 0.84270...], dtype=float32)
@@ -14,9 +15,14 @@ from ..lax import special as lax_special
 from ..array import Array
 from ..ir import dtypes
 from ..trace import composite
+from .special_gamma import (beta, digamma, erfcx, erfinv, factorial, gamma, gammasgn, i0, i0e, i1, i1e, loggamma,
+                            multigammaln, poch, polygamma, zeta)
+from .special_logistic import boxcox, boxcox1p, entr, expit, kl_div, log_softmax, logit, rel_entr, softmax
 
 __all__ = ["erf", "erfc", "logsumexp", "gammaln", "betaln", "xlogy", "xlog1py", "ndtr", "log_ndtr", "ndtri",
-           "gammainc", "gammaincc", "betainc"]
+           "gammainc", "gammaincc", "betainc", "beta", "digamma", "erfcx", "erfinv", "factorial", "gamma", "gammasgn",
+           "i0", "i0e", "i1", "i1e", "loggamma", "multigammaln", "poch", "polygamma", "zeta", "boxcox", "boxcox1p",
+           "entr", "expit", "kl_div", "log_softmax", "logit", "rel_entr", "softmax"]
 
 
 def erf(x) -> Array:
@@ -111,7 +117,8 @@ def log_ndtr(x) -> Array:
   (x,) = _float(x)
   z = -x / math.sqrt(2)
   near, far = tnp.clip(z, 0.0, 5.0), tnp.maximum(z, 5.0)
-  log_lower = math.log(0.5) + tnp.where(z < 5.0, tnp.log(lax.erfc(near)), -(far * far) + tnp.log(lax_special.erfcx(far)))
+  tail = -(far * far) + tnp.log(lax_special.erfcx(far))
+  log_lower = math.log(0.5) + tnp.where(z < 5.0, tnp.log(lax.erfc(near)), tail)
   upper = tnp.log1p(-0.5 * lax.erfc(tnp.maximum(-z, 0.0)))
   return tnp.where(z > 0, log_lower, upper)
 
