@@ -145,9 +145,10 @@ def cbrt(x):
 
 
 def logistic(x):
+  # 1 / (1 + e^-|x|) for x >= 0, and e^-|x| / (1 + e^-|x|) below: no cancellation on either side
   e = exp(-fabs(x))
   pos = div(k(x, 1.0), add(e, 1.0))
-  return sel(lt(x, 0.0), sub(k(x, 1.0), pos), pos)
+  return sel(lt(x, 0.0), mul(e, pos), pos)
 
 
 _LEAF = tree_util.structure(0)
