@@ -57,6 +57,10 @@ class Config:
     if name in self.__dict__.get("_values", {}): return self._values[name]
     raise AttributeError(f"config has no setting {name!r}")
 
+  def trace_context(self) -> tuple:
+    """The settings a traced graph depends on (x64, the random bits' scheme): part of jit's cache keys."""
+    return dtypes.x64_enabled(), self._values["jax_threefry_partitionable"]
+
   @property
   def jax_enable_x64(self) -> bool: return dtypes.x64_enabled()
   enable_x64 = jax_enable_x64

@@ -208,3 +208,20 @@ def test_static_arguments_by_name_or_position_methods_and_shared_caches_behave_a
   assert traces == [2]                                                  # two jits of one function share a cache
   jit(g, static_argnums=1)(1.0, 7)
   assert traces == [2, 7]
+
+
+def test_a_change_of_x64_or_of_the_random_bits_scheme_traces_again():
+  f = tg.jit(lambda k: tg.random.normal(k, (3,)))
+  k = tg.random.key(0)
+  new = np.asarray(f(k))
+  tg.config.update("jax_threefry_partitionable", False)
+  try:
+    old = np.asarray(f(k))
+  finally:
+    tg.config.update("jax_threefry_partitionable", True)
+  assert not np.array_equal(new, old) and np.array_equal(np.asarray(f(k)), new)
+  from oracles import x64
+  g = tg.jit(lambda x: x + 1.0)
+  assert g(np.float64(1.0)).dtype == tnp.float32
+  with x64():
+    assert g(np.float64(1.0)).dtype == tnp.float64

@@ -71,6 +71,11 @@ class Lowered:
   def compile(self) -> Compiled: return Compiled(self._jitted, self.graph, self._key)
 
 
+def _where() -> tuple:
+  """The backend and the settings a trace depends on (config.trace_context): a change of either traces again."""
+  return run.default_backend(), config.trace_context()
+
+
 def _graph_key(key) -> tuple:
   """The part of a call's key that decides its graph: the tree, each leaf's (shape, dtype, weak type), the static
   arguments and the backend (not whether a leaf is traced or laid out over a mesh)."""
@@ -107,7 +112,7 @@ def _direct_key(args: tuple):
   """(key, arrays) for a call whose positional arguments (or their pytree leaves) are all concrete Arrays held in
   buffers: the key holds the backend, the tree when there is one, and each leaf's shape, dtype and weak type; the
   arrays are the buffers' values. None for any other call."""
-  key, arrays = [run.default_backend()], []
+  key, arrays = [_where()], []
   leaves = args
   for a in args:
     if type(a) is not Array:
@@ -226,7 +231,7 @@ class Jitted:
     arrs = [x if type(x) is Array else to_array(x, fn=self.name) for x in leaves]
     avals = tuple([(u.shape, u.dtype, a.weak_type, u.traced, None) if a._shards is None else
                    (a.shape, a.dtype, a.weak_type, False, a._shards.sharding) for a in arrs for u in (a._u,)])
-    return (tree, avals, statics, run.default_backend()), arrs, (idx, dyn, dkw)
+    return (tree, avals, statics, _where()), arrs, (idx, dyn, dkw)
 
   def _entry(self, key, arrs: list[Array], args: tuple, kwargs: dict, where, graph: Graph | None = None) -> Callable:
     """What runs calls of `key`, made (tracing and compiling on a miss) and kept while its graph is reusable."""
@@ -322,7 +327,7 @@ def _reason(old, new) -> str:
     if x != y: return f"argument leaf {i} changed from {x[1]}{list(x[0])} to {y[1]}{list(y[0])}" + \
                       (" (weak type)" if x[:2] == y[:2] else "")
   if s0 != s1: return f"static arguments changed: {s0} -> {s1}"
-  return f"device changed: {d0} -> {d1}"
+  return f"device or settings (x64, random bits) changed: {d0} -> {d1}"
 
 
 def jit(fun: Callable | None = None, static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
