@@ -14,7 +14,7 @@ import tracegrad.numpy as tnp
 from tracegrad import lax, run
 from tracegrad.lower.render_gpu import render_program
 from tracegrad.lower.schedule import schedule
-from oracles import assert_ulps_close, ulps
+from oracles import assert_ulps_close, ulps, x64
 
 RNG = np.random.default_rng(0)
 X = RNG.standard_normal((64, 48)).astype(np.float32)
@@ -45,9 +45,13 @@ PROGRAMS = {
 }
 
 
+X64 = {"elementwise_float64", "integers_and_bools"}   # programs of 64-bit types, traced with x64 on (as in JAX)
+
+
 def _graph(name):
   f, args = PROGRAMS[name]
-  return tg.make_graph(f)(*args), [np.asarray(a) for a in args]
+  with x64(name in X64):
+    return tg.make_graph(f)(*args), [np.asarray(a) for a in args]
 
 
 def _same(got, want):
