@@ -37,19 +37,22 @@ def exclusions(text: str) -> dict[str, dict[str, str]]:
   """{jax module: {name or glob: reason}} from the exclusions document."""
   out: dict[str, dict[str, str]] = {}
   section = None
-  for line in text.splitlines():
-    if m := re.match(r"#+\s+`?(jax[\w.]*)`?\s*$", line):
+  for item in re.sub(r"\n[ \t]+", " ", text).splitlines():   # a bullet's continuation lines join it
+    if m := re.match(r"#+\s+`?(jax[\w.]*)`?\s*$", item):
       section = out.setdefault(m.group(1), {})
-    elif section is not None and (m := re.match(r"\s*[-*]\s+((?:`[^`]+`[,\s]*)+)(?::\s*(.*))?$", line)):
+    elif section is not None and (m := re.match(r"\s*[-*]\s+((?:`[^`]+`[,\s]*)+)(?::\s*(.*))?$", item)):
       for name in re.findall(r"`([^`]+)`", m.group(1)): section[name] = m.group(2) or ""
   return out
 
 
 def public(mod) -> set[str]:
-  """A module's public names, less the modules and the builtins or functools helpers it merely imported."""
+  """A module's public names, less the modules (other than its own submodules) and the builtins or functools helpers
+  it merely imported."""
   names = getattr(mod, "__all__", None) or [n for n in dir(mod) if not n.startswith("_")]
+
   def imported(obj) -> bool:
-    return isinstance(obj, types.ModuleType) or getattr(obj, "__module__", None) in ("builtins", "functools")
+    if isinstance(obj, types.ModuleType): return not obj.__name__.startswith(mod.__name__ + ".")
+    return getattr(obj, "__module__", None) in ("builtins", "functools")
   return {n for n in names if not n.startswith("_") and not imported(getattr(mod, n, None))}
 
 
