@@ -82,14 +82,15 @@ def test_calls_on_concrete_arrays_take_the_direct_path_and_match_the_general_one
       np.testing.assert_array_equal(np.asarray(out["x"]), x)
       assert out["n"].dtype == tnp.int32 and int(out["n"]) == (x > 0).sum()
       assert not np.asarray(out["y"]).flags.writeable
-  assert traces == [(3, 4), (2, 3, 4)] and len(f._direct) == 2
+  compiled = tg.default_backend() == "cpu"   # the reference device runs graphs, with no compiled program to call
+  assert traces == [(3, 4), (2, 3, 4)] and len(f._direct) == (2 if compiled else 0)
   xs = tnp.asarray(X)
   for y, dtype, weak in ((tnp.asarray(np.float32(2)), tnp.float32, False), (tnp.asarray(2.0), tnp.float32, True),
                          (tnp.asarray(np.int32(2)), tnp.float32, False)):
     for _ in range(2):
       out = g(xs, tg.device_put(y) if weak else y)
       assert out.dtype == dtype and np.array_equal(np.asarray(out), X * 2)
-  assert len(g._direct) >= 2 and len(g.cache) >= 2
+  assert (len(g._direct) >= 2 or not compiled) and len(g.cache) >= 2
   g.clear_cache()
   assert not g._direct
 
