@@ -32,35 +32,44 @@ def _order_key(u: UOp) -> UOp:
 
 
 def _half(x: UOp, i: int) -> UOp:
+  """x[..., i:i+1, :] along the second-to-last axis (kept, for the CONCAT that follows)."""
   return x.slice([(0, n, 1) for n in x.shape[:-2]] + [(i, i + 1, 1), (0, x.shape[-1], 1)])
 
 
-def _network(xs: list[UOp], nkeys: int) -> list[UOp]:
-  """xs sorted along their last axis (a power of two) by their first nkeys (then by the next, an iota)."""
+def network(xs: list[UOp], exchange) -> list[UOp]:
+  """xs sorted along their last axis (a power of two) by a bitonic network; exchange(a, b) -> (lo, hi) puts each
+  pair of tuples in order."""
   *lead, m = xs[0].shape
-  last = len(lead) + 1
+  last = len(lead) + 1   # the pair axis after reshaping to (*lead, groups, 2, half)
   s = 2
   while s <= m:
     j, first = s // 2, True
     while j >= 1:
       r = [x.reshape((*lead, m // (2 * j), 2, j)) for x in xs]
       a, b = [_half(x, 0) for x in r], [_half(x, 1) for x in r]
+      # the first step of each stage compares with the mirror image, so every step sorts ascending
       if first: b = [x.flip((last + 1,)) for x in b]
-      swap, tie = None, None
-      for ka, kb in zip(a[:nkeys + 1], b[:nkeys + 1]):
-        less = kb.alu(Ops.CMPLT, ka)
-        step = less if tie is None else tie.alu(Ops.AND, less)
-        swap = step if swap is None else swap.alu(Ops.OR, step)
-        same = kb.alu(Ops.CMPEQ, ka)
-        tie = same if tie is None else tie.alu(Ops.AND, same)
-      lo = [swap.where(y, x) for x, y in zip(a, b)]
-      hi = [swap.where(x, y) for x, y in zip(a, b)]
+      lo, hi = exchange(a, b)
       if first: hi = [x.flip((last + 1,)) for x in hi]
       xs = [UOp.concat([l, h], last).reshape((*lead, m)) for l, h in zip(lo, hi)]
       j //= 2
       first = False
     s *= 2
   return xs
+
+
+def _by_keys(nkeys: int):
+  """The exchange of tuples ordered by their first nkeys entries, then by the next (an iota: stable)."""
+  def exchange(a, b):
+    swap, tie = None, None
+    for ka, kb in zip(a[:nkeys + 1], b[:nkeys + 1]):
+      less = kb.alu(Ops.CMPLT, ka)
+      step = less if tie is None else tie.alu(Ops.AND, less)
+      swap = step if swap is None else swap.alu(Ops.OR, step)
+      same = kb.alu(Ops.CMPEQ, ka)
+      tie = same if tie is None else tie.alu(Ops.AND, same)
+    return [swap.where(y, x) for x, y in zip(a, b)], [swap.where(x, y) for x, y in zip(a, b)]
+  return exchange
 
 
 def _sorted(us: list[UOp], keys: list[UOp]) -> list[UOp]:
@@ -76,7 +85,7 @@ def _sorted(us: list[UOp], keys: list[UOp]) -> list[UOp]:
   # padding sorts last: every key at its maximum, and the iota beyond n
   padded = [pad(k, dtypes.max_value(k.dtype)) for k in keys] + [pad(idx, n)]
   padded += [pad(u, 0) for u in us]
-  out = _network(padded, len(keys))
+  out = network(padded, _by_keys(len(keys)))
   return [u.slice([(0, d, 1) for d in lead] + [(0, n, 1)]) for u in out[len(keys) + 1:]]
 
 

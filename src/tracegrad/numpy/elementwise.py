@@ -19,11 +19,13 @@ from .. import tree as tree_util
 from ..array import Array
 from ..ir import Graph, Ops, UOp, composite, dtypes
 from ..ir.dtypes import DType
-from ..lax.float_math import (add as _add, c as _c, copysign as _copysign, div as _div, eq as _eq, exp as _exp,
-                               exp2 as _exp2, expm1 as _expm1, fabs as _fabs, floor as _floor, gt as _gt,
-                               isnan as _isnan, k as _k, log as _log, log1p as _log1p, log2 as _log2, lt as _lt,
-                               mul as _mul, ne as _ne, round_even as _round_even, sel as _sel, signbit as _signbit,
-                               sint as _sint, sqrt as _sqrt, sub as _sub, uint as _uint)
+from ..lax.float_math import (acosh as _arccosh, add as _add, asinh as _arcsinh, atanh as _arctanh, c as _c,
+                              cbrt as _cbrt, copysign as _copysign, cosh as _cosh, div as _div, eq as _eq,
+                              exp as _exp, exp2 as _exp2, expm1 as _expm1, fabs as _fabs, floor as _floor, gt as _gt,
+                              isnan as _isnan, k as _k, log as _log, log1p as _log1p, log2 as _log2, lt as _lt,
+                              mul as _mul, ne as _ne, round_even as _round_even, sel as _sel, signbit as _signbit,
+                              sinh as _sinh, sint as _sint, sqrt as _sqrt, sqrt1mx2 as _sqrt1mx2, sub as _sub,
+                              tanh as _tanh)
 from .core import arraylike as _arr, broadcast_uops, promote
 
 __all__ = [
@@ -402,14 +404,6 @@ def square(x) -> Array:
 # powers, exponentials and logarithms
 # ---------------------------------------------------------------------------------------------------------------
 
-def _cbrt(x):
-  a = _fabs(x)
-  r = a.alu(Ops.POW, _k(a, 1.0 / 3.0))
-  r = _sub(r, _div(_sub(r, _div(a, _mul(r, r))), 3.0))  # one Newton step
-  r = _sel(_or(_eq(a, 0.0), _eq(a, INF)), a, r)
-  return _copysign(r, x)
-
-
 sqrt = _float_unary("sqrt", _sqrt, "The non-negative square root (nan for x < 0).\n\n"
                     "  >>> tnp.sqrt(tnp.array([4.0, 9.0]))\n  Array([2., 3.], dtype=float32)\n  ")
 cbrt = _float_unary("cbrt", _smooth(_cbrt, lambda x, y: (_div(_k(y, 1.0), _mul(_mul(y, y), 3.0)),)), "The real cube root.\n\n  >>> tnp.cbrt(tnp.array([-8.0, 27.0]))\n"
@@ -450,68 +444,6 @@ logaddexp2 = _float_binary("logaddexp2", _smooth(lambda a, b: _logaddexp(a, b, _
 # trigonometric and hyperbolic
 # ---------------------------------------------------------------------------------------------------------------
 
-def _sqrt1mx2(x): return _sqrt(_mul(_sub(_k(x, 1.0), x), _add(x, 1.0)))  # sqrt(1 - x^2), accurate near |x| = 1
-
-
-def _sinh(x):
-  a = _fabs(x)
-  e = _expm1(a)
-  small = _mul(_add(e, _div(e, _add(e, 1.0))), 0.5)  # (e^a - e^-a) / 2 with e = expm1(a)
-  h = _exp(_mul(a, 0.5))
-  big = _mul(_mul(h, 0.5), h)  # e^a / 2 without overflowing e^a
-  return _copysign(_sel(_gt(a, 10.0), big, small), x)
-
-
-def _cosh(x):
-  a = _fabs(x)
-  e = _exp(a)
-  small = _add(_mul(e, 0.5), _div(_k(e, 0.5), e))
-  h = _exp(_mul(a, 0.5))
-  return _sel(_gt(a, 10.0), _mul(_mul(h, 0.5), h), small)
-
-
-# tanh(x) = x p(x^2) / q(x^2) on [0, 9], a rational fit within 0.8 ulp in exact arithmetic. Evaluated in float32 it is
-# 1 at _TANH_ONE, where |x| is clamped, and at most 1 below it (checked over every float32)
-_TANH_P = tuple(map(float.fromhex, ("-0x1.aede36p-37", "0x1.0736e8p-25", "0x1.d648f8p-16", "0x1.fb2ee8p-9", "0x1.182f10p-3",
-                                    "0x1p0")))
-_TANH_Q = tuple(map(float.fromhex, ("0x1.5a0528p-20", "0x1.9d3664p-12", "0x1.be7756p-6", "0x1.e16cdcp-2", "0x1p0")))
-
-_TANH_ONE = float.fromhex("0x1.fa271cp+2")   # 7.908637
-
-
-def _horner(coeffs, z):
-  p = _k(z, coeffs[0])
-  for c in coeffs[1:]: p = _add(_mul(p, z), c)
-  return p
-
-
-def _tanh(x):
-  if x.dtype == dtypes.float64:
-    e = _expm1(_mul(x.alu(Ops.MAX, _k(x, -20.0)).alu(Ops.MIN, _k(x, 20.0)), 2.0))
-    return _div(e, _add(e, 2.0))
-  # float32 (the XLA way: no exp, one division; within 7 ulp), on |x| with x's sign put back
-  bits = x.bitcast(dtypes.uint32)
-  a = bits.alu(Ops.AND, _k(bits, 0x7fffffff)).bitcast(x.dtype).alu(Ops.MIN, _k(x, _TANH_ONE))
-  z = _mul(a, a)
-  r = _div(_mul(a, _horner(_TANH_P, z)), _horner(_TANH_Q, z)).bitcast(dtypes.uint32)
-  return r.alu(Ops.OR, bits.alu(Ops.AND, _k(bits, 0x80000000))).bitcast(x.dtype)
-
-
-def _arcsinh(x):
-  a = _fabs(x)
-  aa = _mul(a, a)
-  r = _log1p(_add(a, _div(aa, _add(_sqrt(_add(aa, 1.0)), 1.0))))
-  return _copysign(_sel(_gt(a, 1e18), _add(_log(a), LN2), r), x)
-
-
-def _arccosh(x):
-  t = _sub(x, 1.0)
-  r = _log1p(_add(t, _sqrt(_mul(t, _add(t, 2.0)))))
-  r = _sel(_lt(x, 1.0), NAN, r)  # t * (t + 2) is positive again for x < -1
-  return _sel(_gt(x, 1e18), _add(_log(x), LN2), r)
-
-
-def _arctanh(x): return _mul(_log1p(_div(_mul(x, 2.0), _sub(_k(x, 1.0), x))), 0.5)
 
 
 def _sinc(x):

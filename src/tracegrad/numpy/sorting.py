@@ -16,6 +16,7 @@ import numpy as np
 
 from ..array import Array, to_array
 from ..ir import Ops, UOp, dtypes
+from ..lax.sorting import network
 from .core import arraylike as _arr, normalize_axis, promote
 from .indexing import take
 
@@ -26,34 +27,6 @@ _I32 = dtypes.int32
 
 
 def _const(v, shape=(), dt=_I32) -> UOp: return UOp.const(dt, v, shape)
-
-
-def _half(x: UOp, i: int) -> UOp:
-  """x[..., i:i+1, :] along the second-to-last axis (kept, for the CONCAT that follows)."""
-  return x.slice([(0, n, 1) for n in x.shape[:-2]] + [(i, i + 1, 1), (0, x.shape[-1], 1)])
-
-
-def _network(xs: list[UOp], exchange) -> list[UOp]:
-  """Sort the last axis (a power of two) of the tuple of arrays xs; exchange(a, b) -> (lo, hi) per pair."""
-  *lead, m = xs[0].shape
-  last = len(lead) + 1  # the pair axis after reshaping to (*lead, groups, 2, half)
-  s = 2
-  while s <= m:
-    j = s // 2
-    first = True
-    while j >= 1:
-      r = [x.reshape((*lead, m // (2 * j), 2, j)) for x in xs]
-      a = [_half(x, 0) for x in r]
-      b = [_half(x, 1) for x in r]
-      # the first step of each stage compares with the mirror image, so every step sorts ascending
-      if first: b = [x.flip((last + 1,)) for x in b]
-      lo, hi = exchange(a, b)
-      if first: hi = [x.flip((last + 1,)) for x in hi]
-      xs = [UOp.concat([l, h], last).reshape((*lead, m)) for l, h in zip(lo, hi)]
-      j //= 2
-      first = False
-    s *= 2
-  return xs
 
 
 def _minmax(a, b): return [a[0].alu(Ops.MIN, b[0])], [a[0].alu(Ops.MAX, b[0])]
@@ -111,7 +84,7 @@ def sort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True
   if n <= 1: return Array(_from_last(u, inv), x.weak_type)
   k, nan = _key(u)
   m = _pow2(n)
-  (k,) = _network([_pad(k, m, dtypes.max_value(k.dtype))], _minmax)
+  (k,) = network([_pad(k, m, dtypes.max_value(k.dtype))], _minmax)
   k = _cut(k, n)
   if nan is not None:  # NaNs were sorted as +inf: the last `count` places become NaN
     cnt = nan.cast(_I32).reduce(Ops.REDUCE_SUM, (u.ndim - 1,)).broadcast(k.shape)
@@ -129,7 +102,7 @@ def _argsort_last(u: UOp) -> UOp:
   k, nan = _key(u)
   i = UOp.iota(u.shape, u.ndim - 1, _I32)
   if nan is not None: i = nan.where(i + UOp.const(_I32, m, i.shape), i)  # NaN after +inf, in order
-  k, i = _network([_pad(k, m, dtypes.max_value(k.dtype)), _pad(i, m, 2 * m)], _pairs)
+  k, i = network([_pad(k, m, dtypes.max_value(k.dtype)), _pad(i, m, 2 * m)], _pairs)
   i = _cut(i, n)
   return i.alu(Ops.MOD, UOp.const(_I32, m, i.shape)) if nan is not None else i
 
