@@ -74,11 +74,13 @@ def _logsumexp(x, *rest, axis, keepdims, return_sign, given):
   e = tnp.exp(x - m)
   if b is not None: e = e * b
   total = tnp.sum(e, axis=axis, keepdims=True)
-  out = tnp.log(tnp.abs(total)) + m
-  sign = tnp.sign(total)
+  if b is None and not return_sign:   # a sum of exponentials: positive, no sign to carry
+    out = tnp.log(total) + m
+    return out if keepdims else tnp.squeeze(out, axis=axis)
+  out, sign = tnp.log(tnp.abs(total)) + m, tnp.sign(total)
   if not keepdims: out, sign = tnp.squeeze(out, axis=axis), tnp.squeeze(sign, axis=axis)
   if return_sign: return out, sign
-  return out if b is None else tnp.where(sign < 0, tnp.nan, out)
+  return tnp.where(sign < 0, tnp.nan, out)
 
 
 def _float(*xs) -> list[Array]:
