@@ -30,6 +30,7 @@ class Config:
     self._values = dict(_DEFAULTS)
     env = os.environ.get("TRACEGRAD_ENABLE_X64", os.environ.get("JAX_ENABLE_X64", "")).lower()
     if env in ("1", "true"): dtypes.set_x64(True)
+    self._renew()
 
   def update(self, name: str, value) -> None:
     """Set a setting; AttributeError for a name JAX does not know either.
@@ -42,6 +43,7 @@ class Config:
       self._values[name] = value
     else:
       raise AttributeError(f"config.update: unknown option {name!r}; known: {', '.join(self.names())}")
+    self._renew()
 
   def read(self, name: str):
     """The value of a setting."""
@@ -57,9 +59,9 @@ class Config:
     if name in self.__dict__.get("_values", {}): return self._values[name]
     raise AttributeError(f"config has no setting {name!r}")
 
-  def trace_context(self) -> tuple:
-    """The settings a traced graph depends on (x64, the random bits' scheme): part of jit's cache keys."""
-    return dtypes.x64_enabled(), self._values["jax_threefry_partitionable"]
+  def _renew(self) -> None:
+    # trace_key: the settings a traced graph depends on (x64, the random bits' scheme), part of jit's cache keys
+    self.__dict__["trace_key"] = (dtypes.x64_enabled(), self._values["jax_threefry_partitionable"])
 
   @property
   def jax_enable_x64(self) -> bool: return dtypes.x64_enabled()

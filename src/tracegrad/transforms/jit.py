@@ -72,8 +72,8 @@ class Lowered:
 
 
 def _where() -> tuple:
-  """The backend and the settings a trace depends on (config.trace_context): a change of either traces again."""
-  return run.default_backend(), config.trace_context()
+  """The backend and the settings a trace depends on (config.trace_key): a change of either traces again."""
+  return run.default_backend(), config.trace_key
 
 
 def _graph_key(key) -> tuple:
@@ -112,7 +112,7 @@ def _direct_key(args: tuple):
   """(key, arrays) for a call whose positional arguments (or their pytree leaves) are all concrete Arrays held in
   buffers: the key holds the backend, the tree when there is one, and each leaf's shape, dtype and weak type; the
   arrays are the buffers' values. None for any other call."""
-  key, arrays = [_where()], []
+  key, arrays = [run.default_backend(), config.trace_key], []
   leaves = args
   for a in args:
     if type(a) is not Array:
