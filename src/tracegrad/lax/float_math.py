@@ -173,8 +173,8 @@ _LEAF = tree_util.structure(0)
 def smooth(body, deriv, name: str | None = None):
   """body (UOps -> UOp) whose derivative is deriv(*xs, y) -> one partial per x, as a CUSTOM_JVP node: every transform
   uses deriv instead of differentiating body's nodes (which select at hard points, or round). In a traced graph the
-  node sits in a composite named `name` (default: body's name)."""
-  name = name or body.__name__
+  node sits in a composite named `name` (default: body's name without leading underscores), so it prints as `tanh a`."""
+  name = name or body.__name__.lstrip("_")
 
   @functools.lru_cache(maxsize=256)
   def graph(avals) -> Graph:

@@ -12,20 +12,18 @@ Array([1.       , 2.71828..., 7.38905...], dtype=float32)
 from __future__ import annotations
 
 import builtins
-import functools
 import math
 
-from .. import tree as tree_util
 from ..array import Array
-from ..ir import Graph, Ops, UOp, composite, dtypes
+from ..ir import Ops, UOp, dtypes
 from ..ir.dtypes import DType
 from ..lax.float_math import (acosh as _arccosh, add as _add, asinh as _arcsinh, atanh as _arctanh, c as _c,
                               cbrt as _cbrt, copysign as _copysign, cosh as _cosh, div as _div, eq as _eq,
                               exp as _exp, exp2 as _exp2, expm1 as _expm1, fabs as _fabs, floor as _floor, gt as _gt,
                               isnan as _isnan, k as _k, log as _log, log1p as _log1p, log2 as _log2, lt as _lt,
                               mul as _mul, ne as _ne, round_even as _round_even, sel as _sel, signbit as _signbit,
-                              sinh as _sinh, sint as _sint, sqrt as _sqrt, sqrt1mx2 as _sqrt1mx2, sub as _sub,
-                              tanh as _tanh)
+                              sinh as _sinh, sint as _sint, smooth as _smooth, sqrt as _sqrt, sqrt1mx2 as _sqrt1mx2,
+                              sub as _sub, tanh as _tanh)
 from .core import arraylike as _arr, broadcast_uops, promote
 
 __all__ = [
@@ -120,38 +118,6 @@ def _float_binary(fn: str, body, doc: str = ""):
     ws, _ = _wide(us, dt)
     return Array(body(*ws).cast(dt), weak)
   return _named(f, fn, doc or f"Elementwise {fn}, as jax.numpy.{fn}.")
-
-
-def _smooth(body, deriv, name: str | None = None):
-  """body (UOps -> UOp) whose derivative is deriv(*xs, y) -> one partial per x, as a CUSTOM_JVP node: every transform
-  uses deriv instead of differentiating body's nodes, which special-case points (x == 0, u == 1) where their own
-  derivatives divide by zero or lose their accuracy. deriv builds on the same node, so higher orders work too.
-  In a traced graph the node sits in a COMPOSITE named `name` (default: body's name), so it prints as `tanh a`."""
-  name = name or body.__name__.lstrip("_")
-  @functools.lru_cache(maxsize=256)
-  def graph(avals) -> Graph:
-    ps = [UOp.param(shape, dt) for shape, dt in avals]
-    return Graph(tuple(ps), (body(*ps),))
-
-  def rule(primals, tangents):
-    xs = [p.uop for p in primals]
-    y = node(*xs)
-    t = None
-    for ti, d in zip(tangents, deriv(*xs, y)):
-      t = _mul(ti.uop, d) if t is None else _add(t, _mul(ti.uop, d))
-    return Array(y), Array(t)
-
-  def custom(*us: UOp) -> UOp:
-    tree = tree_util.structure(tuple(range(len(us))))
-    return UOp.multi(Ops.CUSTOM_JVP, us, (graph(tuple((u.shape, u.dtype) for u in us)), rule, tree, _LEAF, 0))[0]
-
-  def node(*us: UOp) -> UOp: return composite(name, custom, *us)[0]
-
-  rule.__name__ = f"{body.__name__}_derivative"
-  return node
-
-
-_LEAF = tree_util.structure(0)
 
 
 # ---------------------------------------------------------------------------------------------------------------
