@@ -14,16 +14,6 @@ jax = pytest.importorskip("jax")
 jnp = jax.numpy
 
 
-@pytest.fixture(params=[True, False], ids=["partitionable", "original"])
-def scheme(request):
-  was_jax, was_tg = jax.config.jax_threefry_partitionable, tg.config.read("jax_threefry_partitionable")
-  jax.config.update("jax_threefry_partitionable", request.param)
-  tg.config.update("jax_threefry_partitionable", request.param)
-  yield request.param
-  jax.config.update("jax_threefry_partitionable", was_jax)
-  tg.config.update("jax_threefry_partitionable", was_tg)
-
-
 def _np(r): return jnp if r is jax.random else tnp
 
 
