@@ -63,3 +63,44 @@ def test_make_jaxpr_does_not_run_callbacks(capsys):
 def test_bad_arguments():
   with pytest.raises(TypeError, match="debug.callback: fn must be callable"): debug.callback(3, 1.0)
   with pytest.raises(TypeError, match="debug.print: fmt"): debug.print(3)
+
+
+CASES = {   # name: program over (lib, lax, np module); each prints through debug.print
+  "vmap": lambda t, lax, n: t.vmap(lambda x: (t.debug.print("x={x}", x=x), x * 2)[1])(n.arange(3.0)),
+  "jit(vmap)": lambda t, lax, n: t.jit(t.vmap(lambda x: (t.debug.print("x={}", x), x)[1]))(n.arange(2.0)),
+  "grad(vmap)": lambda t, lax, n: t.grad(lambda x: t.vmap(lambda y: (t.debug.print("y {}", y), y * y)[1])(x).sum())(
+    n.arange(2.0)),
+  "scan": lambda t, lax, n: lax.scan(lambda c, x: (t.debug.print("c={} x={}", c, x), (c * x, c))[1], 1.0,
+                                     n.arange(1.0, 4.0)),
+  "scan reversed under jit": lambda t, lax, n: t.jit(lambda xs: lax.scan(
+    lambda c, x: (t.debug.print("c={} x={}", c, x), (c * x, c))[1], 1.0, xs, reverse=True))(n.arange(1.0, 4.0)),
+  "grad(scan)": lambda t, lax, n: t.grad(lambda xs: lax.scan(
+    lambda c, x: (t.debug.print("c={}", c), (c * x, c))[1], 1.0, xs)[0])(n.arange(1.0, 3.0)),
+  "fori_loop": lambda t, lax, n: lax.fori_loop(0, 3, lambda i, c: (t.debug.print("i={}", i), c + i)[1], 0),
+  "jit(cond)": lambda t, lax, n: t.jit(lambda p, x: lax.cond(p, lambda x: (t.debug.print("T {}", x), x)[1],
+                                                             lambda x: (t.debug.print("F {}", x), -x)[1], x))(
+    False, 2.0),
+  "switch clamps": lambda t, lax, n: lax.switch(5, [lambda x: (t.debug.print("b0 {}", x), x)[1],
+                                                    lambda x: (t.debug.print("b1 {}", x), x)[1]], 3.0),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_print_inside_vmap_and_control_flow_matches_jax(capsys, name):
+  jax = pytest.importorskip("jax")
+  mine = CASES[name](tracegrad, tracegrad.lax, tnp)
+  printed = capsys.readouterr().out
+  theirs = CASES[name](jax, jax.lax, jax.numpy)
+  jax.effects_barrier()
+  assert printed == capsys.readouterr().out and printed
+  for a, b in zip(tracegrad.tree.leaves(mine), jax.tree.leaves(theirs)):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b))
+
+
+def test_print_inside_cond_under_vmap_runs_for_the_branch_each_element_takes(capsys):
+  cond = tracegrad.lax.cond
+  out = tracegrad.vmap(lambda p, x: cond(p, lambda x: (debug.print("T {}", x), x)[1],
+                                         lambda x: (debug.print("F {}", x), -x)[1], x))(
+    tnp.asarray([True, False]), tnp.asarray([1.0, 2.0]))
+  assert capsys.readouterr().out == "F 2.0\nT 1.0\n"   # branch by branch, each for its elements
+  assert np.asarray(out).tolist() == [1.0, -2.0]

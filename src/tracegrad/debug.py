@@ -2,8 +2,10 @@
 
 Eagerly they run at once. Under jit they run each time the compiled program is called, after it returns, in the
 order the program recorded them (the values they read are extra outputs of the program); under grad, jvp and
-linearize they run once on the primal values and leave the derivatives unchanged. Inside vmap, control flow bodies
-(scan, cond, while_loop) and make_jaxpr, whose values are abstract, they do not run.
+linearize they run once on the primal values and leave the derivatives unchanged. Under vmap they run once per
+element, inside scan (and fori_loop with static bounds) once per step, inside cond and switch for the branch taken
+(under vmap too, where JAX runs both). Inside while_loop bodies and make_jaxpr, whose values are abstract, they do
+not run.
 
 >>> tracegrad.debug.print("x = {}", tnp.arange(3))
 x = [0 1 2]

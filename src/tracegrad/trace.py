@@ -36,10 +36,12 @@ def abstractify(x, fn: str) -> ShapeDtypeStruct:
 
 
 def trace(f: Callable, args: Sequence, kwargs: dict | None = None, fn: str = "make_graph",
-          known: bool = False) -> tuple[Graph, Any]:
+          known: bool = False, taps: list | None = None) -> tuple[Graph, Any]:
   """The Graph of f(*args, **kwargs) over fresh placeholders for every array leaf; also f's output pytree. With
   `known`, the placeholders stand for the arguments' values while f runs (array.KNOWN): Python control flow on
-  values computed from them works, as under JAX's grad and jvp outside jit, and the graph follows the branch taken."""
+  values computed from them works, as under JAX's grad and jvp outside jit, and the graph follows the branch taken.
+  Given a `taps` list, the values that host callbacks (tap) read become outputs after f's, and `taps` receives
+  (run, number of values) per callback in order, for the caller to run once those outputs are known."""
   kwargs = kwargs or {}
   leaves, in_tree = tree_util.flatten((tuple(args), kwargs))
   avals = [abstractify(x, fn) for x in leaves]
@@ -54,7 +56,7 @@ def trace(f: Callable, args: Sequence, kwargs: dict | None = None, fn: str = "ma
   try:
     out = f(*a2, **k2)
   finally:
-    taps = _TAPS.pop()
+    recorded = _TAPS.pop()
     if outer is not None: KNOWN.reset(outer)
   out_leaves, out_tree = tree_util.flatten(out)
   outs = []
@@ -63,12 +65,15 @@ def trace(f: Callable, args: Sequence, kwargs: dict | None = None, fn: str = "ma
       raise TypeError(f"{fn}: output leaf {i} of {getattr(f, '__name__', 'the function')} is a {type(o).__name__}, "
                       f"not an array; return arrays or numbers (pytrees of them)")
     outs.append(to_array(o, fn=fn))
-  if taps and fn.startswith("jit("):   # the tapped values become outputs; unflattening the outputs runs the taps
-    out_tree = tree_util.structure(_Tapped(out, [arrays for _, arrays in taps], tuple(run for run, _ in taps)))
-    outs += [a for _, arrays in taps for a in arrays]
-  elif taps and fn in _TAPS_RUN_AT_ONCE and not any(isinstance(x, ShapeDtypeStruct) for x in leaves):
-    _run_now(Graph(tuple(params), tuple(a.uop for _, arrays in taps for a in arrays), None, None, (), ()), taps,
-             [to_array(x, fn=fn) for x in leaves])
+  if recorded and taps is not None:
+    taps += [(run, len(arrays)) for run, arrays in recorded]
+    outs += [a for _, arrays in recorded for a in arrays]
+  elif recorded and fn.startswith("jit("):   # the tapped values become outputs; unflattening them runs the taps
+    out_tree = tree_util.structure(_Tapped(out, [arrays for _, arrays in recorded], tuple(r for r, _ in recorded)))
+    outs += [a for _, arrays in recorded for a in arrays]
+  elif recorded and fn in _TAPS_RUN_AT_ONCE and not any(isinstance(x, ShapeDtypeStruct) for x in leaves):
+    _run_now(Graph(tuple(params), tuple(a.uop for _, arrays in recorded for a in arrays), None, None, (), ()),
+             recorded, [to_array(x, fn=fn) for x in leaves])
   g = Graph(tuple(params), tuple(o.uop for o in outs), in_tree, out_tree,
             tuple(a.weak_type for a in avals), tuple(o.weak_type for o in outs))
   return g, out
@@ -83,8 +88,9 @@ _TAPS_RUN_AT_ONCE = ("vjp", "jvp", "linearize")   # traces of concrete arguments
 def tap(run: Callable, arrays: list[Array]) -> None:
   """run(arrays) once the arrays' values are known: now when none is traced; else recorded in the innermost trace.
   A trace under jit makes them extra outputs and runs them after each call of the compiled program, in the order
-  they were recorded; under grad, jvp and linearize they run once on the primal values; inside other traces of
-  abstract values (vmap, control flow bodies, make_jaxpr) they do not run."""
+  they were recorded; under grad, jvp and linearize they run once on the primal values; vmap, scan and cond make
+  them outputs and tap again what they compute (once per element, step or branch taken, see their `taps=`); inside
+  other traces of abstract values (while_loop bodies, make_jaxpr) they do not run."""
   if not any(a.is_traced for a in arrays): run(arrays)
   elif _TAPS: _TAPS[-1].append((run, list(arrays)))
 
@@ -104,6 +110,15 @@ def _unflatten_tapped(runs: tuple, children):
 
 
 tree_util.register_pytree_node(_Tapped, lambda t: ((t.out, t.values), t.runs), _unflatten_tapped)
+
+
+def tap_outputs(taps: list, values: list[Array], each: Callable[[Callable, list[Array]], None]) -> None:
+  """Tap again, in order, each (run, n) that trace(taps=) collected, on its n of `values` (the traced function's
+  extra outputs, as the caller computed them), through each(run, arrays)."""
+  it = iter(values)
+  for run, n in taps:
+    arrays = [next(it) for _ in range(n)]
+    tap(lambda arrs, run=run: each(run, arrs), arrays)
 
 
 def _run_now(g: Graph, taps: list, args: list[Array]) -> None:

@@ -16,7 +16,7 @@ from .. import tree as tree_util
 from ..array import Array, to_array
 from ..ir import Graph, Ops, UOp, dtypes
 from ..ir.shapes import fmt
-from ..trace import ShapeDtypeStruct, trace
+from ..trace import ShapeDtypeStruct, tap, tap_outputs, trace
 
 __all__ = ["stop_gradient", "optimization_barrier", "cond", "switch", "select", "scan", "fori_loop", "while_loop",
            "bitcast_convert_type"]
@@ -96,22 +96,31 @@ def _describe(g: Graph, other: Graph) -> str:
   return f"{g.out_tree} with {types}" if g.out_tree != other.out_tree else types
 
 
-def _branch_graphs(branches: Sequence[Callable], operands: tuple, fn: str, labels: Sequence[str]) -> tuple[list[Graph], list[UOp]]:
-  """Each branch traced on the operands and closed, all taking (every branch's free values, operands)."""
-  graphs = [trace(b, operands, fn=fn)[0] for b in branches]
+def _branch_graphs(branches: Sequence[Callable], operands: tuple, fn: str, labels: Sequence[str]):
+  """Each branch traced on the operands and closed, all taking (every branch's free values, operands). Every branch
+  also returns the values of every branch's host callbacks (zeros for the others'), after its own outputs; returned
+  with the graphs: the free values and, per branch, its callbacks as trace(taps=) lists them."""
+  traced = [(trace(b, operands, fn=fn, taps=(t := []))[0], t) for b in branches]
+  mine = [len(g.outputs) - sum(n for _, n in t) for g, t in traced]
+  graphs = [Graph(g.inputs, g.outputs[:m], g.in_tree, g.out_tree, g.in_weak, g.out_weak[:m])
+            for (g, _), m in zip(traced, mine)]
   ref = graphs[0]
   for label, g in zip(labels, graphs):
     if g.out_tree != ref.out_tree or _types(g) != _types(ref):
       raise TypeError(f"{fn}: the branches must return the same structure, shapes and dtypes, but {labels[0]} returns "
                       f"{_describe(ref, g)} and {label} returns {_describe(g, ref)}")
-  closed = [g.closed() for g in graphs]
+  tapped = [g.outputs[m:] for (g, _), m in zip(traced, mine)]
+  closed = [Graph(g.inputs, g.outputs + tuple(v if k == j else UOp.const(v.dtype, 0, v.shape)
+                                                for j, vs in enumerate(tapped) for v in vs)).closed()
+            for k, g in enumerate(graphs)]
   free = list(dict.fromkeys(u for _, fr in closed for u in fr))
   out = []
   for (g, fr), orig in zip(closed, graphs):
     params = {u: p for u, p in zip(fr, g.inputs)}
     ins = tuple(params.get(u) or UOp.param(u.shape, u.dtype) for u in free)
-    out.append(Graph(ins + g.inputs[len(fr):], g.outputs, None, orig.out_tree, (), orig.out_weak))
-  return out, free
+    weak = orig.out_weak + (False,) * (len(g.outputs) - len(orig.outputs))
+    out.append(Graph(ins + g.inputs[len(fr):], g.outputs, None, orig.out_tree, (), weak))
+  return out, free, [t for _, t in traced]
 
 
 def switch(index, branches: Sequence[Callable], *operands):
@@ -150,11 +159,17 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
 
 
 def _cond(idx: UOp, branches, operands: tuple, fn: str, labels: Sequence[str]):
-  graphs, free = _branch_graphs(branches, operands, fn, labels)
+  graphs, free, taps = _branch_graphs(branches, operands, fn, labels)
   leaves, _ = _avals(operands, fn)
   outs = UOp.multi(Ops.COND, (idx, *free, *(l.uop for l in leaves)), tuple(graphs))
-  weak = [all(w) for w in zip(*(g.out_weak for g in graphs))] or []
-  return tree_util.unflatten(graphs[0].out_tree, _arrays(outs, weak))
+  n_out = len(graphs[0].outputs) - sum(n for t in taps for _, n in t)
+  weak = [all(w) for w in zip(*(g.out_weak[:n_out] for g in graphs))] or []
+  values = iter(Array(u) for u in outs[n_out:])
+  for k, branch_taps in enumerate(taps):   # each callback runs when the index picks its branch
+    for run, n in branch_taps:
+      tap(lambda arrs, run=run, k=k: run(arrs[:-1]) if min(max(int(arrs[-1]), 0), len(taps) - 1) == k else None,
+          [next(values) for _ in range(n)] + [Array(idx)])
+  return tree_util.unflatten(graphs[0].out_tree, _arrays(outs[:n_out], weak))
 
 
 def _carry_check(fn: str, what: str, init: list[Array], init_tree, out: list[UOp], out_tree, f):
@@ -197,15 +212,18 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
       raise TypeError(f"scan: {_name(f)} must return a pair (carry, y), got {type(out).__name__}")
     return out
 
-  g, _ = trace(body, (c_avals, x_avals), fn="scan")
-  nc = len(carry)
-  pair = tree_util.unflatten(g.out_tree, list(range(len(g.outputs))))
+  g, _ = trace(body, (c_avals, x_avals), fn="scan", taps=(taps := []))
+  nc, n_out = len(carry), len(g.outputs) - sum(k for _, k in taps)
+  pair = tree_util.unflatten(g.out_tree, list(range(n_out)))
   c_out_tree, y_tree = tree_util.structure(pair[0]), tree_util.structure(pair[1])
   _carry_check("scan", "carry", carry, carry_tree, list(g.outputs[:nc]), c_out_tree, f)
   g, free = g.closed()
   outs = UOp.multi(Ops.SCAN, (*free, *(c.uop for c in carry), *(x.uop for x in xl)), (g, len(free), nc, n, bool(reverse)))
   c_res = _arrays(outs[:nc], [c.weak_type and w for c, w in zip(carry, g.out_weak[:nc])])
   ys = _arrays(outs[nc:], g.out_weak[nc:])
+  steps = range(n - 1, -1, -1) if reverse else range(n)
+  tap_outputs(taps, ys[n_out - nc:], lambda run, arrays: [run([a[i] for a in arrays]) for i in steps])
+  ys = ys[:n_out - nc]
   return tree_util.unflatten(carry_tree, c_res), tree_util.unflatten(y_tree, ys)
 
 

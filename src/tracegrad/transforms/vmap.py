@@ -19,7 +19,7 @@ from ..array import Array, to_array
 from ..ir import Graph, Ops, PatternMatcher, UOp, UPat, dtypes, substitute, toposort
 from ..ir.ops import BINARY, COLLECTIVE, UNARY
 from ..run import concrete
-from ..trace import ShapeDtypeStruct, named_axis, trace
+from ..trace import ShapeDtypeStruct, named_axis, tap_outputs, trace
 from . import build as B
 
 
@@ -325,7 +325,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name: str | None = None, axi
              for l, a in zip(leaves, norm)]
     a_avals, k_avals = tree_util.unflatten(tree_util.structure((args, kwargs)), avals)
     with named_axis(axis_name, size) if axis_name is not None else contextlib.nullcontext():
-      g, _ = trace(fun, a_avals, k_avals, fn=fn)
+      g, _ = trace(fun, a_avals, k_avals, fn=fn, taps=(taps := []))
     _BATCHING.append(axis_name)
     try:
       twins = batch_nodes(list(g.outputs), {p: B.moveaxis(l.uop, a, 0) for p, l, a in zip(g.inputs, leaves, norm)
@@ -334,7 +334,8 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name: str | None = None, axi
       _BATCHING.pop()
     args_map = {p: l.uop for p, l, a in zip(g.inputs, leaves, norm) if a is None}
     outs = concrete(substitute([t if t is not None else o for t, o in zip(twins, g.outputs)], args_map))
-    oaxes = _out_axes(out_axes, g, fn)
+    n_out = len(outs) - sum(n for _, n in taps)
+    oaxes = _out_axes(out_axes, g, n_out, fn) + [0] * (len(outs) - n_out)
     res = []
     for o, t, ax, w in zip(outs, twins, oaxes, g.out_weak):
       if ax is None:
@@ -347,7 +348,8 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name: str | None = None, axi
       nd = o.ndim
       if not -nd <= ax < nd: raise ValueError(f"{fn}: out_axes {ax} is out of range for an output of rank {nd - 1}")
       res.append(Array(B.moveaxis(o, 0, ax % nd), w))
-    return tree_util.unflatten(g.out_tree, res)
+    tap_outputs(taps, res[n_out:], lambda run, arrays: [run([a[i] for a in arrays]) for i in range(size)])
+    return tree_util.unflatten(g.out_tree, res[:n_out])
 
   mapped.__name__ = fn
   return mapped
@@ -358,6 +360,6 @@ def _path(path) -> str:
   return "args" + "".join(f"[{p!r}]" for p in path)
 
 
-def _out_axes(out_axes, g: Graph, fn: str) -> list:
-  shell = tree_util.unflatten(g.out_tree, [0] * len(g.outputs))
+def _out_axes(out_axes, g: Graph, n_out: int, fn: str) -> list:
+  shell = tree_util.unflatten(g.out_tree, [0] * n_out)
   return _per_leaf(out_axes, shell, int, f"{fn}: out_axes {out_axes!r} is not a tree prefix of the outputs")
