@@ -47,14 +47,20 @@ def array_equal(a1, a2, equal_nan: bool = False) -> Array:
 
 
 def array_equiv(a1, a2) -> Array:
-  """Whether the arrays are equal after broadcasting (False if they do not broadcast).
+  """Whether the arrays are equal after broadcasting. As jax.numpy: False for shapes of different ranks that do not
+  broadcast, a TypeError for shapes of one rank that do not (numpy returns False for both).
 
   >>> tnp.array_equiv(tnp.array([1, 2]), tnp.array([[1, 2], [1, 2]]))
   Array(True, dtype=bool)
   """
   x, y = arr(a1, "array_equiv"), arr(a2, "array_equiv")
-  try:
-    eq = x == y
-  except ValueError:
+  if not _broadcastable(x.shape, y.shape):
+    if x.ndim == y.ndim:
+      raise TypeError(f"array_equiv: a1 of shape {x.shape} and a2 of shape {y.shape} have one rank but do not "
+                      f"broadcast (jax.numpy raises here too; compare shapes first for numpy's False)")
     return to_array(False, dtypes.bool_, fn="array_equiv")
-  return _all(eq)
+  return _all(x == y)
+
+
+def _broadcastable(s: tuple, t: tuple) -> bool:
+  return all(a == b or 1 in (a, b) for a, b in zip(s[::-1], t[::-1]))
