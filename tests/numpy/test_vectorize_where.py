@@ -31,3 +31,26 @@ def test_array_equiv_raises_as_jax_for_one_rank_that_does_not_broadcast(s, t):
     jnp.array_equiv(a, b)
   with pytest.raises(TypeError, match=r"array_equiv: a1 of shape"):
     tnp.array_equiv(a, b)
+
+
+# ---- where(condition) ----
+
+@pytest.mark.parametrize("kw", [{}, dict(size=3), dict(size=5, fill_value=-1), dict(size=2, fill_value=(7, 8))])
+def test_one_argument_where_is_nonzero(kw):
+  c = np.array([[0, 1, 0], [2, 0, 3]], np.int32)
+  same(tnp.where(c, **kw), jnp.where(c, **kw))
+  same(tnp.where(c > 0, **kw), jnp.where(c > 0, **kw))
+  if kw: same(tracegrad.jit(lambda c: tnp.where(c, **kw))(c), jnp.where(c, **kw))
+
+
+def test_where_bad_arguments_raise_as_jax():
+  c = np.array([True, False])
+  for args, kw, err in [((c, 1), {}, TypeError), ((c, None, 2), {}, TypeError), ((c, 1, 2), dict(size=3), ValueError),
+                        ((c, 1, 2), dict(fill_value=0), ValueError), ((np.array(1),), {}, ValueError),
+                        (([0, 1],), {}, TypeError)]:
+    with pytest.raises(err):
+      jnp.where(*args, **kw)
+    with pytest.raises(err, match="where"):
+      tnp.where(*args, **kw)
+  with pytest.raises(TypeError, match="size"):  # a traced condition needs size=, as in JAX
+    tracegrad.jit(tnp.where)(c)

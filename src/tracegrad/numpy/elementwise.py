@@ -25,6 +25,7 @@ from ..lax.float_math import (acosh as _arccosh, add as _add, asinh as _arcsinh,
                               sinh as _sinh, sint as _sint, smooth as _smooth, sqrt as _sqrt, sqrt1mx2 as _sqrt1mx2,
                               sub as _sub, tanh as _tanh)
 from .core import arraylike as _arr, broadcast_uops, promote
+from .sorting import nonzero as _nonzero
 
 __all__ = [
   # arithmetic
@@ -787,15 +788,27 @@ right_shift = _shift(Ops.SHR, "right_shift", "x >> y, arithmetic for signed type
 bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
 
 
-def where(condition, x=None, y=None, /) -> Array:
-  """x where condition is true (nonzero), else y.
+def where(condition, x=None, y=None, /, *, size: int | None = None, fill_value=None):
+  """x where condition is true (nonzero), else y; with the condition alone, nonzero(condition) (size= and fill_value=
+  as nonzero takes them).
 
   >>> tnp.where(tnp.arange(3) > 0, tnp.ones(3), -1.0)
   Array([-1.,  1.,  1.], dtype=float32)
+  >>> tnp.where(tnp.array([0, 2, 0, 5]))
+  (Array([1, 3], dtype=int32),)
   """
+  if x is None and y is None:
+    c = _arr(condition, "where")
+    if c.ndim == 0:
+      raise ValueError("where: the one-argument form (nonzero) needs a condition of at least one dimension, got a "
+                       "scalar; use tracegrad.numpy.atleast_1d(condition) first")
+    return _nonzero(c, size=size, fill_value=fill_value)
+  if size is not None or fill_value is not None:
+    raise ValueError("where: size and fill_value are for the one-argument form where(condition); the three-argument "
+                     "form where(condition, x, y) does not take them")
   if x is None or y is None:
-    raise TypeError("where: pass condition, x and y (the one-argument form of numpy is not supported; for the indices "
-                    "of the true values use tracegrad.numpy.nonzero(condition))")
+    raise TypeError(f"where: pass both x and y or neither, got {'y' if x is not None else 'x'}=None (position "
+                    f"{2 if x is not None else 1})")
   c = _truth(_arr(condition, "where"))
   (a, b), _, weak = promote("where", x, y)
   uc, ua, ub = broadcast_uops("where", c, a, b)
