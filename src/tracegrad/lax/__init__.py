@@ -21,7 +21,7 @@ from .slicing import (dynamic_index_in_dim, dynamic_slice, dynamic_slice_in_dim,
 from .dot import DotDimensionNumbers, Precision, PrecisionLike, batch_matmul, dot, dot_general
 from .elementwise import (RoundingMethod, abs, acos, acosh, asin, asinh, atan, atan2, atanh, bitwise_and,  # noqa: A004
                           bitwise_not, bitwise_or, bitwise_xor, cbrt, ceil, clamp, clz, cos, cosh, div, eq, exp, exp2,
-                          expm1, floor, ge, gt, integer_pow, is_finite, le, log, log1p, logistic, lt, ne, neg,
+                          expm1, floor, ge, gt, integer_pow, is_finite, le, log, log1p, logistic, lt, mulhi, ne, neg,
                           nextafter, population_count, pow, reciprocal, rem, round, rsqrt, select_n, shift_left,
                           shift_right_arithmetic, shift_right_logical, sign, sin, sinh, sqrt, square, tan, tanh)
 from .gather import (GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, gather, scatter,
@@ -35,7 +35,8 @@ from .sorting import approx_max_k, approx_min_k, sort, sort_key_val, top_k
 from .conv_shapes import (ConvDimensionNumbers, ConvGeneralDilatedDimensionNumbers, conv_dimension_numbers,
                           conv_general_permutations, conv_general_shape_tuple, conv_shape_tuple,
                           conv_transpose_shape_tuple, padtype_to_pads, reduce_window_shape_tuple)
-from .conv_variants import conv_general_dilated_patches, conv_transpose, conv_with_general_padding
+from .conv_variants import (conv_general_dilated_local, conv_general_dilated_patches, conv_transpose,
+                            conv_with_general_padding)
 from .special import (bessel_i0e, bessel_i1e, betainc, digamma, erf, erf_inv, erfc, igamma, igamma_grad_a, igammac,
                       lgamma, polygamma, random_gamma_grad, zeta)
 from .misc import axis_size, custom_linear_solve, custom_root, map, platform_dependent, reduce_precision  # noqa: A004

@@ -1,5 +1,6 @@
 """Convolutions built on conv_general_dilated, as jax.lax: conv_with_general_padding, conv_transpose (the gradient
-of a strided convolution, as Keras's Conv2DTranspose) and conv_general_dilated_patches (the windows themselves).
+of a strided convolution, as Keras's Conv2DTranspose), conv_general_dilated_patches (the windows themselves) and
+conv_general_dilated_local (a kernel of its own at each output position: the patches contracted per position).
 
 >>> lax.conv_transpose(tnp.ones((1, 2, 2, 1)), tnp.ones((2, 2, 1, 1)), (2, 2), "SAME").shape
 (1, 4, 4, 1)
@@ -14,8 +15,9 @@ from ..ir import Ops, UOp, dtypes
 from . import ops
 from .conv import conv_general_dilated
 from .conv_shapes import conv_dimension_numbers, conv_transpose_padding
+from .dot import check_precision, dot_general
 
-__all__ = ["conv_with_general_padding", "conv_transpose", "conv_general_dilated_patches"]
+__all__ = ["conv_with_general_padding", "conv_transpose", "conv_general_dilated_patches", "conv_general_dilated_local"]
 
 
 def conv_with_general_padding(lhs, rhs, window_strides: Sequence[int], padding, lhs_dilation, rhs_dilation,
@@ -88,3 +90,39 @@ def conv_general_dilated_patches(lhs, filter_shape: Sequence[int], window_stride
   w = ops.transpose(w, perm)
   return conv_general_dilated(x, w, window_strides, padding, lhs_dilation, rhs_dilation, dn, feature_group_count=c,
                               precision=precision, preferred_element_type=preferred_element_type)
+
+
+def conv_general_dilated_local(lhs, rhs, window_strides: Sequence[int], padding, filter_shape: Sequence[int],
+                               lhs_dilation=None, rhs_dilation=None, dimension_numbers=None, precision=None) -> Array:
+  """An unshared convolution (a locally connected layer), as jax.lax.conv_general_dilated_local: rhs holds one
+  kernel per output position, its spatial axes the output's and its I axis the input channels times the window's
+  positions (channel major, the window in rhs_spec's order), the windows of a kernel of filter_shape.
+
+  >>> x = tnp.arange(4.0).reshape(1, 1, 4)
+  >>> lax.conv_general_dilated_local(x, tnp.ones((1, 2, 3)), (1,), "VALID", (2,))
+  Array([[[1., 3., 5.]]], dtype=float32)
+  """
+  fn = "conv_general_dilated_local"
+  check_precision(precision, fn)
+  x, w = to_array(lhs, fn=fn), to_array(rhs, fn=fn)
+  filter_shape = tuple(filter_shape)
+  if len(filter_shape) != x.ndim - 2 or w.ndim != x.ndim:
+    raise TypeError(f"{fn}: lhs {x.shape} and rhs {w.shape} need one rank, with filter_shape {filter_shape} one entry "
+                    f"per spatial dimension of lhs")
+  pair = precision if isinstance(precision, (tuple, list)) else (precision, precision)
+  patches = conv_general_dilated_patches(x, filter_shape, window_strides, padding, lhs_dilation, rhs_dilation,
+                                         dimension_numbers, precision=pair[0])
+  dn = conv_dimension_numbers(x.shape, (1, 1) + filter_shape, dimension_numbers)
+  feat, kern = (patches.shape[dn.out_spec[1]],), (w.shape[dn.rhs_spec[1]],)
+  pos, kpos = [patches.shape[i] for i in dn.out_spec[2:]], [w.shape[i] for i in dn.rhs_spec[2:]]
+  if feat != kern or pos != kpos:
+    raise TypeError(f"{fn}: rhs {w.shape} needs I = input channels x window positions = {feat[0]} (has {kern[0]}) and "
+                    f"the output's spatial sizes {tuple(pos)} (has {tuple(kpos)}), in rhs_spec's order")
+  # spatial axes pair up in rhs_spec's order; dot_general puts them first, in the output's axis order
+  order = sorted(range(len(pos)), key=lambda i: dn.out_spec[2 + i])
+  batch = ([dn.out_spec[2 + i] for i in order], [dn.rhs_spec[2 + i] for i in order])
+  out = dot_general(patches, w, (([dn.out_spec[1]], [dn.rhs_spec[1]]), batch), precision=precision)
+  perm, rest = [0] * out.ndim, iter(range(out.ndim - 2))
+  for i in range(out.ndim):
+    perm[i] = out.ndim - 2 if i == dn.out_spec[0] else out.ndim - 1 if i == dn.out_spec[1] else next(rest)
+  return ops.transpose(out, perm)

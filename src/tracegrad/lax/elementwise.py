@@ -24,8 +24,8 @@ __all__ = ["RoundingMethod", "abs", "acos", "asin", "atan", "atan2", "acosh", "a
            "floor", "round", "cos", "cosh", "sin", "sinh", "tan", "tanh", "exp", "exp2", "expm1", "log", "log1p",
            "logistic", "sqrt", "rsqrt", "square", "reciprocal", "sign", "neg", "pow", "integer_pow", "rem", "div",
            "clamp", "nextafter", "is_finite", "population_count", "clz", "shift_left", "shift_right_arithmetic",
-           "shift_right_logical", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "eq", "ne", "lt", "le",
-           "gt", "ge", "select_n", "operands", "check_kind", "float_unary"]
+           "shift_right_logical", "mulhi", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "eq", "ne", "lt",
+           "le", "gt", "ge", "select_n", "operands", "check_kind", "float_unary"]
 
 F32 = dtypes.float32
 _KINDS = {"float": ("floating", lambda d: d.is_float), "number": ("integer, floating", lambda d: not d.is_bool),
@@ -386,6 +386,40 @@ def shift_right_logical(x, y) -> Array:
   Array([2147483644,          4], dtype=int32)
   """
   return _shift("shift_right_logical", x, y, True, False)
+
+
+def mulhi(x, y, /) -> Array:
+  """The high half of the double-width product of two integers (signed or unsigned), as jax.lax.mulhi; operands of
+  one rank broadcast their size-1 axes.
+
+  >>> lax.mulhi(tnp.array([2**30, -7]), tnp.array([8, 3]))
+  Array([ 2, -1], dtype=int32)
+  """
+  fn = "mulhi"
+  shapes = [np.shape(v) if _weak_scalar(v) else to_array(v, fn=fn).shape for v in (x, y)]
+  ranks = {len(s) for s in shapes if s != ()}
+  if len(ranks) > 1:
+    raise TypeError(f"lax.mulhi: x and y need one rank (or one of them a scalar), got shapes {fmt(shapes[0])} and "
+                    f"{fmt(shapes[1])}")
+  if ranks and any(a != b and 1 not in (a, b) for a, b in zip(*shapes)):
+    raise TypeError(f"lax.mulhi: x and y of shapes {fmt(shapes[0])} and {fmt(shapes[1])} do not broadcast")
+  if ranks and shapes[0] != shapes[1] and () not in shapes:
+    full = tuple(max(a, b) for a, b in zip(*shapes))
+    x, y = (Array(to_array(v, fn=fn).uop.broadcast(full), to_array(v, fn=fn).weak_type) for v in (x, y))
+  (a, b), d, weak = operands(fn, x, y, kind="int")
+  u = fm.uint(d)
+  p, q = a.bitcast(u), b.bitcast(u)
+  h = d.bits // 2
+  mask, shift = fm.k(p, (1 << h) - 1), fm.k(p, h)
+  p_lo, p_hi, q_lo, q_hi = p.alu(Ops.AND, mask), p.alu(Ops.SHR, shift), q.alu(Ops.AND, mask), q.alu(Ops.SHR, shift)
+  # schoolbook on half-width digits: no partial product or sum leaves the N-bit type
+  hi_lo = p_hi * q_lo
+  cross = (p_lo * q_lo).alu(Ops.SHR, shift) + hi_lo.alu(Ops.AND, mask) + p_lo * q_hi
+  hi = p_hi * q_hi + hi_lo.alu(Ops.SHR, shift) + cross.alu(Ops.SHR, shift)
+  if not d.is_unsigned:  # as two's complement: subtract q for a negative p and p for a negative q
+    zero = fm.k(p, 0)
+    hi = hi - fm.sel(fm.lt(a, 0), q, zero) - fm.sel(fm.lt(b, 0), p, zero)
+  return Array(hi.bitcast(d), weak)
 
 
 def _bitwise(fn: str, op: Ops, doc: str):
