@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import functools
 from typing import Any, Callable
 
@@ -132,3 +133,19 @@ def register_pytree_node(cls: type, flatten_fn: Callable, unflatten_fn: Callable
 def register_pytree_node_class(cls: type) -> type:
   """Class decorator: `cls.tree_flatten(self) -> (children, aux)` and `cls.tree_unflatten(aux, children)`."""
   return register_pytree_node(cls, lambda x: x.tree_flatten(), cls.tree_unflatten)
+
+
+def static(**kwargs):
+  """A dataclasses.field (same arguments) whose metadata marks it static, so register_dataclass keeps it in the
+  treedef instead of among the leaves, as jax.tree.static.
+
+  >>> import dataclasses
+  >>> @tracegrad.tree_util.register_dataclass
+  ... @dataclasses.dataclass
+  ... class Op:
+  ...   x: float
+  ...   kind: str = static(default="add")
+  >>> leaves(Op(1.0))
+  [1.0]
+  """
+  return dataclasses.field(metadata={"static": True, **(kwargs.pop("metadata", None) or {})}, **kwargs)

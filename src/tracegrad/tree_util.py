@@ -7,6 +7,7 @@ path keys and keystr.
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 from typing import Any, Callable, Iterable, Sequence
@@ -14,7 +15,7 @@ from typing import Any, Callable, Iterable, Sequence
 import optree
 
 from . import tree
-from .tree_keys import DictKey, FlattenedIndexKey, GetAttrKey, SequenceKey, keystr
+from .tree_keys import DictKey, FlattenedIndexKey, GetAttrKey, SequenceKey, jax_key, keystr
 
 PyTreeDef = optree.PyTreeSpec
 KeyEntry = Any
@@ -76,17 +77,49 @@ def build_tree(treedef, xs) -> Any:
   return treedef.one_level().unflatten([build_tree(c, x) for c, x in zip(children, xs)])
 
 
-def flatten_one_level(x) -> tuple[list, Any]:
-  """(children, aux data) of the root node of `x`; ValueError for a leaf."""
-  td = tree_structure(x)
-  if td.is_leaf(): raise ValueError(f"flatten_one_level: {x!r} is a leaf, not a node")
-  children, spec = optree.tree_flatten(x, lambda y: y is not x, none_is_leaf=False, namespace=tree.NAMESPACE)
-  return children, spec
+def _one_level(x, with_keys: bool):
+  """(children or (key, child) pairs, aux data) of the root node of `x`, as JAX's registry gives them; None for a
+  leaf."""
+  accessors, children, spec = optree.tree_flatten_with_accessor(x, lambda y: y is not x, **tree._KW)
+  if spec.is_leaf(): return None
+  aux = optree.tree_flatten_one_level(x, **tree._KW).metadata
+  if isinstance(x, collections.defaultdict): aux = (aux[0], tuple(aux[1]))
+  elif isinstance(x, dict) and isinstance(aux, list): aux = tuple(aux)   # the keys in order, hashable as JAX's
+  if not with_keys: return children, aux
+  return [(jax_key(a[0]), c) for a, c in zip(accessors, children)], aux
 
 
-def is_tree_node(x) -> bool:
-  """Whether `x` is a node (not a leaf)."""
-  return not tree_structure(x).is_leaf()
+def flatten_one_level(tree_) -> tuple[list, Any]:
+  """(children, aux data) of the root node of `tree_`, as jax.tree_util.flatten_one_level; ValueError for a leaf.
+
+  >>> flatten_one_level({"b": [1, 2], "a": 3})
+  ([3, [1, 2]], ('a', 'b'))
+  """
+  out = _one_level(tree_, False)
+  if out is None: raise ValueError(f"flatten_one_level: tree of {type(tree_)} is a leaf, not a pytree node")
+  return out
+
+
+def flatten_one_level_with_keys(tree_) -> tuple[list, Any]:
+  """([(key, child), ...], aux data) of the root node of `tree_`, as jax.tree_util.flatten_one_level_with_keys;
+  ValueError for a leaf.
+
+  >>> flatten_one_level_with_keys({"b": [1, 2], "a": 3})
+  ([(DictKey(key='a'), 3), (DictKey(key='b'), [1, 2])], ('a', 'b'))
+  """
+  out = _one_level(tree_, True)
+  if out is None: raise ValueError(f"flatten_one_level_with_keys: tree of {type(tree_)} is a leaf, not a pytree node")
+  return out
+
+
+def is_tree_node(typ: type) -> bool:
+  """Whether the type `typ` is a pytree node type (a built-in container, a namedtuple or a registered type), as
+  jax.tree_util.is_tree_node.
+
+  >>> is_tree_node(dict), is_tree_node(int), is_tree_node([1])
+  (True, False, False)
+  """
+  return isinstance(typ, type) and optree.register_pytree_node.get(typ, namespace=tree.NAMESPACE) is not None
 
 
 def register_pytree_with_keys(cls: type, flatten_with_keys: Callable, unflatten_func: Callable,
@@ -172,10 +205,71 @@ class Partial(functools.partial):
 tree.register_pytree_node(Partial, lambda p: ((p.args, p.keywords), p.func),
                           lambda func, ch: Partial(func, *ch[0], **ch[1]))
 
+class _Marked:
+  """A subtree that a path-aware leaf predicate chose to keep whole."""
+
+  def __init__(self, x): self.x = x
+
+
+class PyTreeRegistry:
+  """The pytree node types tracegrad knows (built-ins, namedtuples and registered types), as
+  jax.tree_util.default_registry: flatten with it, ask whether a type is a node, register new ones.
+
+  >>> default_registry.flatten({"a": 1, "b": [2, 3]})[0]
+  [1, 2, 3]
+  >>> default_registry.is_node(list), default_registry.flatten_one_level(7)
+  (True, None)
+  """
+
+  def flatten(self, tree_, leaf_predicate: Callable | None = None) -> tuple[list, Any]:
+    """(leaves, treedef); leaf_predicate(x) true keeps the subtree x whole."""
+    return tree.flatten(tree_, leaf_predicate)
+
+  def flatten_with_path(self, tree_, leaf_predicate: Callable | None = None) -> tuple[list, Any]:
+    """([(path, leaf), ...], treedef); leaf_predicate(path, x) true keeps the subtree x at path whole."""
+    if leaf_predicate is None: return tree.flatten_with_path(tree_)
+
+    def mark(x, path):
+      if leaf_predicate(path, x): return _Marked(x)
+      one = _one_level(x, True)
+      if one is None: return x
+      pairs, _ = one
+      new = [mark(c, path + (k,)) for k, c in pairs]
+      if all(n is c for n, (_, c) in zip(new, pairs)): return x
+      node = optree.tree_flatten_one_level(x, **tree._KW)
+      return node.unflatten_func(node.metadata, new)
+
+    pairs, treedef = tree.flatten_with_path(mark(tree_, ()), lambda y: isinstance(y, _Marked))
+    return [(p, v.x if isinstance(v, _Marked) else v) for p, v in pairs], treedef
+
+  def flatten_one_level(self, tree_):
+    """(children, aux data) of the root node of tree_, or None for a leaf."""
+    return _one_level(tree_, False)
+
+  def flatten_one_level_with_keys(self, tree_):
+    """([(key, child), ...], aux data) of the root node of tree_, or None for a leaf."""
+    return _one_level(tree_, True)
+
+  def is_node(self, type_: type) -> bool:
+    """Whether instances of type_ are nodes."""
+    return is_tree_node(type_)
+
+  def register_node(self, type_: type, to_iterable: Callable, from_iterable: Callable,
+                    to_iterable_with_keys: Callable | None = None) -> None:
+    """Register type_ as a node, as register_pytree_node."""
+    tree.register_pytree_node(type_, to_iterable, from_iterable, to_iterable_with_keys)
+
+  def register_dataclass_node(self, type_: type, data_fields: Sequence[str], meta_fields: Sequence[str], /) -> None:
+    """Register the dataclass type_ as a node, as register_dataclass with data and meta fields given."""
+    register_dataclass(type_, data_fields, meta_fields)
+
+
+default_registry = PyTreeRegistry()
+
 __all__ = ["DictKey", "FlattenedIndexKey", "GetAttrKey", "KeyEntry", "KeyPath", "Partial", "PyTreeDef", "SequenceKey",
-           "all_leaves", "build_tree", "flatten_one_level", "is_tree_node", "keystr", "register_dataclass",
-           "register_pytree_node", "register_pytree_node_class", "register_pytree_with_keys",
-           "register_pytree_with_keys_class", "register_static", "tree_all", "tree_broadcast", "tree_flatten",
-           "tree_flatten_with_path", "tree_leaves", "tree_leaves_with_path", "tree_map", "tree_map_with_path",
-           "tree_reduce", "tree_reduce_associative", "tree_structure", "tree_transpose", "tree_unflatten",
-           "treedef_children", "treedef_is_leaf", "treedef_tuple"]
+           "all_leaves", "build_tree", "default_registry", "flatten_one_level", "flatten_one_level_with_keys",
+           "is_tree_node", "keystr", "register_dataclass", "register_pytree_node", "register_pytree_node_class",
+           "register_pytree_with_keys", "register_pytree_with_keys_class", "register_static", "tree_all",
+           "tree_broadcast", "tree_flatten", "tree_flatten_with_path", "tree_leaves", "tree_leaves_with_path",
+           "tree_map", "tree_map_with_path", "tree_reduce", "tree_reduce_associative", "tree_structure",
+           "tree_transpose", "tree_unflatten", "treedef_children", "treedef_is_leaf", "treedef_tuple"]
