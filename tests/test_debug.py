@@ -80,6 +80,11 @@ CASES = {   # name: program over (lib, lax, np module); each prints through debu
   "jit(cond)": lambda t, lax, n: t.jit(lambda p, x: lax.cond(p, lambda x: (t.debug.print("T {}", x), x)[1],
                                                              lambda x: (t.debug.print("F {}", x), -x)[1], x))(
     False, 2.0),
+  "while_loop": lambda t, lax, n: lax.while_loop(lambda c: c < 10, lambda c: (t.debug.print("c={}", c), c * 2)[1], 1),
+  "jit(fori_loop) with traced bounds": lambda t, lax, n: t.jit(lambda k: lax.fori_loop(
+    0, k, lambda i, c: (t.debug.print("i={} c={}", i, c), c + i)[1], 0))(3),
+  "jvp(while_loop)": lambda t, lax, n: t.jvp(lambda x: lax.while_loop(
+    lambda c: c < 10.0, lambda c: (t.debug.print("c={}", c), c * 2)[1], x), (1.5,), (1.0,)),
   "switch clamps": lambda t, lax, n: lax.switch(5, [lambda x: (t.debug.print("b0 {}", x), x)[1],
                                                     lambda x: (t.debug.print("b1 {}", x), x)[1]], 3.0),
 }

@@ -20,7 +20,8 @@ from . import run
 from . import tree
 from .array import Array, device_put, to_array
 from .config import config
-from .ir import dtypes
+from .ir import Ops, UOp, dtypes
+from .ir.ops import HostCall
 from .parallel import distributed
 from .parallel.sharding import NamedSharding, ShardedBuffers, Sharding, SingleDeviceSharding
 from .trace import ShapeDtypeStruct, abstractify
@@ -273,38 +274,44 @@ def print_environment_info(return_string: bool = False) -> str | None:
 def pure_callback(callback: Callable, result_shape_dtypes, *args, sharding=None, vmap_method: str | None = None,
                   **kwargs):
   """callback(*args, **kwargs) on numpy values, its result made Arrays of result_shape_dtypes' shapes and dtypes, as
-  jax.pure_callback. tracegrad runs a callback where the values are known and its programs cannot wait for one, so
-  the arguments must be concrete: inside jit, vmap, grad or control flow it raises NotImplementedError.
+  jax.pure_callback. Under jit the compiled program calls it where it needs the result (cpu device); vmap batches it
+  as vmap_method says ("sequential": one call per element; "expand_dims": one call, unbatched arguments with a
+  leading axis of size 1; "broadcast_all": one call, every argument batched); it has no derivative.
 
-  >>> tracegrad.pure_callback(lambda x: np.sin(x), tracegrad.ShapeDtypeStruct((2,), tnp.float32), tnp.zeros(2))
+  >>> tracegrad.jit(lambda x: tracegrad.pure_callback(np.sin, tracegrad.ShapeDtypeStruct((2,), tnp.float32), x))(
+  ...   tnp.zeros(2))
   Array([0., 0.], dtype=float32)
   """
   if not callable(callback):
     raise TypeError(f"pure_callback: callback must be callable, got {type(callback).__name__} {callback!r}")
+  if vmap_method not in VMAP_METHODS:
+    raise ValueError(f"pure_callback: vmap_method must be one of {', '.join(map(repr, VMAP_METHODS))}, got "
+                     f"{vmap_method!r}")
   leaves, treedef = tree.flatten((args, kwargs))
-  if any(isinstance(v, Array) and v.is_traced for v in leaves):
-    raise NotImplementedError("pure_callback: the arguments are traced (inside jit, vmap, grad or a control flow "
-                              "body); tracegrad's compiled programs cannot call back into Python for a value. Call "
-                              "it outside the transformation, or use tracegrad.debug.callback for a callback "
-                              "without a result")
-  a, kw = tree.unflatten(treedef, [np.asarray(v) if isinstance(v, Array) else v for v in leaves])
-  out = callback(*a, **kw)
+  where = [i for i, v in enumerate(leaves) if isinstance(v, Array) or isinstance(v, (np.ndarray, np.generic))]
   want, want_tree = tree.flatten(result_shape_dtypes)
-  got, got_tree = tree.flatten(out)
-  if got_tree != want_tree:
-    raise TypeError(f"pure_callback: the callback returned a result of structure {got_tree}, but result_shape_dtypes "
-                    f"has structure {want_tree}")
-  results = []
-  for i, (g, w) in enumerate(zip(got, want)):
-    w = abstractify(w, "pure_callback")
-    v = np.asarray(g)
-    if tuple(v.shape) != tuple(w.shape):
-      raise RuntimeError(f"pure_callback: result #{i} should have shape {w.shape} (result_shape_dtypes), got {v.shape}")
-    if v.dtype != w.dtype.np:
-      raise RuntimeError(f"pure_callback: result #{i} should have dtype {w.dtype.name} (result_shape_dtypes), got "
-                         f"{v.dtype}")
-    results.append(to_array(v, fn="pure_callback"))
-  return tree.unflatten(want_tree, results)
+  results = tuple((tuple(w.shape), w.dtype) for w in (abstractify(w, "pure_callback") for w in want))
+
+  def fn(vals: list) -> list:
+    full = list(leaves)
+    for i, v in zip(where, vals): full[i] = v
+    a, kw = tree.unflatten(treedef, full)
+    got, got_tree = tree.flatten(callback(*a, **kw))
+    if got_tree != want_tree:
+      raise TypeError(f"pure_callback: the callback returned a result of structure {got_tree}, but "
+                      f"result_shape_dtypes has structure {want_tree}")
+    return got
+
+  call = HostCall(fn, results, f"pure_callback({getattr(callback, '__name__', 'callback')})", vmap_method)
+  arrays = [to_array(leaves[i], fn="pure_callback") for i in where]
+  if not any(a.is_traced for a in arrays):
+    out = [to_array(v, fn="pure_callback") for v in call([np.asarray(a) for a in arrays])]
+  else:
+    out = [Array(u) for u in UOp.multi(Ops.CALLBACK, tuple(a.uop for a in arrays), call)]
+  return tree.unflatten(want_tree, out)
+
+
+VMAP_METHODS = (None, "sequential", "sequential_unrolled", "expand_dims", "broadcast_all", "legacy_vectorized")
 
 
 def custom_gradient(fun: Callable) -> Callable:

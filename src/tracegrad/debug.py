@@ -3,9 +3,9 @@
 Eagerly they run at once. Under jit they run each time the compiled program is called, after it returns, in the
 order the program recorded them (the values they read are extra outputs of the program); under grad, jvp and
 linearize they run once on the primal values and leave the derivatives unchanged. Under vmap they run once per
-element, inside scan (and fori_loop with static bounds) once per step, inside cond and switch for the branch taken
-(under vmap too, where JAX runs both). Inside while_loop bodies and make_jaxpr, whose values are abstract, they do
-not run.
+element, inside scan, fori_loop and while_loop bodies once per step, inside cond and switch for the branch taken
+(under vmap too, where JAX runs both). Inside make_jaxpr and eval_shape, whose values are abstract, and a
+while_loop's condition, they do not run.
 
 >>> tracegrad.debug.print("x = {}", tnp.arange(3))
 x = [0 1 2]

@@ -89,8 +89,9 @@ def tap(run: Callable, arrays: list[Array]) -> None:
   """run(arrays) once the arrays' values are known: now when none is traced; else recorded in the innermost trace.
   A trace under jit makes them extra outputs and runs them after each call of the compiled program, in the order
   they were recorded; under grad, jvp and linearize they run once on the primal values; vmap, scan and cond make
-  them outputs and tap again what they compute (once per element, step or branch taken, see their `taps=`); inside
-  other traces of abstract values (while_loop bodies, make_jaxpr) they do not run."""
+  them outputs and tap again what they compute (once per element, step or branch taken, see their `taps=`), and a
+  while_loop body calls them from the loop (a CALLBACK node); inside other traces of abstract values (make_jaxpr,
+  a while_loop's condition) they do not run."""
   if not any(a.is_traced for a in arrays): run(arrays)
   elif _TAPS: _TAPS[-1].append((run, list(arrays)))
 

@@ -278,7 +278,9 @@ def test_scatter_int_operand(data):
   draw_check(data, lambda x, i, u: x.at[i].max(u), [(U8, (6,)), (IDX(6), (4,)), (U8, (4,))])
 
 
-CONTROL_FLOW = {Ops.PROJ, Ops.COND, Ops.SCAN, Ops.WHILE, Ops.CUSTOM_JVP, Ops.CUSTOM_VJP, Ops.REMAT, Ops.COMPOSITE}  # test_trace.py: composites
+# test_trace.py: composites; test_pure_callback.py: CALLBACK under vmap
+CONTROL_FLOW = {Ops.PROJ, Ops.COND, Ops.SCAN, Ops.WHILE, Ops.CUSTOM_JVP, Ops.CUSTOM_VJP, Ops.REMAT, Ops.COMPOSITE,
+                Ops.CALLBACK}
 
 
 def test_tables_cover_every_primitive():

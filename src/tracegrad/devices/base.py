@@ -17,7 +17,7 @@ from typing import Mapping
 
 import numpy as np
 
-from ..ir import UOp
+from ..ir import Ops, UOp
 from ..ir.dtypes import DType, dtype_from_name
 
 
@@ -150,6 +150,16 @@ class Program:
   outputs: list[tuple[int, tuple[int, ...]]]
 
 
+def host_calls(prog: Program) -> list:
+  """The CALLBACK items (lower.kernel.Control) of a Program and of its sub-programs, in the order the program's code
+  is written: a call's position in this list is the number by which the compiled code names it."""
+  out = []
+  for k in prog.kernels:
+    if getattr(k, "op", None) is Ops.CALLBACK: out.append(k)
+    for b in getattr(k, "bodies", ()): out += host_calls(b)
+  return out
+
+
 @dataclass(frozen=True, eq=False)
 class Layout:
   """What running a compiled Program needs besides its code: its buffers, which are the inputs and the outputs,
@@ -165,13 +175,14 @@ class Layout:
   outputs: tuple[tuple[int, tuple[int, ...]], ...]
   written: frozenset[int]
   kernels: int
+  hosts: tuple = ()   # its host callbacks' Control items, numbered as the code calls them (never kept on disk)
 
   @staticmethod
   def of(prog: Program) -> "Layout":
     written = frozenset(nums[k.bufs.index(s.buf)] for k, nums in zip(prog.kernels, prog.calls)
                         for p in (*getattr(k, "phases", ()), k) for s in p.stores)
     return Layout(tuple(prog.buffers), tuple(prog.inputs), tuple((n, tuple(sh)) for n, sh in prog.outputs), written,
-                  len(prog.kernels))
+                  len(prog.kernels), tuple(host_calls(prog)))
 
   def to_json(self) -> dict:
     def buf(b: BufferSpec) -> list:

@@ -317,11 +317,16 @@ class _Runner:
     self.written_consts = [n for n, b in enumerate(layout.buffers) if b.data is not None and n in written]
     self.outputs = [(n, shape, n in ins and n not in written) for n, shape in layout.outputs]
     self.fresh = [n for n, _ in layout.outputs] == [n for n, *_ in self.allocs]   # each output a buffer of its own
-    self.ptrs_type = _ffi.typeof(f"void *[{max(self.n, 1)}]")
+    self.hosts, self.host_error = layout.hosts, None
+    self.ptrs_type = _ffi.typeof(f"void *[{max(self.n + bool(self.hosts), 1)}]")
     self.const_ptrs = _ffi.new(self.ptrs_type)
     for n, c in enumerate(self.consts):
       if c is not None and n not in self.written_consts: self.const_ptrs[n] = _ffi.from_buffer(c)
-    self.has_consts = any(c is not None for c in self.consts)
+    if self.hosts:   # the code calls its host callbacks through a pointer after the buffers'
+      self.host_fn = _ffi.callback("void(int64_t, void **)", self._host)
+      self.const_ptrs[self.n] = self.host_fn
+    self.has_consts = bool(self.hosts) or any(c is not None for c in self.consts)
+    self.buffer_types = [(b.size, b.dtype.np) for b in layout.buffers]
     self.threaded = getattr(lib, "threaded", True)
     self.single, self.times = False, {False: math.inf, True: math.inf}   # by whether on one thread
     self.every, self.until = PROBE, PROBE   # calls between probes of the other count, and to the next
@@ -346,6 +351,23 @@ class _Runner:
     chosen = self.times[True] < MARGIN * self.times[False]
     self.every = PROBE if chosen != self.single else min(2 * self.every, PROBE_MAX)
     self.single, self.until = chosen, self.every
+
+  def _host(self, k: int, io) -> None:
+    """Host callback k of the program, called from its code: its operands' values (copies) in, results written to
+    the buffers the code reads next. An exception is kept and raised when the program returns."""
+    if self.host_error is not None: return
+    c = self.hosts[k]
+    call, shapes = c.arg
+    try:
+      def view(i: int, n: int):
+        size, dt = self.buffer_types[n]
+        if not size: return np.empty(0, dt)
+        return np.frombuffer(_ffi.buffer(io[i], size * dt.itemsize), dt)
+      vals = [view(i, n).reshape(sh).copy() for i, (n, sh) in enumerate(zip(c.operands, shapes))]
+      for i, (n, r) in enumerate(zip(c.results, call(vals)), len(c.operands)):
+        view(i, n)[...] = r.reshape(-1)
+    except BaseException as e:   # noqa: BLE001  (raised again in the caller's thread once the program returns)
+      self.host_error = e
 
   def _workspace(self):
     """The pointer array with constants' and scratch buffers' pointers filled in, and the scratch arrays."""
@@ -385,6 +407,9 @@ class _Runner:
       else: self.tg_run(ptrs)
     finally:
       spare.append(ws)
+    if self.host_error is not None:
+      e, self.host_error = self.host_error, None
+      raise e
     if arrays is None: return outs
     return [arrays[n].copy().reshape(shape) if copy else arrays[n] if arrays[n].shape == shape else
             arrays[n].reshape(shape) for n, shape, copy in self.outputs]

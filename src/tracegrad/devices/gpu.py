@@ -1,6 +1,7 @@
 """What the GPU-style devices (opencl, cuda) share: running a compiled Program from the host. Kernels launch with the
 sizes the renderer chose; control flow (COND, SCAN, WHILE) runs here, binding each sub-program's input buffers to
-the operands, reading a branch index or a loop's flag back, and copying outputs into the results.
+the operands, reading a branch index or a loop's flag back, and copying outputs into the results; so do host
+callbacks, their operands read back and their results sent to the device.
 
 A device gives a `Queue`: buffers of bytes, uploads, downloads, copies between buffers (at byte offsets) and
 launches. The Program and its Kernels are read by their fields only (devices do not import the lowering).
@@ -180,10 +181,22 @@ class Runner:
     self.queue.download(bufs[n], a)
     return a[0]
 
+  def host_call(self, c, bufs: list) -> None:
+    """A CALLBACK: its operands read back to the host, the Python function run, its results sent to the device."""
+    call, shapes = c.arg
+    vals = []
+    for n, shape in zip(c.operands, shapes):
+      a = np.empty(self.prog.buffers[n].size, self.prog.buffers[n].dtype.np)
+      if a.size: self.queue.download(bufs[n], a)
+      vals.append(a.reshape(shape))
+    for r, v in zip(c.results, call(vals)):
+      if self.nbytes[r]: self.queue.upload(bufs[r], np.ascontiguousarray(v, self.prog.buffers[r].dtype.np).reshape(-1))
+
   def control(self, c, bufs: list) -> None:
     ops, res = c.operands, c.results
     name = c.op.name
-    if name == "COND":
+    if name == "CALLBACK": self.host_call(c, bufs)
+    elif name == "COND":
       last = len(c.bodies) - 1
       body = c.bodies[min(max(int(self.scalar(bufs, ops[0])), 0), last)]
       for b, o in zip(body.inputs, ops[1:]): bufs[b] = bufs[o]

@@ -184,6 +184,7 @@ MULTI = {
   **{op: (lambda f: lambda vals, arg: tuple(f(_run, vals, arg)))(f) for op, f in CONTROL_FLOW.items()},
   Ops.CUSTOM_JVP: lambda vals, arg: tuple(_run(arg[0], vals)), Ops.CUSTOM_VJP: lambda vals, arg: tuple(_run(arg[0], vals)),
   Ops.REMAT: lambda vals, fun: tuple(_run(fun, vals)), Ops.COMPOSITE: lambda vals, arg: tuple(_run(arg[0], vals)),
+  Ops.CALLBACK: lambda vals, call: tuple(call([np.array(v) for v in vals])),
 }
 
 

@@ -43,7 +43,12 @@ outputs     value they use is a source.
             COMPOSITE(*free, *operands; arg=(fun, name)): fun(*operands), a function built from primitives (tanh,
               softmax, solve, ...) kept whole under its name, so a graph prints as the user wrote it; lowering and
               differentiation expand it, vmap batches its body
+            CALLBACK(*operands; arg=HostCall): a Python function of the operands' values, run on the host where the
+              program reaches it (pure_callback); results of the shapes and dtypes arg.results names
 """
+from dataclasses import dataclass
+
+import numpy as np
 from enum import Enum, auto
 
 
@@ -63,7 +68,7 @@ class Ops(Enum):
   ALL_REDUCE = auto(); ALL_GATHER = auto(); REDUCE_SCATTER = auto(); PPERMUTE = auto(); ALL_TO_ALL = auto()
   AXIS_INDEX = auto()
   PROJ = auto(); COND = auto(); SCAN = auto(); WHILE = auto(); CUSTOM_JVP = auto(); CUSTOM_VJP = auto(); REMAT = auto()
-  COMPOSITE = auto()
+  COMPOSITE = auto(); CALLBACK = auto()
 
   def __repr__(self) -> str: return f"Ops.{self.name}"
 
@@ -80,7 +85,8 @@ COMPARE = frozenset({Ops.CMPLT, Ops.CMPEQ, Ops.CMPNE})
 TERNARY = frozenset({Ops.WHERE})
 ELEMENTWISE = UNARY | BINARY | TERNARY | {Ops.CAST, Ops.BITCAST}
 REDUCE = frozenset({Ops.REDUCE_SUM, Ops.REDUCE_PROD, Ops.REDUCE_MAX, Ops.REDUCE_MIN})
-MULTI = frozenset({Ops.COND, Ops.SCAN, Ops.WHILE, Ops.CUSTOM_JVP, Ops.CUSTOM_VJP, Ops.REMAT, Ops.COMPOSITE})
+MULTI = frozenset({Ops.COND, Ops.SCAN, Ops.WHILE, Ops.CUSTOM_JVP, Ops.CUSTOM_VJP, Ops.REMAT, Ops.COMPOSITE,
+                   Ops.CALLBACK})
 COLLECTIVE = frozenset({Ops.ALL_REDUCE, Ops.ALL_GATHER, Ops.REDUCE_SCATTER, Ops.PPERMUTE, Ops.ALL_TO_ALL,
                         Ops.AXIS_INDEX})
 MOVEMENT = frozenset({Ops.RESHAPE, Ops.BROADCAST, Ops.PERMUTE, Ops.PAD, Ops.SLICE, Ops.FLIP, Ops.CONCAT})
@@ -90,3 +96,30 @@ INT_ONLY = frozenset({Ops.IDIV, Ops.SHL, Ops.SHR})
 INT_OR_BOOL = frozenset({Ops.AND, Ops.OR, Ops.XOR})
 NOT_ON_BOOL = frozenset({Ops.NEG, Ops.ADD, Ops.SUB, Ops.MUL, Ops.MOD})
 SCATTER_MODES = ("add", "mul", "min", "max", "set")
+
+
+@dataclass(frozen=True, eq=False)
+class HostCall:
+  """A CALLBACK's function: called with the operands' values as numpy arrays, `fn` returns one array-like per
+  result, which must have the (shape, dtype) in `results`; `name` says what it is in printed graphs and errors;
+  `vmap_method` how vmap batches it (as jax.pure_callback's)."""
+  fn: object
+  results: tuple
+  name: str
+  vmap_method: str | None = None
+
+  def __repr__(self) -> str: return f"HostCall({self.name})"
+
+  def __call__(self, vals: list) -> list:
+    out = list(self.fn(vals))
+    if len(out) != len(self.results):
+      raise RuntimeError(f"{self.name}: the callback returned {len(out)} results, expected {len(self.results)}")
+    for i, (v, (shape, dtype)) in enumerate(zip(out, self.results)):
+      v = out[i] = np.asarray(v)
+      if tuple(v.shape) != tuple(shape):
+        raise RuntimeError(f"{self.name}: result #{i} should have shape {tuple(shape)} (result_shape_dtypes), got "
+                           f"{v.shape}")
+      if v.dtype != dtype.np:
+        raise RuntimeError(f"{self.name}: result #{i} should have dtype {dtype.name} (result_shape_dtypes), got "
+                           f"{v.dtype}")
+    return out

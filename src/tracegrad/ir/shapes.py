@@ -177,6 +177,7 @@ def multi_avals(op: Ops, src, arg) -> list:
     body, _, n_carry, length, _ = arg
     return _avals(body.outputs[:n_carry]) + [((length, *s), d) for s, d in _avals(body.outputs[n_carry:])]
   if op is Ops.WHILE: return _avals(arg[1].outputs)
+  if op is Ops.CALLBACK: return list(arg.results)
   return _avals(arg[0].outputs if isinstance(arg, tuple) else arg.outputs)
 
 
@@ -202,7 +203,7 @@ def _multi(op, dtype, src, arg):
     _expect(op, "cond output", _avals(cond.outputs), [((), bool_)])
     _expect(op, "body inputs", _avals(body.inputs), ins)
     _expect(op, "body outputs", _avals(body.outputs), ins[n_consts:])
-  else:
+  elif op is not Ops.CALLBACK:
     fun = arg[0] if isinstance(arg, tuple) else arg
     _expect(op, "function inputs", _avals(fun.inputs), ins)
   return ()

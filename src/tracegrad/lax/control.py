@@ -17,6 +17,7 @@ from ..array import Array, to_array
 from ..ir import Graph, Ops, UOp, dtypes
 from ..ir.shapes import fmt
 from ..trace import ShapeDtypeStruct, tap, tap_outputs, trace
+from ..ir.ops import HostCall
 
 __all__ = ["stop_gradient", "optimization_barrier", "cond", "switch", "select", "scan", "fori_loop", "while_loop",
            "bitcast_convert_type"]
@@ -239,8 +240,9 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
   cg, _ = trace(cond_fun, (avals,), fn="while_loop")
   if len(cg.outputs) != 1 or cg.outputs[0].shape != () or not (cg.outputs[0].dtype.is_bool or cg.outputs[0].dtype.is_int):
     raise TypeError(f"while_loop: {_name(cond_fun)} must return a bool scalar, got {_types(cg)}")
-  bg, _ = trace(body_fun, (avals,), fn="while_loop")
-  _carry_check("while_loop", "carry", carry, tree, list(bg.outputs), bg.out_tree, body_fun)
+  bg, _ = trace(body_fun, (avals,), fn="while_loop", taps=(taps := []))
+  if taps: cg, bg = _tapping_body(cg, bg, taps)
+  _carry_check("while_loop", "carry", carry, tree, list(bg.outputs[:len(carry)]), bg.out_tree, body_fun)
   p = cg.outputs[0]
   if not p.dtype.is_bool: p = p.alu(Ops.CMPNE, UOp.const(p.dtype, 0, ()))
   cg = Graph(cg.inputs, (p,))
@@ -252,8 +254,30 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     return Graph(tuple(m.get(u) or UOp.param(u.shape, u.dtype) for u in free) + g.inputs[len(fr):], g.outputs)
 
   weak = [c.weak_type and w for c, w in zip(carry, bg.out_weak)]
-  outs = UOp.multi(Ops.WHILE, (*free, *(c.uop for c in carry)), (widen(cg, cfree), widen(bg, bfree), len(free)))
-  return tree_util.unflatten(tree, _arrays(outs, weak))
+  token = [UOp.const(dtypes.int32, 0, ())] if taps else []
+  outs = UOp.multi(Ops.WHILE, (*free, *(c.uop for c in carry), *token), (widen(cg, cfree), widen(bg, bfree), len(free)))
+  res = _arrays(outs[:len(carry)], weak)
+  if taps and res and not any(r.is_traced for r in res): res[0].block_until_ready()   # its callbacks run now, as eagerly
+  return tree_util.unflatten(tree, res)
+
+
+def _tapping_body(cg: Graph, bg: Graph, taps: list) -> tuple[Graph, Graph]:
+  """A while_loop's condition and body with one more carry, an int32 token the body passes through a host call
+  running its debug callbacks on each step's values (the body's outputs after its carry), so that no step's call is
+  dropped or merged with another's."""
+  n = len(bg.outputs) - sum(k for _, k in taps)
+  values = bg.outputs[n:]
+
+  def run(vals: list) -> list:
+    it = iter(to_array(v, fn="while_loop") for v in vals)
+    for f, k in taps: f([next(it) for _ in range(k)])
+    return [np.zeros((), np.int32)]
+
+  (done,) = UOp.multi(Ops.CALLBACK, values, HostCall(run, (((), dtypes.int32),), "debug.callback", "sequential"))
+  tok, tok2 = UOp.param((), dtypes.int32), UOp.param((), dtypes.int32)
+  body = Graph((*bg.inputs, tok), (*bg.outputs[:n], tok + done), bg.in_tree, bg.out_tree, (*bg.in_weak, False),
+               (*bg.out_weak[:n], False))
+  return Graph((*cg.inputs, tok2), cg.outputs, cg.in_tree, cg.out_tree, (*cg.in_weak, False), cg.out_weak), body
 
 
 def _static_int(x):

@@ -103,7 +103,7 @@ class Kernel:
 
 @dataclass(frozen=True, eq=False)
 class Control:
-  """A COND, SCAN or WHILE between the kernels of a Program. Its sub-programs (COND: one per branch; SCAN: the
+  """A COND, SCAN, WHILE or CALLBACK between the kernels of a Program. Its sub-programs (COND: one per branch; SCAN: the
   body; WHILE: the condition, then the body) number their buffers in the enclosing Program's list. Each run binds a
   sub-program's input buffers to the operands (a SCAN's xs: the slice of step t; carries: the results), runs its
   items, and copies its outputs into the results (a SCAN's ys: into row t). Sub-program outputs never share a
@@ -113,7 +113,8 @@ class Control:
   operands: tuple[int, ...]    # buffer numbers of the op's sources
   results: tuple[int, ...]     # buffer numbers of its results, every one (a SCAN's carries live there)
   bodies: tuple              # sub-Programs
-  arg: tuple = ()              # SCAN: (n_consts, n_carry, length, reverse); WHILE: (n_consts,)
+  arg: tuple = ()              # SCAN: (n_consts, n_carry, length, reverse); WHILE: (n_consts,);
+                               # CALLBACK: (HostCall, the operands' shapes)
   stores: tuple = ()           # none of its own: it writes only its results and its sub-programs' buffers
 
 

@@ -34,7 +34,7 @@ import numpy as np
 from ..ir import Ops, UOp, dtypes, substitute
 from ..ir.dtypes import DType
 from .c_math import SOURCE as MATH
-from ..devices.base import Program
+from ..devices.base import Program, host_calls
 from .kernel import Control, Kernel
 from .symbolic import _linear, coefficient
 
@@ -950,9 +950,11 @@ def program_prelude() -> str:
 
 def render_program(prog: Program, timed: bool = False) -> str:
   """One C source: the prelude, every kernel, and `void tg_run(void **bufs)` running the program's items in order
-  (control flow as C loops over its sub-programs). `timed` adds a clock around each item and
-  `void tg_times(double *ns)`, which copies out the last run's nanoseconds per item."""
-  entry = _Entry(prog.buffers)
+  (control flow as C loops over its sub-programs; a host callback as a call through the function pointer the caller
+  puts after the buffers' pointers, given the callback's number in host_calls(prog) and its operands' and results'
+  pointers). `timed` adds a clock around each item and `void tg_times(double *ns)`, which copies out the last run's
+  nanoseconds per item."""
+  entry = _Entry(prog.buffers, {id(c): i for i, c in enumerate(host_calls(prog))})
   lines = entry.items(prog, 1, timed)
   parts = [program_prelude(), *_units(entry.functions), "#if !defined(TG_UNIT) || TG_UNIT == 0",
            *(f.split(" {\n", 1)[0] + ";" for f in entry.functions)]
@@ -999,8 +1001,8 @@ class _Entry:
   """The statements of tg_run: kernel calls, and control flow as loops that point each sub-program's inputs at its
   operands and copy its outputs into the results."""
 
-  def __init__(self, buffers):
-    self.buffers, self.functions, self.seen = buffers, [], set()
+  def __init__(self, buffers, hosts: dict[int, int]):
+    self.buffers, self.functions, self.seen, self.hosts = buffers, [], set(), hosts
     self.bodies: dict[str, str] = {}   # a kernel's C text under a placeholder name -> the function rendered for it
 
   def nbytes(self, n: int) -> int: return self.buffers[n].size * self.buffers[n].dtype.itemsize
@@ -1038,7 +1040,11 @@ class _Entry:
     """The C block of a COND, SCAN or WHILE (its lines, indented relative to the block)."""
     ops, res, inner = c.operands, c.results, depth + 1
     lines = [f"{{  /* {c.name} */"]
-    if c.op is Ops.COND:
+    if c.op is Ops.CALLBACK:
+      io = ", ".join(f"bufs[{n}]" for n in (*ops, *res)) or "0"
+      lines += [f"  void *io[] = {{{io}}};",
+                f"  ((void (*)(int64_t, void **))bufs[{len(self.buffers)}])({self.hosts[id(c)]}, io);"]
+    elif c.op is Ops.COND:
       d = self.buffers[ops[0]].dtype
       last = len(c.bodies) - 1
       lines += [f"  int64_t b = (int64_t)*(const {MEMTYPE[d]} *)bufs[{ops[0]}];",

@@ -26,7 +26,7 @@ from .render_c import dot_blocked, interchanged
 from .symbolic import Simplifier, coefficient, simplify
 
 I64 = dtypes.int64
-CONTROL_FLOW = frozenset({Ops.COND, Ops.SCAN, Ops.WHILE})
+CONTROL_FLOW = frozenset({Ops.COND, Ops.SCAN, Ops.WHILE, Ops.CALLBACK})   # items between kernels, on buffers
 VIEWS = frozenset({Ops.RESHAPE, Ops.BROADCAST, Ops.PERMUTE, Ops.PAD, Ops.SLICE, Ops.FLIP})
 REINDEX = VIEWS | {Ops.CONCAT, Ops.GATHER, Ops.SCATTER}   # users that read their source at other indices
 # one step of these, needed by several kernels, is recomputed in each rather than stored and loaded back (x - mean, a
@@ -583,9 +583,11 @@ class _Scheduler:
       self._emit(name, kb, loops, [Store(kb.buf(n), kb.ix(_ravel(idx, u.shape)), kb.value(u, idx, own=True))])
 
   def control(self, h: UOp):
-    """A COND, SCAN or WHILE as a Control item over sub-programs scheduled into this schedule's buffers."""
+    """A COND, SCAN or WHILE as a Control item over sub-programs scheduled into this schedule's buffers; a CALLBACK
+    as one with no sub-program, its arg the HostCall and the operands' shapes."""
     def sub(g: Graph) -> Program: return _Scheduler(prepare(g), self.buffers, fresh_outputs=True).program()
-    if h.op is Ops.COND: bodies, arg = tuple(sub(g) for g in h.arg), ()
+    if h.op is Ops.CALLBACK: bodies, arg = (), (h.arg, tuple(s.shape for s in h.src))
+    elif h.op is Ops.COND: bodies, arg = tuple(sub(g) for g in h.arg), ()
     elif h.op is Ops.SCAN: bodies, arg = (sub(h.arg[0]),), h.arg[1:]
     else: bodies, arg = (sub(h.arg[0]), sub(h.arg[1])), (h.arg[2],)
     operands = tuple(self.bufnum[s] for s in h.src)

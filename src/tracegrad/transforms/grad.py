@@ -21,6 +21,7 @@ from ..run import concrete
 from ..trace import trace
 from . import build as B
 from .build import instantiate
+from .jvp import host_call_has_no_derivative
 
 
 def _max_min(ct, u):
@@ -341,6 +342,7 @@ VJP_RULES = PatternMatcher([
   (UPat(Ops.REDUCE_SCATTER, name="u"), lambda ct, u: (UOp(Ops.ALL_GATHER, ct.dtype, (ct,), u.arg),)),
   (UPat(Ops.PPERMUTE, name="u"), _ppermute),
   (UPat(Ops.ALL_TO_ALL, name="u"), lambda ct, u: (UOp(Ops.ALL_TO_ALL, ct.dtype, (ct,), (*u.arg[:2], u.arg[3], u.arg[2])),)),
+  (UPat(Ops.CALLBACK, name="u"), lambda ct, u: host_call_has_no_derivative(u)),
   (UPat(NON_DIFFERENTIABLE, name="u"), _no_derivative),
 ])
 

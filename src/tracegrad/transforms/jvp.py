@@ -208,6 +208,18 @@ def _all_reduce(t, u):
 
 NON_DIFFERENTIABLE = COMPARE | INT_ONLY | INT_OR_BOOL | {Ops.BITCAST, Ops.FLOOR, Ops.DETACH, Ops.AXIS_INDEX}
 
+def _callback(t, u: UOp):
+  """A host callback returning only integers (debug taps' tokens) passes; one with float results has no derivative."""
+  n = len(u.arg.results)
+  if any(d.is_float for _, d in u.arg.results): host_call_has_no_derivative(u)
+  return [u.proj(i) for i in range(n)], [None] * n
+
+
+def host_call_has_no_derivative(u: UOp):
+  raise ValueError(f"{u.arg.name}: pure callbacks have no derivative (tracegrad cannot see inside the Python "
+                   f"function); wrap the function calling it in tracegrad.custom_jvp or custom_vjp to give one")
+
+
 JVP_RULES = PatternMatcher([
   (UPat(Ops.NEG, name="u"), lambda t, u: neg(t[0])),
   (UPat(Ops.RECIP, name="u"), lambda t, u: t[0] * -(u * u)),
@@ -241,6 +253,7 @@ JVP_RULES = PatternMatcher([
   (UPat((Ops.SHARDING_CONSTRAINT, Ops.OPTIMIZATION_BARRIER), name="u"), _same),
   (UPat(Ops.ALL_REDUCE, name="u"), _all_reduce),
   (UPat((Ops.ALL_GATHER, Ops.REDUCE_SCATTER, Ops.PPERMUTE, Ops.ALL_TO_ALL), name="u"), _same),
+  (UPat(Ops.CALLBACK, name="u"), _callback),
   (UPat(NON_DIFFERENTIABLE, name="u"), _no_derivative),
 ])
 

@@ -357,7 +357,8 @@ def _constraint(c, u):
 
 
 def _replicated(c, u):
-  """Control flow runs whole on every device: its operands are gathered and its results are replicated."""
+  """Control flow (and a host callback) runs whole on every device: its operands are gathered and its results are
+  replicated."""
   srcs = [c.get(i, replicated(s.ndim)) for i, s in enumerate(u.src)]
   return [(r, replicated(r.ndim)) for r in UOp.multi(u.op, tuple(srcs), u.arg)]
 
@@ -395,7 +396,7 @@ SHARD_RULES = PatternMatcher([
   (UPat(Ops.SCATTER, name="u"), _scatter),
   (UPat(Ops.SHARDING_CONSTRAINT, name="u"), _constraint),
   (UPat(Ops.PROJ, name="u"), lambda c, u: c.natural(0)[u.arg]),
-  (UPat((Ops.COND, Ops.SCAN, Ops.WHILE), name="u"), _replicated),
+  (UPat((Ops.COND, Ops.SCAN, Ops.WHILE, Ops.CALLBACK), name="u"), _replicated),
   (UPat((Ops.REMAT, Ops.CUSTOM_JVP, Ops.CUSTOM_VJP, Ops.COMPOSITE), name="u"), _inline),
   (UPat(COLLECTIVE, name="u"), _collective),
   (UPat((Ops.CONST, Ops.BUFFER, Ops.IOTA), name="u"), _leaf),

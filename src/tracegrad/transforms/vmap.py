@@ -12,12 +12,13 @@ from __future__ import annotations
 import contextlib
 from typing import Callable
 
+import numpy as np
 import optree
 
 from .. import tree as tree_util
 from ..array import Array, to_array
 from ..ir import Graph, Ops, PatternMatcher, UOp, UPat, dtypes, substitute, toposort
-from ..ir.ops import BINARY, COLLECTIVE, UNARY
+from ..ir.ops import BINARY, COLLECTIVE, UNARY, HostCall
 from ..run import concrete
 from ..trace import ShapeDtypeStruct, named_axis, tap_outputs, trace
 from . import build as B
@@ -71,6 +72,27 @@ def batch_graph(g: Graph, which: list[bool], size: int, force: list[bool] | bool
     outs.append(t if t is not None else o.broadcast((size, *o.shape)) if f else o)
     flags.append(t is not None or f)
   return Graph(tuple(params), tuple(outs)), flags
+
+
+def _callback(c, u):
+  """One call per element (sequential), or one call on the batched values: unbatched operands with a leading axis of
+  size 1 (expand_dims) or broadcast to the batch (broadcast_all), as jax.pure_callback's vmap_method says."""
+  call, n = u.arg, c.size
+  method = call.vmap_method
+  if method is None:
+    raise NotImplementedError(f"vmap: {call.name} has vmap_method=None; pass vmap_method='sequential' (one call per "
+                              f"element), 'expand_dims' or 'broadcast_all' (one call on the batch) to map it")
+  if method.startswith("sequential"):
+    def fn(vals):
+      per = [call([v[i] for v in vals]) for i in range(n)]
+      return [np.stack(r) for r in zip(*per)] if per else [np.zeros(r.shape, r.dtype.np) for r in results]
+    ops = [c.full(i) for i in range(len(u.src))]
+  else:
+    fn = call.fn
+    ops = [c.full(i) if method != "expand_dims" or b is not None else s.reshape((1, *s.shape))
+           for i, (b, s) in enumerate(zip(c.b, u.src))]
+  results = tuple(((n, *sh), d) for sh, d in call.results)
+  return UOp.multi(Ops.CALLBACK, tuple(ops), HostCall(fn, results, call.name, method))
 
 
 def _cond(c, u):
@@ -232,6 +254,7 @@ BATCH_RULES = PatternMatcher([
   (UPat(Ops.CUSTOM_JVP, name="u"), _custom_jvp),
   (UPat(Ops.CUSTOM_VJP, name="u"), _custom_vjp),
   (UPat(COLLECTIVE, name="u"), _collective),
+  (UPat(Ops.CALLBACK, name="u"), _callback),
 ])
 
 
