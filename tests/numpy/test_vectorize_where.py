@@ -54,3 +54,91 @@ def test_where_bad_arguments_raise_as_jax():
       tnp.where(*args, **kw)
   with pytest.raises(TypeError, match="size"):  # a traced condition needs size=, as in JAX
     tracegrad.jit(tnp.where)(c)
+
+
+# ---- vectorize ----
+
+def _cross(lib):
+  return lambda a, b: lib.stack([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+
+
+SIGNED = [  # (signature, function of the library, argument shapes)
+  ("(n),(n)->()", lambda lib: lambda u, v: (u * v).sum(), [(4, 3), (3,)]),
+  ("(k),(k)->(k)", _cross, [(1, 2, 3), (2, 1, 3)]),
+  ("(m,n),(n)->(m)", lambda lib: lambda m, v: m @ v, [(2, 3), (4, 3)]),
+  ("(m,n)->(n),(m)", lambda lib: lambda m: (m.sum(0), lib.tanh(m).max(1)), [(5, 1, 2, 3)]),
+  ("(),(n)->(n)", lambda lib: lambda s, v: s * v + 1, [(4, 1), (5, 2)]),
+  ("()->()", lambda lib: lambda x: lib.sin(x) * x, [(2, 3)]),
+  ("(n)->(n,n)", lambda lib: lambda v: v[:, None] * v[None, :], [(1, 3)]),
+]
+
+
+@pytest.mark.parametrize("i", range(len(SIGNED)))
+def test_vectorize_with_signature_matches_jax(i):
+  sig, fn, shapes = SIGNED[i]
+  args = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+  argnums = tuple(range(len(args)))
+  loss = lambda g: lambda *a: sum((o ** 2).sum() for o in jax.tree.leaves(g(*a)))
+  jf = jnp.vectorize(fn(jnp), signature=sig)
+  want, gw = jax.jit(lambda *a: (jf(*a), jax.grad(loss(jf), argnums)(*a)))(*args)  # one compile for JAX's side
+  f = tnp.vectorize(fn(tnp), signature=sig)
+  same(f(*args), want, rtol=ulps(4), atol=ulps(4))
+  same(tracegrad.jit(f)(*args), want, rtol=ulps(4), atol=ulps(4))
+  same(tracegrad.grad(loss(f), argnums)(*args), gw, rtol=ulps(8), atol=ulps(8))
+
+
+def test_vectorize_without_signature_and_excluded_as_jax():
+  a, b = np.arange(6, dtype=np.int32).reshape(2, 1, 3), np.array([1, 5, 3], np.int32)
+  for fn, args, excluded, kw in [(lambda lib: lambda x, y: x * y + 1, (a, b), frozenset(), {}),
+                                 (lambda lib: lambda x: lib.stack([x, x]), (b,), frozenset(), {}),
+                                 (lambda lib: lambda x, n, y: x * n + y, (a, 3, 2.5), {1}, {}),
+                                 (lambda lib: lambda x, y, scale=1: x * scale - y, (a, b), {"scale"}, {"scale": 4})]:
+    same(tnp.vectorize(fn(tnp), excluded=excluded)(*args, **kw), jnp.vectorize(fn(jnp), excluded=excluded)(*args, **kw))
+  # None passes through as an excluded argument, where it has no core dimensions
+  g = lambda x, y: x if y is None else x + y
+  same(tnp.vectorize(g)(b, None), jnp.vectorize(g)(b, None))
+  same(tnp.vectorize(g, signature="(),()->()")(b, None), jnp.vectorize(g, signature="(),()->()")(b, None))
+  # keywords not in excluded are vectorized as numpy does (jax.numpy 0.10.2 drops them)
+  h = lambda x, y=0: x - y
+  same(tnp.vectorize(h)(b, y=np.array([[1], [2]], np.int32)), np.vectorize(h)(b, y=np.array([[1], [2]])), dtype=False)
+  f = tnp.vectorize(lambda x: x)
+  assert f.__name__ == "<lambda>" and tnp.vectorize(np.sin).__name__ == "sin"
+
+
+@pytest.mark.parametrize("sig, fn, args, err", [
+  ("(n)->(m)", lambda a: a, [(3,)], None),
+  ("(n)->()", lambda a: a, [(3,)], ValueError),
+  ("(n)->(),()", lambda a: a, [(3,)], TypeError),
+  ("(n)->(n)", lambda a: (a, a), [(3,)], TypeError),
+  ("(n),(n)->()", lambda a, b: a.sum(), [(3,), (4,)], ValueError),
+  ("(n),(n)->()", lambda a, b: a.sum(), [(3,)], TypeError),
+  ("(m,n),(n)->(m)", lambda m, v: m @ v, [(3,), (3,)], ValueError),
+  ("(n)->(n)", lambda a: a, [(2, 3), (4,)], TypeError),
+  ("()->()", lambda a, b: a, [(2, 3), (4,)], TypeError),
+  ("(n->(n)", lambda a: a, [(3,)], ValueError),
+  ("(n)->(n,)", lambda a: a, [(3,)], ValueError),
+  (None, lambda a, b: a, [(2, 3), (4,)], ValueError),
+  ("(n)->(n)", lambda a: a, [(0,)], "ok"),
+  ("(n),(m)->(n)", lambda a, b: a * b.sum(), [(2, 3), (1, 4)], "ok"),
+])
+def test_vectorize_bad_calls_raise_as_jax(sig, fn, args, err):
+  xs = [np.ones(s, np.float32) for s in args]
+  if err in (None, "ok"):
+    same(tnp.vectorize(fn, signature=sig)(*xs), jnp.vectorize(fn, signature=sig)(*xs))
+    return
+  with pytest.raises(err):
+    jnp.vectorize(fn, signature=sig)(*xs)
+  with pytest.raises(err, match="vectorize"):
+    tnp.vectorize(fn, signature=sig)(*xs)
+
+
+def test_vectorize_bad_arguments_raise_as_jax():
+  for excluded, err in [({1.5}, TypeError), ({-1}, ValueError)]:
+    with pytest.raises(err):
+      jnp.vectorize(abs, excluded=excluded)
+    with pytest.raises(err, match="vectorize: excluded"):
+      tnp.vectorize(abs, excluded=excluded)
+  with pytest.raises(ValueError, match="vectorize: argument 0 is None"):
+    tnp.vectorize(lambda a: a, signature="(n)->(n)")(None)
+  with pytest.raises(TypeError, match="vectorize: keyword arguments"):
+    tnp.vectorize(lambda a, b=1: a, signature="(n)->(n)")(np.ones(3), b=2)

@@ -1,8 +1,8 @@
 """The rest of jax.numpy's surface: array editing (append, insert, delete, block, resize, rollaxis, trim_zeros),
 grids and constructors (vander, geomspace, logspace, fromfunction, frombuffer, fromstring), integer and float
 helpers (gcd, lcm, ldexp, frexp, modf, spacing, i0, bitwise_count, packbits, unpackbits), ordering (lexsort,
-partition, argpartition), function application (apply_along_axis, apply_over_axes, vectorize), products (matvec,
-vecmat, convolve, correlate), printing, saving, scalar-type aliases and constants."""
+partition, argpartition), function application (apply_along_axis, apply_over_axes, vectorize from gufunc.py),
+products (matvec, vecmat, convolve, correlate), printing, saving, scalar-type aliases and constants."""
 from __future__ import annotations
 
 import math
@@ -19,6 +19,7 @@ from .creation import arange, full, linspace, ones, zeros, zeros_like
 from .contract import matmul
 from .elementwise import (abs as _abs, ceil, exp2, floor, floor_divide, isfinite, left_shift, log2, log10,
                           power, remainder, sign, where, bitwise_and, right_shift)
+from .gufunc import vectorize
 from .indexing import take_along_axis
 from .reductions import any as _any, sum as _sum
 from .shape import (concatenate, expand_dims, flip, moveaxis, ravel, reshape, swapaxes, tile, pad)
@@ -557,41 +558,6 @@ def apply_over_axes(func, a, axes) -> Array:
     elif b.ndim == x.ndim - 1: x = expand_dims(b, axis)
     else: raise ValueError(f"apply_over_axes: function returned shape {b.shape} for input of shape {x.shape}")
   return x
-
-
-def vectorize(pyfunc, *, excluded=frozenset(), signature=None):
-  """pyfunc, written for scalars, applied elementwise over broadcast arguments (with vmap).
-
-  >>> f = tnp.vectorize(lambda a, b: a * b + 1)
-  >>> f(tnp.array([1, 5, 3]), 2)
-  Array([ 3, 11,  7], dtype=int32)
-  """
-  if signature is not None:
-    raise NotImplementedError("vectorize: the signature argument is not supported; vectorize over scalars or use vmap")
-  if any(not isinstance(e, (int, str)) for e in excluded):
-    raise TypeError(f"vectorize: excluded must be a set of ints or strings, got {excluded}")
-
-  def wrapped(*args, **kwargs):
-    pos = [i for i in range(len(args)) if i not in excluded]
-    kw = [k for k in kwargs if k not in excluded]
-    vals = [arr(args[i], "vectorize") for i in pos] + [arr(kwargs[k], "vectorize") for k in kw]
-    shape = np.broadcast_shapes(*(v.shape for v in vals)) if vals else ()
-    vals = [Array(v.uop.broadcast(shape), v.weak_type) for v in vals]
-
-    def call(*vs):
-      a = list(args)
-      for i, v in zip(pos, vs): a[i] = v
-      k = dict(kwargs)
-      for name, v in zip(kw, vs[len(pos):]): k[name] = v
-      return pyfunc(*a, **k)
-
-    f = call
-    for _ in shape: f = vmap(f)
-    return f(*vals)
-
-  wrapped.__name__ = getattr(pyfunc, "__name__", "vectorized")
-  wrapped.__doc__ = getattr(pyfunc, "__doc__", None)
-  return wrapped
 
 
 def matvec(x1, x2, /) -> Array:
