@@ -21,6 +21,7 @@ from . import random
 from . import checkpoints, nn, optim, scipy  # noqa: E401
 from . import test_util
 from . import debug
+from . import dtypes, ops  # noqa: E401
 from .transforms import (checkpoint, custom_jvp, custom_vjp, grad, hessian, jacfwd, jacrev, jit, jvp, linearize, remat,
                          shard_map, value_and_grad, vjp, vmap)
 
@@ -44,13 +45,13 @@ __version__ = "0.1.0"
 __all__ = ["Array", "block_until_ready", "checkpoint", "checkpoint_policies", "checkpoints", "clear_caches", "config",
            "copy_to_host_async", "custom_gradient", "custom_jvp", "custom_vjp", "debug", "default_backend",
            "default_device", "default_matmul_precision", "Device", "device_count", "device_get", "device_put",
-           "devices", "disable_jit", "distributed", "effects_barrier", "enable_x64", "ensure_compile_time_eval",
-           "errors", "eval_shape", "explain_cache_misses", "float0", "grad", "hessian", "host_count", "host_id",
-           "host_ids", "jacfwd", "jacobian", "jacrev", "jit", "jvp", "lax", "linear_transpose", "linearize",
-           "local_device_count", "local_devices", "log_compiles", "make_array_from_callback",
+           "devices", "disable_jit", "distributed", "dtypes", "effects_barrier", "enable_x64",
+           "ensure_compile_time_eval", "errors", "eval_shape", "explain_cache_misses", "float0", "grad", "hessian",
+           "host_count", "host_id", "host_ids", "jacfwd", "jacobian", "jacrev", "jit", "jvp", "lax", "linear_transpose",
+           "linearize", "local_device_count", "local_devices", "log_compiles", "make_array_from_callback",
            "make_array_from_process_local_data", "make_array_from_single_device_arrays", "make_graph", "make_jaxpr",
            "make_mesh", "named_call", "named_scope", "NamedSharding", "nn", "numpy", "numpy_dtype_promotion",
-           "numpy_rank_promotion", "optim", "P", "print_environment_info", "process_count", "process_index",
+           "numpy_rank_promotion", "ops", "optim", "P", "print_environment_info", "process_count", "process_index",
            "process_indices", "pure_callback", "random", "remat", "scipy", "ShapeDtypeStruct", "Shard", "shard_map",
            "sharding", "test_util", "threefry_partitionable", "TracedValueError", "transfer_guard",
            "transfer_guard_device_to_device", "transfer_guard_device_to_host", "transfer_guard_host_to_device",

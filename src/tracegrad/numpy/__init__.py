@@ -25,6 +25,7 @@ from .info import *  # noqa: F401,F403
 from .statistics import *  # noqa: F401,F403
 from .misc import *  # noqa: F401,F403
 from .window_functions import *  # noqa: F401,F403
+from .polynomial import *  # noqa: F401,F403
 from . import linalg  # noqa: F401
 from . import array_methods as _array_methods
 

@@ -1,0 +1,194 @@
+"""Polynomials as coefficient arrays, highest power first (along the first axis): poly, polyadd, polysub, polymul,
+polydiv, polyder, polyint, polyval. polyfit needs least squares (linalg.lstsq), which tracegrad does not have yet."""
+from __future__ import annotations
+
+import math
+import operator
+
+import ml_dtypes
+import numpy as np
+
+from ..array import Array, to_array
+from ..errors import ConcretizationTypeError
+from ..lax import scan
+from ._support import inexact
+from .core import promote
+from .creation import full, ones, zeros
+from .elementwise import negative, true_divide
+from .misc import convolve, trim_zeros
+from .shape import atleast_1d, broadcast_shapes, concatenate
+
+__all__ = ["poly", "polyadd", "polysub", "polymul", "polydiv", "polyder", "polyint", "polyval"]
+
+
+def _order(m, fn: str) -> int:
+  if isinstance(m, Array):
+    if m.is_traced: raise ConcretizationTypeError(f"{fn}: m must be a concrete integer, got a traced value")
+    m = m.item()
+  try:
+    return operator.index(m)
+  except TypeError:
+    raise TypeError(f"{fn}: m must be an integer, got {m!r}") from None
+
+
+def _coefficients(fn: str, error: type, **arrays: Array) -> None:
+  """Each argument must have an axis of coefficients; a scalar raises `error` (the type jax.numpy raises there)."""
+  for name, x in arrays.items():
+    if x.ndim == 0:
+      raise error(f"{fn}: {name} must be an array of coefficients (at least one-dimensional), got a scalar; wrap "
+                  f"it as [{name}]")
+
+
+def poly(seq_of_zeros) -> Array:
+  """The coefficients of the monic polynomial with the given roots.
+
+  >>> tnp.poly(tnp.array([1.0, 2.0]))
+  Array([ 1., -3.,  2.], dtype=float32)
+  """
+  z, = inexact("poly", seq_of_zeros)
+  z = atleast_1d(z)
+  if z.ndim == 2 and z.shape[0] == z.shape[1] and z.shape[0]:
+    raise NotImplementedError("poly: the characteristic polynomial of a square matrix needs its eigenvalues "
+                              "(linalg.eigvals, with complex results), which tracegrad does not have yet; pass the "
+                              "roots as a 1-d array")
+  if z.ndim != 1:
+    raise ValueError(f"poly: seq_of_zeros must be a 1-d array or a non-empty square 2-d array, got shape {z.shape}")
+  if z.shape[0] == 0: return ones((), z.dtype)
+  a, zero = ones((1,), z.dtype), zeros((1,), z.dtype)
+  for k in range(z.shape[0]):
+    a = concatenate([a, zero]) - z[k] * concatenate([zero, a])
+  return a
+
+
+def _add(fn: str, a1: Array, a2: Array) -> Array:
+  long, short = (a1, a2) if a2.shape[0] <= a1.shape[0] else (a2, a1)
+  n, k = long.shape[0], short.shape[0]
+  if k == 0 and n:
+    raise ValueError(f"{fn}: an empty polynomial (shape {short.shape}) cannot be added to one of shape {long.shape}")
+  return concatenate([long[:n - k], long[n - k:] + short]) if k else long + short
+
+
+def _numbers(fn: str, a1, a2) -> tuple[Array, Array]:
+  (x, y), dt, _ = promote(fn, a1, a2)
+  _coefficients(fn, IndexError, a1=x, a2=y)
+  if dt.is_bool: raise TypeError(f"{fn}: a1 and a2 must be numbers, got bool arrays; cast them to an integer type")
+  return x, y
+
+
+def polyadd(a1, a2) -> Array:
+  """The sum of two polynomials (the shorter one aligned with the longer one's end).
+
+  >>> tnp.polyadd(tnp.array([1, 2]), tnp.array([1, 0, 0]))
+  Array([1, 1, 2], dtype=int32)
+  """
+  return _add("polyadd", *_numbers("polyadd", a1, a2))
+
+
+def polysub(a1, a2) -> Array:
+  """The difference a1 - a2 of two polynomials.
+
+  >>> tnp.polysub(tnp.array([3.0, 2.0]), tnp.array([1.0, 1.0, 1.0]))
+  Array([-1.,  2.,  1.], dtype=float32)
+  """
+  x, y = _numbers("polysub", a1, a2)
+  return _add("polysub", x, negative(y))
+
+
+def polymul(a1, a2, *, trim_leading_zeros: bool = False) -> Array:
+  """The product of two polynomials (leading zeros dropped first with trim_leading_zeros, on concrete inputs).
+
+  >>> tnp.polymul(tnp.array([1.0, 1.0]), tnp.array([1.0, -1.0]))
+  Array([ 1.,  0., -1.], dtype=float32)
+  """
+  x, y = inexact("polymul", a1, a2)
+  if trim_leading_zeros and (x.size > 1 or y.size > 1):
+    if x.is_traced or y.is_traced:
+      raise ConcretizationTypeError("polymul: trim_leading_zeros=True needs concrete a1 and a2 (the result's length "
+                                    "depends on their values); pass trim_leading_zeros=False under a transform")
+    x, y = trim_zeros(x, trim="f"), trim_zeros(y, trim="f")
+  _coefficients("polymul", TypeError, a1=x, a2=y)
+  if x.shape[0] == 0: x = zeros(1, y.dtype)
+  if y.shape[0] == 0: y = zeros(1, x.dtype)
+  return convolve(x, y, mode="full")
+
+
+def polydiv(u, v, *, trim_leading_zeros: bool = False) -> tuple[Array, Array]:
+  """The quotient and remainder of u / v (the remainder's near-zero leading terms dropped with trim_leading_zeros,
+  on concrete inputs).
+
+  >>> tnp.polydiv(tnp.array([1.0, 3.0, 2.0]), tnp.array([1.0, 1.0]))
+  (Array([1., 2.], dtype=float32), Array([0., 0., 0.], dtype=float32))
+  """
+  num, den = inexact("polydiv", u, v)
+  _coefficients("polydiv", TypeError, u=num, v=den)
+  m, n = num.shape[0] - 1, den.shape[0] - 1
+  scale = 1.0 / den[0]
+  q = zeros(max(m - n + 1, 1), num.dtype)
+  for k in range(m - n + 1):
+    d = scale * num[k]
+    q = q.at[k].set(d)
+    num = num.at[k:k + n + 1].add(-d * den)
+  if trim_leading_zeros:
+    if num.is_traced:
+      raise ConcretizationTypeError("polydiv: trim_leading_zeros=True needs concrete u and v (the remainder's length "
+                                    "depends on its values); pass trim_leading_zeros=False under a transform")
+    small = np.abs(np.asarray(num).astype(np.float64)) < math.sqrt(float(ml_dtypes.finfo(num.dtype.np).eps))
+    num = num[int(np.argmin(small)):] if not small.all() else zeros(0, num.dtype)
+  return q, num
+
+
+def polyder(p, m: int = 1) -> Array:
+  """The m-th derivative of a polynomial.
+
+  >>> tnp.polyder(tnp.array([1.0, 1.0, 1.0, 1.0]), 2)
+  Array([6., 2.], dtype=float32)
+  """
+  m = _order(m, "polyder")
+  x, = inexact("polyder", p)
+  _coefficients("polyder", TypeError, p=x)
+  if m < 0: raise ValueError(f"polyder: the order of the derivative m must be non-negative, got {m}")
+  if m == 0: return x
+  if x.shape[0] <= m: return x[:0]
+  powers = np.arange(m, x.shape[0], dtype=np.float64)
+  coeff = np.prod([powers - j for j in range(m)], axis=0)   # i (i-1) ... (i-m+1) for the power i
+  return x[:-m] * to_array(coeff[::-1].astype(x.dtype.np), fn="polyder")
+
+
+def polyint(p, m: int = 1, k=None) -> Array:
+  """The m-th antiderivative of a polynomial, with integration constants k (a scalar or m values, highest first).
+
+  >>> tnp.polyint(tnp.array([3.0, 2.0, 1.0]), k=5.0)
+  Array([1., 1., 1., 5.], dtype=float32)
+  """
+  m = _order(m, "polyint")
+  x, kk = inexact("polyint", p, 0 if k is None else k)
+  _coefficients("polyint", TypeError, p=x)
+  if m < 0: raise ValueError(f"polyint: the order of the integral m must be non-negative, got {m}")
+  kk = atleast_1d(kk)
+  if kk.shape == (1,): kk = full((m,), kk[0], kk.dtype)
+  if kk.shape != (m,):
+    raise ValueError(f"polyint: k must be a scalar or a 1-d array of length 1 or m={m}, got shape {kk.shape}")
+  if m == 0: return x
+  if x.ndim != 1: raise TypeError(f"polyint: p must be one-dimensional (with m > 0), got shape {x.shape}")
+  # the coefficient of x**P is divided by P (P-1) ... (P-m+1), factors below 1 counting as 1
+  grid = np.maximum(1, np.arange(x.shape[0] + m)[None] - np.arange(m)[:, None]).astype(np.float64)
+  coeff = grid.prod(0)[::-1].astype(x.dtype.np)
+  return true_divide(concatenate([x, kk]), to_array(coeff, fn="polyint"))
+
+
+def polyval(p, x, *, unroll: int = 16) -> Array:
+  """The polynomial p evaluated at x by Horner's rule (p's first axis holds its coefficients; the rest broadcast
+  with x). unroll is accepted for JAX's signature; the loop is one scan.
+
+  >>> tnp.polyval(tnp.array([1.0, 0.0, -1.0]), tnp.array([2.0, 3.0]))
+  Array([3., 8.], dtype=float32)
+  """
+  (c, xa), _, _ = promote("polyval", p, x)
+  _coefficients("polyval", IndexError, p=c)
+  try:
+    shape = broadcast_shapes(c.shape[1:], xa.shape)
+  except ValueError:
+    raise ValueError(f"polyval: p's shape {c.shape} past its first axis does not broadcast with x's shape "
+                     f"{xa.shape}") from None
+  y0 = zeros(shape, xa.dtype)
+  return scan(lambda y, ci: (y * xa + ci, None), y0, c)[0]
