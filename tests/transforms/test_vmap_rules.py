@@ -278,9 +278,9 @@ def test_scatter_int_operand(data):
   draw_check(data, lambda x, i, u: x.at[i].max(u), [(U8, (6,)), (IDX(6), (4,)), (U8, (4,))])
 
 
-# test_trace.py: composites; test_pure_callback.py: CALLBACK under vmap
+# test_trace.py: composites; test_pure_callback.py: CALLBACK under vmap; lax/test_linalg.py: LINALG
 CONTROL_FLOW = {Ops.PROJ, Ops.COND, Ops.SCAN, Ops.WHILE, Ops.CUSTOM_JVP, Ops.CUSTOM_VJP, Ops.REMAT, Ops.COMPOSITE,
-                Ops.CALLBACK}
+                Ops.CALLBACK, Ops.LINALG}
 
 
 def test_tables_cover_every_primitive():

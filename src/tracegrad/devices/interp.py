@@ -9,6 +9,8 @@ import numpy as np
 from ..errors import TracedValueError
 from ..ir import Ops, UOp
 from ..ir.dtypes import count_value
+from ..ir.shapes import multi_avals
+from . import host_linalg
 from .base import Device
 
 
@@ -211,6 +213,7 @@ def evaluate(u: UOp, vals: list):
   if op is Ops.SCATTER: return _scatter(*vals, arg)
   if op in (Ops.DETACH, Ops.SHARDING_CONSTRAINT, Ops.OPTIMIZATION_BARRIER): return vals[0]
   if op is Ops.PROJ: return vals[0][arg]
+  if op is Ops.LINALG: return tuple(host_linalg.run(*arg, vals, multi_avals(op, u.src, arg)))
   if op in MULTI: return MULTI[op](vals, arg)
   raise NotImplementedError(f"interp: no evaluation rule for {op}")
 

@@ -45,6 +45,8 @@ outputs     value they use is a source.
               differentiation expand it, vmap batches its body
             CALLBACK(*operands; arg=HostCall): a Python function of the operands' values, run on the host where the
               program reaches it (pure_callback); results of the shapes and dtypes arg.results names
+            LINALG(*operands; arg=(kind, params)): a matrix decomposition or triangular solve over the last two axes,
+              mapped over the leading ones (kinds and results in ir/linalg.py)
 """
 from dataclasses import dataclass
 
@@ -68,7 +70,7 @@ class Ops(Enum):
   ALL_REDUCE = auto(); ALL_GATHER = auto(); REDUCE_SCATTER = auto(); PPERMUTE = auto(); ALL_TO_ALL = auto()
   AXIS_INDEX = auto()
   PROJ = auto(); COND = auto(); SCAN = auto(); WHILE = auto(); CUSTOM_JVP = auto(); CUSTOM_VJP = auto(); REMAT = auto()
-  COMPOSITE = auto(); CALLBACK = auto()
+  COMPOSITE = auto(); CALLBACK = auto(); LINALG = auto()
 
   def __repr__(self) -> str: return f"Ops.{self.name}"
 
@@ -86,7 +88,7 @@ TERNARY = frozenset({Ops.WHERE})
 ELEMENTWISE = UNARY | BINARY | TERNARY | {Ops.CAST, Ops.BITCAST}
 REDUCE = frozenset({Ops.REDUCE_SUM, Ops.REDUCE_PROD, Ops.REDUCE_MAX, Ops.REDUCE_MIN})
 MULTI = frozenset({Ops.COND, Ops.SCAN, Ops.WHILE, Ops.CUSTOM_JVP, Ops.CUSTOM_VJP, Ops.REMAT, Ops.COMPOSITE,
-                   Ops.CALLBACK})
+                   Ops.CALLBACK, Ops.LINALG})
 COLLECTIVE = frozenset({Ops.ALL_REDUCE, Ops.ALL_GATHER, Ops.REDUCE_SCATTER, Ops.PPERMUTE, Ops.ALL_TO_ALL,
                         Ops.AXIS_INDEX})
 MOVEMENT = frozenset({Ops.RESHAPE, Ops.BROADCAST, Ops.PERMUTE, Ops.PAD, Ops.SLICE, Ops.FLIP, Ops.CONCAT})

@@ -5,6 +5,7 @@ import math
 
 from . import dtypes
 from .dtypes import DType, bool_, void
+from .linalg import linalg_avals
 from .ops import COLLECTIVE, MULTI, BINARY, COMPARE, FLOAT_ONLY, INT_ONLY, INT_OR_BOOL, LEAF, NOT_ON_BOOL, REDUCE, SCATTER_MODES, UNARY, Ops
 
 Shape = tuple[int, ...]
@@ -178,6 +179,7 @@ def multi_avals(op: Ops, src, arg) -> list:
     return _avals(body.outputs[:n_carry]) + [((length, *s), d) for s, d in _avals(body.outputs[n_carry:])]
   if op is Ops.WHILE: return _avals(arg[1].outputs)
   if op is Ops.CALLBACK: return list(arg.results)
+  if op is Ops.LINALG: return linalg_avals(src, arg)
   return _avals(arg[0].outputs if isinstance(arg, tuple) else arg.outputs)
 
 
@@ -203,6 +205,7 @@ def _multi(op, dtype, src, arg):
     _expect(op, "cond output", _avals(cond.outputs), [((), bool_)])
     _expect(op, "body inputs", _avals(body.inputs), ins)
     _expect(op, "body outputs", _avals(body.outputs), ins[n_consts:])
+  elif op is Ops.LINALG: linalg_avals(src, arg)
   elif op is not Ops.CALLBACK:
     fun = arg[0] if isinstance(arg, tuple) else arg
     _expect(op, "function inputs", _avals(fun.inputs), ins)

@@ -2,7 +2,8 @@
 slicing at run-time offsets (`slicing.py`), gather and scatter (`gather.py`), contractions (`dot.py`), making and
 reshaping arrays (`shapes.py`), reductions and scans (`reductions.py`), sorting (`sorting.py`), convolutions
 (`conv.py`, `conv_shapes.py`, `conv_variants.py`), windowed reductions (`windows.py`), special functions
-(`special.py`), collectives over named axes (`collectives.py`) and the rest (`misc.py`). jax.lax names left out are listed in docs/api-exclusions.md.
+(`special.py`), collectives over named axes (`collectives.py`), decompositions (`linalg.py`, as lax.linalg) and the
+rest (`misc.py`). jax.lax names left out are listed in docs/api-exclusions.md.
 
 >>> from tracegrad import lax
 >>> lax.fori_loop(0, 4, lambda i, x: x + i, 0)
@@ -42,12 +43,13 @@ from .special import (bessel_i0e, bessel_i1e, betainc, digamma, erf, erf_inv, er
 from .misc import axis_size, custom_linear_solve, custom_root, map, platform_dependent, reduce_precision  # noqa: A004
 from .collectives import (all_gather, all_to_all, axis_index, pmax, pmean, pmin, ppermute, psum, psum_scatter,
                           with_sharding_constraint)
+from . import linalg  # noqa: E402  (lax.linalg, as jax.lax.linalg)
 
 __all__ = ["add", "sub", "mul", "max", "min", "convert_element_type", "broadcast_in_dim", "reshape", "transpose",
            "slice", "pad", "reduce_sum", "stop_gradient", "optimization_barrier", "cond", "switch", "select", "scan",
            "fori_loop", "while_loop", "bitcast_convert_type", "conv", "conv_general_dilated", "reduce_window", "psum",
            "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "all_to_all", "axis_index",
-           "with_sharding_constraint"]
+           "with_sharding_constraint", "linalg"]
 _INTERNAL = {"check_precision", "operands", "check_kind", "float_unary", "conv_transpose_padding"}
 __all__ += [n for m in ("slicing", "dot", "elementwise", "gather", "shapes", "reductions", "sorting", "conv_shapes",
                         "conv_variants", "misc", "special") for n in sys.modules[f"{__name__}.{m}"].__all__

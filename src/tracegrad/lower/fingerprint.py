@@ -57,6 +57,7 @@ def _digest(graph: Graph, h, const_bytes: list[int]) -> None:
       if u not in inputs: raise _Unstable   # a value from outside: the scheduler names it
       arg = f"input {inputs[u]}"
     elif u.op is Ops.BUFFER: arg = _buffer(u.arg, h, const_bytes)
+    elif u.op is Ops.LINALG: raise _Unstable   # its program calls the host, which a record on disk cannot hold
     else: arg = _arg(u.arg, h, const_bytes)
     h.update(f"{u.op.name} {u.dtype.name} {u.shape} {arg} {[num[s] for s in u.src]}\n".encode())
   h.update(f"outputs {[num[o] for o in graph.outputs]}\n".encode())

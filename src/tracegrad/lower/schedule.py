@@ -18,15 +18,16 @@ import math
 import numpy as np
 
 from ..ir import Graph, Ops, PatternMatcher, UOp, UPat, dtypes, graph_rewrite_many, substitute, toposort
-from ..ir.ops import ELEMENTWISE, REDUCE
+from ..ir.ops import ELEMENTWISE, REDUCE, HostCall
 from ..ir.shapes import multi_avals
+from ..devices import host_linalg
 from ..devices.base import BufferSpec, Program
 from .kernel import Control, Kernel, Loop, Phase, Reduce, Store, acc_dtype
 from .render_c import dot_blocked, interchanged
 from .symbolic import Simplifier, coefficient, simplify
 
 I64 = dtypes.int64
-CONTROL_FLOW = frozenset({Ops.COND, Ops.SCAN, Ops.WHILE, Ops.CALLBACK})   # items between kernels, on buffers
+CONTROL_FLOW = frozenset({Ops.COND, Ops.SCAN, Ops.WHILE, Ops.CALLBACK, Ops.LINALG})   # items between kernels
 VIEWS = frozenset({Ops.RESHAPE, Ops.BROADCAST, Ops.PERMUTE, Ops.PAD, Ops.SLICE, Ops.FLIP})
 REINDEX = VIEWS | {Ops.CONCAT, Ops.GATHER, Ops.SCATTER}   # users that read their source at other indices
 # one step of these, needed by several kernels, is recomputed in each rather than stored and loaded back (x - mean, a
@@ -584,15 +585,20 @@ class _Scheduler:
 
   def control(self, h: UOp):
     """A COND, SCAN or WHILE as a Control item over sub-programs scheduled into this schedule's buffers; a CALLBACK
-    as one with no sub-program, its arg the HostCall and the operands' shapes."""
+    as one with no sub-program, its arg the HostCall and the operands' shapes; a LINALG as a CALLBACK into LAPACK
+    (devices/host_linalg.py)."""
     def sub(g: Graph) -> Program: return _Scheduler(prepare(g), self.buffers, fresh_outputs=True).program()
-    if h.op is Ops.CALLBACK: bodies, arg = (), (h.arg, tuple(s.shape for s in h.src))
+    op = h.op
+    if op is Ops.LINALG:
+      avals = tuple(multi_avals(op, h.src, h.arg))
+      call = HostCall(lambda vals, a=h.arg, av=avals: host_linalg.run(*a, vals, av), avals, f"linalg {h.arg[0]}")
+      op, bodies, arg = Ops.CALLBACK, (), (call, tuple(s.shape for s in h.src))
+    elif h.op is Ops.CALLBACK: bodies, arg = (), (h.arg, tuple(s.shape for s in h.src))
     elif h.op is Ops.COND: bodies, arg = tuple(sub(g) for g in h.arg), ()
     elif h.op is Ops.SCAN: bodies, arg = (sub(h.arg[0]),), h.arg[1:]
     else: bodies, arg = (sub(h.arg[0]), sub(h.arg[1])), (h.arg[2],)
     operands = tuple(self.bufnum[s] for s in h.src)
-    self.kernels.append(Control(f"c{len(self.kernels)}_{h.op.name.lower()}", h.op, operands, self.results[h], bodies,
-                                arg))
+    self.kernels.append(Control(f"c{len(self.kernels)}_{h.op.name.lower()}", op, operands, self.results[h], bodies, arg))
     self.calls.append(operands + self.results[h])
 
   def program(self) -> Program:

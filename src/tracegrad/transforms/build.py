@@ -112,3 +112,26 @@ def scatter_mul_others(x: UOp, idx: UOp, upd: UOp) -> UOp:
   none_other = eq(n_zero, zeros(n_zero))
   one_zero = eq(n_zero, ones(n_zero))
   return zero.where(one_zero.where(prod, zeros(upd)), none_other.where(div(prod, nonzero), zeros(upd)))
+
+
+# ---- matrices (the last two axes; leading axes batch) ----
+
+def mT(u: UOp) -> UOp: return u.permute((*range(u.ndim - 2), u.ndim - 1, u.ndim - 2))
+
+
+def matmul(a: UOp, b: UOp) -> UOp:
+  """a @ b over the last two axes, the leading axes equal."""
+  *batch, m, k = a.shape
+  n = b.shape[-1]
+  full = (*batch, m, k, n)
+  prod = a.reshape((*batch, m, k, 1)).broadcast(full) * b.reshape((*batch, 1, k, n)).broadcast(full)
+  return prod.reduce(Ops.REDUCE_SUM, (len(batch) + 1,)).reshape((*batch, m, n))
+
+
+def triangle(u: UOp, lower: bool, k: int = 0) -> UOp:
+  """u with the entries outside its lower (j <= i + k) or upper (j >= i + k) triangle zeroed."""
+  rows, cols = UOp.iota(u.shape, u.ndim - 2, dtypes.int32), UOp.iota(u.shape, u.ndim - 1, dtypes.int32)
+  shifted = rows + UOp.const(dtypes.int32, k, u.shape)
+  keep = lt(shifted, cols).alu(Ops.CMPEQ, UOp.const(dtypes.bool_, False, u.shape)) if lower else \
+    lt(cols, shifted).alu(Ops.CMPEQ, UOp.const(dtypes.bool_, False, u.shape))
+  return keep.where(u, zeros(u))

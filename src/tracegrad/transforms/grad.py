@@ -282,6 +282,24 @@ def _proj(ct, u):
 def _no_derivative(ct, u): return (None,) * len(u.src)
 
 
+def _linalg(ct, u):
+  """triangular_solve's transpose: ct_b solves with op(a) transposed; ct_a = -ct_b xᵀ (or -xᵀ ct_b) through op, kept
+  in a's triangle. The decompositions reach reverse mode through lax.linalg's custom_jvp rules."""
+  kind, params = u.arg
+  if kind != "triangular_solve":
+    raise NotImplementedError(f"grad: linalg {kind} is differentiated through tracegrad.lax.linalg.{kind}, whose rule "
+                              f"is given; a bare LINALG node has none")
+  p = dict(params)
+  (a, b), x = u.src, u.proj(0)
+  if ct[0] is None: return (None, None)
+  flipped = tuple((k, not v) if k == "transpose_a" else (k, v) for k, v in params)
+  ct_b = UOp.multi(Ops.LINALG, (a, ct[0]), (kind, flipped))[0]
+  g = -(B.matmul(ct_b, B.mT(x)) if p["left_side"] else B.matmul(B.mT(x), ct_b))
+  if p["transpose_a"]: g = B.mT(g)
+  ct_a = B.triangle(g, p["lower"], (-1 if p["lower"] else 1) if p["unit_diagonal"] else 0)
+  return (ct_a, ct_b)
+
+
 def _all_reduce(ct, u):
   """psum's transpose is psum; pmax and pmin send the summed cotangent to the lanes holding the extremum."""
   total = lambda v: UOp(Ops.ALL_REDUCE, v.dtype, (v,), (*u.arg[:2], "sum"))
@@ -343,6 +361,7 @@ VJP_RULES = PatternMatcher([
   (UPat(Ops.PPERMUTE, name="u"), _ppermute),
   (UPat(Ops.ALL_TO_ALL, name="u"), lambda ct, u: (UOp(Ops.ALL_TO_ALL, ct.dtype, (ct,), (*u.arg[:2], u.arg[3], u.arg[2])),)),
   (UPat(Ops.CALLBACK, name="u"), lambda ct, u: host_call_has_no_derivative(u)),
+  (UPat(Ops.LINALG, name="u"), _linalg),
   (UPat(NON_DIFFERENTIABLE, name="u"), _no_derivative),
 ])
 

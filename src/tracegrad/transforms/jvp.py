@@ -215,6 +215,25 @@ def _callback(t, u: UOp):
   return [u.proj(i) for i in range(n)], [None] * n
 
 
+def _op_a(m: UOp, transpose: bool) -> UOp: return B.mT(m) if transpose else m
+
+
+def _linalg(t, u: UOp):
+  """triangular_solve: x = op(a)⁻¹ b (or b op(a)⁻¹) moves by op(a)⁻¹ (db - op(da) x) (or (db - x op(da)) op(a)⁻¹),
+  da read in the triangle a is; the decompositions are differentiated through lax.linalg's custom_jvp rules."""
+  kind, params = u.arg
+  if kind != "triangular_solve":
+    raise NotImplementedError(f"jvp: linalg {kind} is differentiated through tracegrad.lax.linalg.{kind}, whose rule "
+                              f"is given; a bare LINALG node has none")
+  p = dict(params)
+  (a, b), (ta, tb), x = u.src, t, u.proj(0)
+  rhs = instantiate(tb, b)
+  if ta is not None:
+    da = _op_a(B.triangle(ta, p["lower"], (-1 if p["lower"] else 1) if p["unit_diagonal"] else 0), p["transpose_a"])
+    rhs = rhs - (B.matmul(da, x) if p["left_side"] else B.matmul(x, da))
+  return [x], [UOp.multi(Ops.LINALG, (a, rhs), u.arg)[0]]
+
+
 def host_call_has_no_derivative(u: UOp):
   raise ValueError(f"{u.arg.name}: pure callbacks have no derivative (tracegrad cannot see inside the Python "
                    f"function); wrap the function calling it in tracegrad.custom_jvp or custom_vjp to give one")
@@ -254,6 +273,7 @@ JVP_RULES = PatternMatcher([
   (UPat(Ops.ALL_REDUCE, name="u"), _all_reduce),
   (UPat((Ops.ALL_GATHER, Ops.REDUCE_SCATTER, Ops.PPERMUTE, Ops.ALL_TO_ALL), name="u"), _same),
   (UPat(Ops.CALLBACK, name="u"), _callback),
+  (UPat(Ops.LINALG, name="u"), _linalg),
   (UPat(NON_DIFFERENTIABLE, name="u"), _no_derivative),
 ])
 
