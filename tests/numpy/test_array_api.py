@@ -39,7 +39,16 @@ def test_dtype_equality_as_jax():
   assert tnp.bool(1).dtype is tnp.bool
 
 
+def test_result_type_takes_python_types_as_weak():
+  jnp = pytest.importorskip("jax.numpy")
+  for args in [(int, tnp.int8), (float, tnp.float16), (int,), (float, int), (bool, tnp.uint8)]:
+    assert tnp.result_type(*args).name == jnp.result_type(*(getattr(jnp, a.name) if hasattr(a, "name") else a
+                                                          for a in args)).name, args
+
+
 def test_issubdtype_and_bool_namespace():
+  assert type(tnp.issubdtype(tnp.float32, tnp.floating)) is bool and type(tnp.can_cast(tnp.int8, tnp.int32)) is bool
+  assert type(tnp.can_cast(tnp.float32, tnp.int32, "same_kind")) is bool
   assert tnp.issubdtype(tnp.float32, tnp.floating) and tnp.issubdtype(tnp.bool, tnp.bool)
   assert not tnp.issubdtype(tnp.bool, tnp.integer) and tnp.issubdtype(tnp.uint8, tnp.unsignedinteger)
 

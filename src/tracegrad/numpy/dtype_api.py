@@ -1,6 +1,8 @@
 """dtype queries as in jax.numpy: dtype, result_type, iinfo, finfo, issubdtype, can_cast."""
 from __future__ import annotations
 
+import builtins
+
 import ml_dtypes
 import numpy as np
 
@@ -32,6 +34,7 @@ def _pair(x):
     if isinstance(x, type(True)): return (dtypes.bool_, False)
     return (dtypes.default_int() if isinstance(x, int) else dtypes.default_float(), True)
   if isinstance(x, (np.ndarray, np.generic)): return (dtypes.canonicalize(dtypes.as_dtype(x.dtype, "result_type")), False)
+  if x is int or x is float: return (dtypes.default_int() if x is int else dtypes.default_float(), True)  # weak, as JAX
   return (dtypes.canonicalize(dtypes.as_dtype(x, "result_type")), False)
 
 
@@ -89,12 +92,12 @@ def issubdtype(a, b) -> bool:
   """
   na, nb = _np_type(a), _np_type(b)
   if na == dtypes.bfloat16.np: return nb in (np.floating, np.inexact, np.number, np.generic) or nb == na
-  return bool(np.issubdtype(na, nb))
+  return builtins.bool(np.issubdtype(na, nb))
 
 
 def can_cast(from_, to, casting: str = "safe") -> bool:
   f, t = dtype(from_), dtype(to)
-  return dtypes.promote_types(f, t) is t if casting == "safe" else bool(np.can_cast(f.np, t.np, casting))
+  return dtypes.promote_types(f, t) is t if casting == "safe" else builtins.bool(np.can_cast(f.np, t.np, casting))
 
 
 _KINDS = {"bool": lambda d: d.is_bool, "signed integer": lambda d: d.kind == "i",
