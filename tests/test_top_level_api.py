@@ -20,6 +20,21 @@ def test_disable_jit_runs_the_python_eagerly_and_restores():
   assert seen == [False, True] and tracegrad.config.jax_disable_jit is False
 
 
+@pytest.mark.parametrize("mode", ["raise", "warn"])
+def test_rank_promotion_modes_match_jax(mode):
+  jnp_ = jax.numpy
+  with tracegrad.numpy_rank_promotion(mode), jax.numpy_rank_promotion(mode):
+    for lib, np_ in ((tracegrad, tnp), (jax, jnp_)):
+      assert np.asarray(np_.ones(3) + 1.0).tolist() == [2.0] * 3   # scalars and one rank pass
+      assert np_.maximum(np_.ones((2, 3)), np_.zeros((1, 3))).shape == (2, 3)
+      if mode == "raise":
+        with pytest.raises(ValueError, match="rank"): np_.ones(3) + np_.ones((2, 3))
+        with pytest.raises(ValueError, match="rank"): lib.jit(lambda a, b: a * b)(np_.ones(3), np_.ones((2, 3)))
+      else:
+        with pytest.warns(UserWarning, match="rank"): np_.ones(3) * np_.ones((2, 3))
+  assert tracegrad.jit(lambda a, b: a * b)(tnp.ones(3), tnp.ones((2, 3))).shape == (2, 3)   # traced again on 'allow'
+
+
 def test_settings_are_context_managers_and_restore():
   assert tracegrad.enable_x64.value is False
   with tracegrad.enable_x64(True):
@@ -32,8 +47,8 @@ def test_settings_are_context_managers_and_restore():
   assert tracegrad.config.jax_default_matmul_precision is None
   with pytest.raises(ValueError, match="numpy_rank_promotion.*'bogus'"):
     with tracegrad.numpy_rank_promotion("bogus"): pass
-  with pytest.raises(NotImplementedError, match="numpy_rank_promotion"):
-    with tracegrad.numpy_rank_promotion("raise"): pass
+  with pytest.raises(NotImplementedError, match="numpy_dtype_promotion"):
+    with tracegrad.numpy_dtype_promotion("strict"): pass
   with pytest.raises(ValueError, match="transfer_guard"):
     tracegrad.transfer_guard("sometimes")
 

@@ -75,7 +75,7 @@ default_matmul_precision = _State("jax_default_matmul_precision")
 log_compiles = _State("jax_log_compiles", on_change=_debug_logging)
 explain_cache_misses = _State("jax_explain_cache_misses", on_change=_debug_logging)
 numpy_dtype_promotion = _State("jax_numpy_dtype_promotion", ("standard", "strict"), ("strict",))
-numpy_rank_promotion = _State("jax_numpy_rank_promotion", ("allow", "warn", "raise"), ("warn", "raise"))
+numpy_rank_promotion = _State("jax_numpy_rank_promotion", ("allow", "warn", "raise"))
 threefry_partitionable = _State("jax_threefry_partitionable")
 
 

@@ -60,8 +60,10 @@ class Config:
     raise AttributeError(f"config has no setting {name!r}")
 
   def _renew(self) -> None:
-    # trace_key: the settings a traced graph depends on (x64, the random bits' scheme), part of jit's cache keys
-    self.__dict__["trace_key"] = (dtypes.x64_enabled(), self._values["jax_threefry_partitionable"])
+    # trace_key: the settings a traced graph depends on (x64, the random bits' scheme, whether implicit rank
+    # promotion is allowed), part of jit's cache keys
+    self.__dict__["trace_key"] = (dtypes.x64_enabled(), self._values["jax_threefry_partitionable"],
+                                  self._values["jax_numpy_rank_promotion"])
 
   @property
   def jax_enable_x64(self) -> bool: return dtypes.x64_enabled()

@@ -1,9 +1,11 @@
 """What every tracegrad.numpy function uses: conversion, JAX's promotion, broadcasting, axis checks."""
 from __future__ import annotations
 
+import warnings
 from typing import Sequence
 
 from ..array import Array, to_array
+from ..config import config
 from ..ir import Ops, UOp, broadcast_shapes, dtypes
 from ..ir.dtypes import DType
 from ..ir.shapes import fmt
@@ -48,9 +50,21 @@ def elementwise(op: Ops, *xs, fn: str) -> Array:
     uc, ua, ub = broadcast_uops(fn, c, a, b)
     return Array(uc.where(ua, ub), weak)
   arrs, dt, weak = promote(fn, *xs)
+  check_rank_promotion(fn, arrs)
   us = broadcast_uops(fn, *arrs)
   out = us[0].alu(op, *us[1:])
   return Array(out, weak and out.dtype is dt)
+
+
+def check_rank_promotion(fn: str, arrs: list[Array]) -> None:
+  """Under jax_numpy_rank_promotion 'warn' or 'raise', operands of different non-zero ranks warn or fail."""
+  mode = config.jax_numpy_rank_promotion
+  if mode == "allow" or len({a.ndim for a in arrs if a.ndim}) < 2: return
+  shapes = " ".join(fmt(a.shape) for a in arrs)
+  msg = (f"{fn}: operands of shapes {shapes} broadcast across ranks, and jax_numpy_rank_promotion is {mode!r}; "
+         f"give them one rank explicitly (tnp.expand_dims, x[None]) or set it to 'allow'")
+  if mode == "raise": raise ValueError(msg)
+  warnings.warn(msg, stacklevel=4)
 
 
 def cast(x: Array, dtype: DType, weak: bool = False) -> Array:

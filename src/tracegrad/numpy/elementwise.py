@@ -24,7 +24,7 @@ from ..lax.float_math import (acosh as _arccosh, add as _add, asinh as _arcsinh,
                               mul as _mul, ne as _ne, round_even as _round_even, sel as _sel, signbit as _signbit,
                               sinh as _sinh, sint as _sint, smooth as _smooth, sqrt as _sqrt, sqrt1mx2 as _sqrt1mx2,
                               sub as _sub, tanh as _tanh)
-from .core import arraylike as _arr, broadcast_uops, promote
+from .core import arraylike as _arr, broadcast_uops, check_rank_promotion, promote
 from .sorting import nonzero as _nonzero
 
 __all__ = [
@@ -81,6 +81,7 @@ def _to_float(a: Array) -> Array:
 def _args(fn: str, *xs):
   """Operands promoted by JAX's lattice and broadcast: (uops, dtype, weak)."""
   arrs, dt, weak = promote(fn, *xs)
+  check_rank_promotion(fn, arrs)
   return broadcast_uops(fn, *arrs), dt, weak
 
 
