@@ -159,3 +159,14 @@ def test_jit_and_vmap_match_eager():
     eager = np.stack([np.asarray(f(k)) for k in keys])
     _same(tg.jit(f)(keys[1]), eager[1])
     _same(tg.vmap(f)(keys), eager)
+
+
+@pytest.mark.parametrize("name,f", [
+  ("gamma", lambda r, k, a: r.gamma(k, a).sum()), ("loggamma", lambda r, k, a: r.loggamma(k, a).sum()),
+  ("dirichlet", lambda r, k, a: r.dirichlet(k, a)[0])])
+def test_gamma_family_gradients_are_jaxs_implicit_reparameterisation(name, f):
+  jax = pytest.importorskip("jax")
+  a = np.array([0.5, 2.0, 5.0], np.float32)
+  mine = tg.grad(lambda v: f(tr, tr.key(0), v))(a)
+  theirs = jax.grad(lambda v: f(jax.random, jax.random.key(0), v))(a)
+  np.testing.assert_allclose(np.asarray(mine), np.asarray(theirs), rtol=5e-5)
