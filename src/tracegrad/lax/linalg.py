@@ -16,6 +16,7 @@ from ..array import Array, to_array
 from ..ir import Ops, UOp, dtypes
 from ..transforms import build as B
 from ..transforms.custom import custom_jvp
+from .control import fori_loop
 
 __all__ = ["cholesky", "eigh", "lu", "lu_pivots_to_permutation", "qr", "svd", "triangular_solve"]
 
@@ -188,17 +189,18 @@ def lu_pivots_to_permutation(pivots, permutation_size: int) -> Array:
     raise ValueError(f"lu_pivots_to_permutation: permutation_size {permutation_size} is smaller than the number of "
                      f"pivots {k}")
   shape = (*p.shape[:-1], permutation_size)
-  perm = UOp.iota(shape, len(shape) - 1, dtypes.int32)
   pos = UOp.iota(shape, len(shape) - 1, dtypes.int32)
+  steps = UOp.iota(p.shape, p.ndim - 1, dtypes.int32)
   piv = p.uop.cast(dtypes.int32)
-  for i in range(k):   # swap entries i and pivots[i]
-    j = piv.slice(_full(piv.shape, -1, i, i + 1)).broadcast(shape)
-    at_i = perm.slice(_full(shape, -1, i, i + 1)).broadcast(shape)
-    at_j = B.eq(pos, j).cast(dtypes.int32)
-    at_j = (perm * at_j).reduce(Ops.REDUCE_SUM, (len(shape) - 1,)).broadcast(shape)
-    ii = UOp.const(dtypes.int32, i, shape)
-    perm = B.eq(pos, ii).where(at_j, B.eq(pos, j).where(at_i, perm))
-  return Array(perm)
+
+  def pick(mask: UOp, v: UOp) -> UOp:   # v's entry where mask holds, broadcast back over the last axis
+    return mask.where(v, UOp.const(dtypes.int32, 0, v.shape)).reduce(Ops.REDUCE_SUM, (v.ndim - 1,)).broadcast(shape)
+
+  def swap(i, perm: Array) -> Array:   # entries i and pivots[i] trade places (a loop: the graph does not grow with k)
+    i = to_array(i, fn="lu_pivots_to_permutation").uop.cast(dtypes.int32)
+    at_i, at_j = B.eq(pos, i.broadcast(shape)), B.eq(pos, pick(B.eq(steps, i.broadcast(steps.shape)), piv))
+    return Array(at_i.where(pick(at_j, perm.uop), at_j.where(pick(at_i, perm.uop), perm.uop)))
+  return fori_loop(0, k, swap, Array(pos))
 
 
 # ---- QR ----
