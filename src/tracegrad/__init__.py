@@ -19,6 +19,7 @@ from . import numpy  # noqa: F401  (installs Array's methods)
 from . import lax
 from . import random
 from . import checkpoints, nn, optim, scipy  # noqa: E401
+from . import image
 from . import test_util
 from . import debug
 from . import dtypes, ops  # noqa: E401
@@ -47,8 +48,9 @@ __all__ = ["Array", "block_until_ready", "checkpoint", "checkpoint_policies", "c
            "default_device", "default_matmul_precision", "Device", "device_count", "device_get", "device_put",
            "devices", "disable_jit", "distributed", "dtypes", "effects_barrier", "enable_x64",
            "ensure_compile_time_eval", "errors", "eval_shape", "explain_cache_misses", "float0", "grad", "hessian",
-           "host_count", "host_id", "host_ids", "jacfwd", "jacobian", "jacrev", "jit", "jvp", "lax", "linear_transpose",
-           "linearize", "local_device_count", "local_devices", "log_compiles", "make_array_from_callback",
+           "host_count", "host_id", "host_ids", "image", "jacfwd", "jacobian", "jacrev", "jit", "jvp", "lax",
+           "linear_transpose", "linearize", "local_device_count", "local_devices", "log_compiles",
+           "make_array_from_callback",
            "make_array_from_process_local_data", "make_array_from_single_device_arrays", "make_graph", "make_jaxpr",
            "make_mesh", "named_call", "named_scope", "NamedSharding", "nn", "numpy", "numpy_dtype_promotion",
            "numpy_rank_promotion", "ops", "optim", "P", "print_environment_info", "process_count", "process_index",
