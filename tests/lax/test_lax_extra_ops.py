@@ -3,7 +3,6 @@ import numpy as np
 import pytest
 
 import tracegrad
-import tracegrad.numpy as tnp
 from tracegrad import lax
 from oracles import assert_ulps_close, x64
 

@@ -61,12 +61,11 @@ def _checked(f, sizes: dict, outs: list, where: str):
   return g
 
 
-def _static(f, fixed: dict[int, object], kw: dict):
-  """f with the positional arguments in `fixed` (position -> value) and the keywords `kw` put back."""
-  def g(*args, **kwargs):
-    full, rest = [], iter(args)
-    for i in range(len(args) + len(fixed)): full.append(fixed[i] if i in fixed else next(rest))
-    return f(*full, **kwargs, **kw)
+def _with_fixed(f, fixed: dict[int, object]):
+  """f with the positional arguments in `fixed` (position -> value) put back among the others."""
+  def g(*args):
+    rest = iter(args)
+    return f(*(fixed[i] if i in fixed else next(rest) for i in range(len(args) + len(fixed))))
   return g
 
 
@@ -90,7 +89,6 @@ def vectorize(pyfunc, *, excluded=frozenset(), signature: str | None = None):
   @functools.wraps(pyfunc)
   def wrapped(*args, **kwargs):
     where = f"(vectorize with excluded={excluded!r}, signature={signature!r})"
-    fixed = {i: a for i, a in enumerate(args) if i in excluded}
     kw = {k: v for k, v in kwargs.items() if k in excluded}
     dyn_kw = [k for k in kwargs if k not in excluded]
     if dyn_kw and signature is not None:
@@ -111,7 +109,7 @@ def vectorize(pyfunc, *, excluded=frozenset(), signature: str | None = None):
       return pyfunc(*a, **dict(zip(dyn_kw, vals[len(pos):])), **kw)
 
     keep = [j for j, a in enumerate(dyn) if a is not None]
-    f = _static(call, {j: None for j, a in enumerate(dyn) if a is None}, {})
+    f = _with_fixed(call, {j: None for j, a in enumerate(dyn) if a is None})
     xs = [asarray(dyn[j]) for j in keep]
     core = [core[j] for j in keep]
     sizes: dict = {}
