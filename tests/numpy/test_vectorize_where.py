@@ -142,3 +142,17 @@ def test_vectorize_bad_arguments_raise_as_jax():
     tnp.vectorize(lambda a: a, signature="(n)->(n)")(None)
   with pytest.raises(TypeError, match="vectorize: keyword arguments"):
     tnp.vectorize(lambda a, b=1: a, signature="(n)->(n)")(np.ones(3), b=2)
+
+
+@pytest.mark.parametrize("mode", ["raise", "warn"])
+def test_vectorize_rank_promotion_as_jax(mode):
+  f, sig = lambda u, v: (u * v).sum(), "(n),(n)->()"
+  a, b = np.ones((2, 3), np.float32), np.ones(3, np.float32)
+  err = pytest.raises(ValueError) if mode == "raise" else pytest.warns(UserWarning)
+  with jax.numpy_rank_promotion(mode), err:
+    jnp.vectorize(f, signature=sig)(a, b)
+  err = pytest.raises(ValueError, match="vectorize") if mode == "raise" else pytest.warns(UserWarning, match="vectorize")
+  with tracegrad.numpy_rank_promotion(mode), err:
+    tnp.vectorize(f, signature=sig)(a, b)
+  with tracegrad.numpy_rank_promotion(mode):   # one loop rank (the size-1 axis broadcasts): no promotion
+    same(tnp.vectorize(f, signature=sig)(a, b[None]), jnp.vectorize(f, signature=sig)(a, b[None]))

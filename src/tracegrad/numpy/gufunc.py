@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import functools
 import re
+import warnings
 
 from .. import tree
 from ..array import Array
+from ..config import config
 from ..ir import broadcast_shapes
 from ..transforms import vmap
 from .creation import asarray
@@ -120,6 +122,12 @@ def vectorize(pyfunc, *, excluded=frozenset(), signature: str | None = None):
       _core_sizes(sizes, x.shape, dims, f"input {j}", where)
     loops = [x.shape[:x.ndim - len(d)] for x, d in zip(xs, core)]
     shape = broadcast_shapes(*loops, fn="vectorize")
+    mode = config.jax_numpy_rank_promotion
+    if mode != "allow" and len({len(l) for x, l in zip(xs, loops) if x.ndim}) > 1:
+      msg = (f"vectorize: arguments of shapes {[x.shape for x in xs]} broadcast their loop axes across ranks, and "
+             f"jax_numpy_rank_promotion is {mode!r}; give them one rank or set it to 'allow' {where}")
+      if mode == "raise": raise ValueError(msg)
+      warnings.warn(msg, stacklevel=2)
     if outs is not None: f = _checked(f, sizes, outs, where)
     # each argument without its size-1 loop axes; the loops, outermost first, map over the arguments that have them
     full = [(1,) * (len(shape) - len(s)) + s for s in loops]
