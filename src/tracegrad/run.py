@@ -166,7 +166,7 @@ class Executable:
       key = fingerprint(prepared)
       if key is not None and (hit := self._device.program_record(key)) is not None:
         self.source, layout = hit
-        self._runner = self._device.runner(layout, self._device.compile(self.source))
+        self._runner = self._device.runner(layout, self._device.compile(self.source, tiered=True))
         self._prepared = prepared   # scheduled again only if its kernels are asked for
         debug(1, f"compile: {layout.kernels} kernels from the disk cache in {1e3 * (time.perf_counter() - t0):.1f} ms")
         return
@@ -199,7 +199,7 @@ class Executable:
     self.source = render_program(self._program, timed=_DEBUG >= 2)
     _show_source(self.source, program_prelude())
     layout = Layout.of(self._program)
-    self._runner = self._device.runner(layout, self._device.compile(self.source))
+    self._runner = self._device.runner(layout, self._device.compile(self.source, tiered=True))
     if key is not None: self._device.keep_program(key, self.source, layout)
     debug(1, f"compile: {len(self._program.kernels)} kernels in {1e3 * (time.perf_counter() - t0):.1f} ms")
 

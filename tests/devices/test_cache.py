@@ -14,6 +14,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -388,3 +389,22 @@ def test_kernels_of_a_program_from_its_record(cache, monkeypatch):
   assert not scheduled
   names = [k.name for k in again.program.kernels]
   assert names and names == [k.name for k in first.program.kernels] and scheduled
+
+
+@needs_cc
+def test_long_source_runs_a_quick_build_until_its_full_one_is_cached(cache, monkeypatch):
+  monkeypatch.setattr(sys.modules[CPUDevice.__module__], "TIER_MIN_CHARS", 0)
+  dev = CPUDevice()
+  prog, src = _prog(double)
+  lib = dev.compile(src, tiered=True)
+  (got,) = dev.run_program(prog, lib, [X])   # the quick build runs at once
+  np.testing.assert_array_equal(got, double(X))
+  for t in [t for t in threading.enumerate() if t.name == "tracegrad-full-build"]: t.join(60)
+  entry = dev.library_path(src)
+  assert lib.better is not None and lib.tg_run is lib.better.tg_run and _digest_matches(entry)
+  assert dev.compile(src, tiered=True) is lib.better   # the full build is what later programs get
+  (got,) = dev.run_program(prog, lib, [X])
+  np.testing.assert_array_equal(got, double(X))
+  other = CPUDevice()
+  monkeypatch.setenv("TRACEGRAD_TIERED", "0")
+  assert other.compile(src, tiered=True).better is None   # a cached entry, or tiering off, builds no quick library

@@ -305,7 +305,7 @@ class _Runner:
 
   def __init__(self, layout: Layout, lib: "Library"):
     written, ins = layout.written, set(layout.inputs)
-    self.tg_run, self.n, self.lib, self.kernels = lib.tg_run, len(layout.buffers), lib, layout.kernels
+    self.n, self.lib, self.kernels = len(layout.buffers), lib, layout.kernels
     self.inputs = [(n, layout.buffers[n].dtype.np, layout.buffers[n].size, n in written) for n in layout.inputs]
     self.consts = [None if b.data is None else np.ascontiguousarray(b.data, b.dtype.np).reshape(-1)
                    for b in layout.buffers]
@@ -336,14 +336,14 @@ class _Runner:
     """tg_run on the thread count this program chose (or, as a probe, the other), timed, and choose again."""
     t = _threads
     if t.base == 1 or not self.warm:
-      self.tg_run(ptrs)   # the first run is not timed: it starts the threads and touches its memory first
+      self.lib.tg_run(ptrs)   # the first run is not timed: it starts the threads and touches its memory first
       self.warm = True
       return
     self.until -= 1
     single = self.single != (self.until == 0)
     t.use(1 if single else t.base)
     t0 = time.perf_counter()
-    self.tg_run(ptrs)
+    self.lib.tg_run(ptrs)
     took = time.perf_counter() - t0
     was = self.times[single]
     self.times[single] = took if was == math.inf else RECENT * took + (1 - RECENT) * was
@@ -404,7 +404,7 @@ class _Runner:
       ptrs[n] = p
     try:
       if self.threaded: self._run(ptrs)
-      else: self.tg_run(ptrs)
+      else: self.lib.tg_run(ptrs)
     finally:
       spare.append(ws)
     if self.host_error is not None:
@@ -430,6 +430,11 @@ class Library:
     with _loadable(data, path.parent) as file: self._lib = _ffi.dlopen(file)
     if _pin_openmp(): weakref.finalize(self, _ffi.dlclose, self._lib).atexit = False
     self.tg_run = self._lib.tg_run
+    self.better: Library | None = None
+
+  def upgrade(self, better: "Library") -> None:
+    """Run `better` (the same source, fully optimised) from now on; calls in flight finish on this one's code."""
+    self.better, self.tg_run = better, better.tg_run
 
   def times(self, ns) -> None:
     """Fill ns with the nanoseconds per kernel of the last run (a library rendered timed)."""
@@ -439,6 +444,7 @@ class Library:
 
 
 UNIT_MIN_CHARS = 40_000   # a source this long whose kernels fall in two units compiles as two, on two cores
+TIER_MIN_CHARS = 40_000   # a source this long, not in the cache, runs as a quick build while its full one compiles
 
 
 def _run_compiler(cmd: list[str], source: str | None, timeout: float | None, what: str) -> None:
@@ -450,10 +456,10 @@ def _run_compiler(cmd: list[str], source: str | None, timeout: float | None, wha
     raise RuntimeError(f"cpu: the C compiler failed ({' '.join(cmd)}):\n{r.stderr.strip()}\n\nsource:\n{what}")
 
 
-def _build(tc: Toolchain, source: str, path: Path, timeout: float | None = None) -> bytes:
+def _build(tc: Toolchain, source: str, path: Path, timeout: float | None = None, publish: bool = True) -> bytes:
   """The library of `source`, compiled into a temporary file beside `path`, then moved into place with its digest,
-  so `path` is whole or absent. A long source that declares two units (render_c.UNITS) compiles as two objects at
-  once, then links."""
+  so `path` is whole or absent (without `publish`, only returned). A long source that declares two units
+  (render_c.UNITS) compiles as two objects at once, then links."""
   fd, tmp = _temp(path.parent, path.stem[:16] + "-")
   os.close(fd)
   try:
@@ -468,7 +474,7 @@ def _build(tc: Toolchain, source: str, path: Path, timeout: float | None = None)
           for f in [pool.submit(_run_compiler, c, source, timeout, numbered(source)) for c in cmds]: f.result()
         _run_compiler([*tc.cmd, *tc.flags, *objs, "-o", tmp, "-lm"], None, timeout, "(linking the two units)")
     if (data := _read(tmp)) is None: raise RuntimeError(f"cpu: the C compiler left no library at {tmp}")
-    _publish(path, tmp, data)
+    if publish: _publish(path, tmp, data)
     return data
   finally:
     if os.path.exists(tmp): os.unlink(tmp)
@@ -561,24 +567,52 @@ class CPUDevice(Device):
     """The sqlite file of the actions kernel search chose here."""
     return cache_dir() / "search.sqlite"
 
-  def compile(self, source: str, timeout: float | None = None) -> Library:
+  def compile(self, source: str, timeout: float | None = None, tiered: bool = False) -> Library:
     """The library of a C source, from the disk cache ($TRACEGRAD_CACHE_DIR, default ~/.cache/tracegrad) when an
     earlier compile left it there. A compile error (or one past `timeout` seconds) raises RuntimeError with the
-    compiler's message and the source."""
+    compiler's message and the source. `tiered`: a long source missing from the cache first runs as a quick build
+    (-O1, about half the compile time) while the full one compiles in the background, which it then runs as
+    (TRACEGRAD_TIERED=0 turns this off)."""
     path = self.library_path(source)
     lib = self._libs.get(path)
     if lib is None:
       try:
-        lib = self._load(source, path, timeout)
+        lib = self._tiered(source, path) if tiered and self._tiers(source, path) else self._load(source, path, timeout)
       except _Unwritable as e:
         base.distrust(e.dir, e.error)   # warns; from now on this process compiles into a private directory
         path = self.library_path(source)
         lib = self._load(source, path, timeout)
+    self._keep(path, lib, source)
+    return lib
+
+  def _keep(self, path: Path, lib: Library, source: str) -> None:
     lib.threaded = "#pragma omp parallel" in source   # whether any kernel shares its work out to threads
     with self._lock:
       self._libs[path] = self._recent[path] = lib
       self._recent.move_to_end(path)
       while len(self._recent) > LIBS_KEPT: self._recent.popitem(last=False)
+
+  @staticmethod
+  def _tiers(source: str, path: Path) -> bool:
+    return (len(source) >= TIER_MIN_CHARS and os.environ.get("TRACEGRAD_TIERED", "1") != "0"
+            and _verified(path) is None)
+
+  def _tiered(self, source: str, path: Path) -> Library:
+    """A quick build of `source`, upgraded in place to its full build once a background thread has compiled that
+    into the cache entry `path` (a failed full build leaves the quick one running)."""
+    tc = self.toolchain()
+    quick = Toolchain(tc.cmd, tuple("-O1" if f == "-O3" else f for f in tc.flags), tc.version)
+    lib = Library(path, _build(quick, source, path, publish=False))
+
+    def full():
+      try:
+        better = self._load(source, path, None)
+      except (RuntimeError, OSError, _Unwritable):
+        return
+      lib.upgrade(better)
+      self._keep(path, better, source)
+
+    threading.Thread(target=full, name="tracegrad-full-build").start()   # joined at exit: its entry is kept
     return lib
 
   def _load(self, source: str, path: Path, timeout: float | None) -> Library:
