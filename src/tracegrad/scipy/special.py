@@ -18,11 +18,16 @@ from ..trace import composite
 from .special_gamma import (beta, digamma, erfcx, erfinv, factorial, gamma, gammasgn, i0, i0e, i1, i1e, loggamma,
                             multigammaln, poch, polygamma, zeta)
 from .special_logistic import boxcox, boxcox1p, entr, expit, kl_div, log_softmax, logit, rel_entr, softmax
+from .special_bessel import bessel_jn
+from .special_hyp2f1 import hyp2f1
+from .special_hypergeometric import hyp1f1
+from .special_owens import owens_t
 
 __all__ = ["erf", "erfc", "logsumexp", "gammaln", "betaln", "xlogy", "xlog1py", "ndtr", "log_ndtr", "ndtri",
            "gammainc", "gammaincc", "betainc", "beta", "digamma", "erfcx", "erfinv", "factorial", "gamma", "gammasgn",
            "i0", "i0e", "i1", "i1e", "loggamma", "multigammaln", "poch", "polygamma", "zeta", "boxcox", "boxcox1p",
-           "entr", "expit", "kl_div", "log_softmax", "logit", "rel_entr", "softmax"]
+           "entr", "expit", "kl_div", "log_softmax", "logit", "rel_entr", "softmax", "bessel_jn", "hyp1f1", "hyp2f1",
+           "owens_t"]
 
 
 def erf(x) -> Array:
