@@ -1,2 +1,2 @@
 """Functions of scipy, as jax.scipy."""
-from . import special, stats  # noqa: F401
+from . import linalg, special, stats  # noqa: F401
