@@ -20,6 +20,7 @@ MODULES = {   # JAX's module -> tracegrad's
   "jax.numpy": "tracegrad.numpy",
   "jax.numpy.linalg": "tracegrad.numpy.linalg",
   "jax.lax": "tracegrad.lax",
+  "jax.lax.linalg": "tracegrad.lax.linalg",
   "jax.nn": "tracegrad.nn",
   "jax.nn.initializers": "tracegrad.nn.initializers",
   "jax.random": "tracegrad.random",
@@ -27,6 +28,7 @@ MODULES = {   # JAX's module -> tracegrad's
   "jax.tree_util": "tracegrad.tree_util",
   "jax.scipy.special": "tracegrad.scipy.special",
   "jax.scipy.stats": "tracegrad.scipy.stats",
+  "jax.scipy.linalg": "tracegrad.scipy.linalg",
   "jax.example_libraries.stax": "tracegrad.example_libraries.stax",
   "jax.example_libraries.optimizers": "tracegrad.example_libraries.optimizers",
 }
