@@ -22,12 +22,13 @@ OPS = {Ops.EXP2: np.exp2, Ops.LOG2: np.log2, Ops.SIN: np.sin, Ops.COS: np.cos}
 INF, NAN = np.inf, np.nan
 
 
-def unary(op: Ops, n: int, d=F32, parallel=True) -> Program:
-  """One kernel storing op(x) for the n points of x."""
+def unary(op: Ops | str, n: int, d=F32, parallel=True) -> Program:
+  """One kernel storing op(x) for the n points of x ("exp": EXP2(x * log2(e)), as tnp.exp builds it)."""
   i = UOp.param((), dtypes.int64)
   x, y = UOp.param((n,), d), UOp.param((n,), d)
-  k = Kernel(f"k_{op.name.lower()}", (x, y), (Loop(i, n),), (Store(y, i, x.gather(i.reshape((1,))).alu(op)),),
-             parallel=parallel)
+  v = x.gather(i.reshape((1,)))
+  v = (v * UOp.const(d, 1 / np.log(2.0))).alu(Ops.EXP2) if op == "exp" else v.alu(op)
+  k = Kernel(f"k_{getattr(op, 'name', op).lower()}", (x, y), (Loop(i, n),), (Store(y, i, v),), parallel=parallel)
   return Program([k], [(0, 1)], [BufferSpec(n, d), BufferSpec(n, d)], [0], [(1, (n,))])
 
 
@@ -73,6 +74,19 @@ def test_special_values(cpu, op):
   assert np.array_equal(np.signbit(got[want == 0]), np.signbit(want[want == 0])), f"{op.name}: the sign of a zero"
 
 
+def test_exp_is_within_two_ulp_everywhere(cpu):
+  """EXP2(x * log2(e)) renders as e^x (c_math's tg_expf): every 997th bit pattern, the ranges around overflow and
+  the subnormal results, and special values."""
+  sweep = np.arange(0, 2 ** 32, 997, dtype=np.uint64).astype(np.uint32).view(np.float32)
+  edges = [np.arange(np.float32(lo).view(np.int32), np.float32(hi).view(np.int32), 13, dtype=np.int32)
+           .view(np.float32) for lo, hi in ((88.0, 89.0), (-105.0, -86.0))]
+  x = np.concatenate([sweep, -edges[1], *edges, SPECIAL])
+  with np.errstate(all="ignore"): want = np.exp(x.astype(np.float64)).astype(np.float32)
+  got = run(cpu, "exp", x)
+  assert_ulps(Ops.EXP2, x, got, want, 2)
+  assert "tg_expf(" in render_program(unary("exp", 8)) and "exp(" in render_program(unary("exp", 8, dtypes.float64))
+
+
 def test_exact_cases(cpu):
   k = np.arange(-149, 128, dtype=np.float32)
   p = np.ldexp(np.float32(1), k.astype(np.int32))
@@ -97,12 +111,14 @@ def test_sweep_without_fma(tmp_path):
     dev = CPUDevice()
     if not dev.available(): pytest.skip("gcc -mno-fma does not compile")
     x = np.arange(0, 2 ** 32, 1999, dtype=np.uint64).astype(np.uint32).view(np.float32)
-    for op in (Ops.EXP2, Ops.LOG2):
+    for op in (Ops.EXP2, Ops.LOG2, "exp"):
       prog = unary(op, x.size)
       source = render_program(prog)
       assert "vfmadd" not in subprocess.run(["gcc", "-mno-fma", *FLAGS, "-S", "-x", "c", "-", "-o", "-"], input=source,
                                             capture_output=True, text=True).stdout
-      assert_ulps(op, x, dev.run_program(prog, dev.compile(source), [x])[0], correct(op, x), 2)
+      with np.errstate(all="ignore"):
+        want = np.exp(x.astype(np.float64)).astype(np.float32) if op == "exp" else correct(op, x)
+      assert_ulps(Ops.EXP2, x, dev.run_program(prog, dev.compile(source), [x])[0], want, 2)
 
 
 @pytest.mark.parametrize("op", list(OPS), ids=lambda o: o.name)
@@ -124,8 +140,8 @@ def test_rendered_calls():
 
 
 def test_jit(cpu):
-  x = np.linspace(-30, 30, 1001, dtype=np.float32)
-  for f, g in ((tnp.exp2, np.exp2), (tnp.sin, np.sin), (tnp.cos, np.cos)):
+  x = np.linspace(-85, 85, 1001, dtype=np.float32)
+  for f, g in ((tnp.exp2, np.exp2), (tnp.exp, np.exp), (tnp.sin, np.sin), (tnp.cos, np.cos)):
     got = np.asarray(tracegrad.jit(f)(x))
     assert ulps(got, g(x.astype(np.float64)).astype(np.float32)).max() <= 2, f
   y = np.abs(x) + np.float32(0.01)

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..errors import TracedValueError
 from ..ir import Ops, UOp
+from ..ir.pattern import natural_exp_argument
 from ..ir.dtypes import count_value
 from ..ir.shapes import multi_avals
 from . import host_linalg
@@ -191,6 +192,7 @@ MULTI = {
 
 
 def _deps(u: UOp):
+  if (x := natural_exp_argument(u)) is not None: return (x,)
   return ops if (ops := _contraction(u)) is not None else u.src
 
 
@@ -201,6 +203,7 @@ def evaluate(u: UOp, vals: list):
   if op is Ops.IOTA: return _iota(dt, *arg)
   if op is Ops.PARAM: raise TracedValueError("a traced value was evaluated")
   if (ops := _contraction(u)) is not None: return _einsum(u, ops, vals)
+  if op is Ops.EXP2 and natural_exp_argument(u) is not None: return np.asarray(np.exp(vals[0]), dtype=dt.np)
   if op in ELEMENTWISE: return _elementwise(lambda *v: np.asarray(ELEMENTWISE[op](*v), dtype=dt.np), vals, u.shape)
   if op is Ops.CAST: return _elementwise(lambda v: _cast(v, u.src[0].dtype, dt), vals, u.shape)
   if op is Ops.BITCAST: return np.array(vals[0], order="C", copy=True).view(dt.np)   # same itemsize: same shape

@@ -131,3 +131,17 @@ def graph_rewrite_many(roots, pm: PatternMatcher, ctx=None, bottom_up: bool = Tr
       else:
         done[u] = done[v]
   return [done[r] for r in roots]
+
+
+LOG2E = 1.4426950408889634   # 1 / ln 2
+
+
+def natural_exp_argument(u: UOp) -> UOp | None:
+  """x when u is EXP2(x * log2(e)), log2(e) rounded to u's dtype (possibly broadcast): how exp is built from the
+  primitives. Devices compute such a node as e^x, whose error does not grow with |x| as 2^(x log2(e)) rounded does."""
+  if u.op is not Ops.EXP2 or u.src[0].op is not Ops.MUL: return None
+  one = float(u.dtype.np.type(LOG2E))
+  for x, c in (u.src[0].src, u.src[0].src[::-1]):
+    while c.op in (Ops.BROADCAST, Ops.RESHAPE): c = c.src[0]
+    if c.op is Ops.CONST and float(u.dtype.np.type(c.arg)) == one: return x
+  return None

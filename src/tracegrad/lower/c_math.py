@@ -1,4 +1,4 @@
-"""C source of float32 exp2, log2, sin and cos that gcc vectorises (libm's scalar calls keep a loop scalar, and its
+"""C source of float32 exp2, exp, log2, sin and cos that gcc vectorises (libm's scalar calls keep a loop scalar, and its
 vector variants need -ffast-math): straight-line code, integer bit tricks and polynomials. Errors over every float32,
 special values and subnormals included: exp2 < 0.88 ulp (1.08 without fma), log2 < 1.09 ulp (1.13 without fma), sin
 and cos < 0.502 ulp.
@@ -67,6 +67,29 @@ TG_INLINE float tg_exp2f(float x) {
   p = TG_FMAF(p, r, 0x1.62e430p-1f);
   p = TG_FMAF(p, r, 1.0f);
   p = p * tg_ffrom((uint32_t)(n1 + 127) << 23) * tg_ffrom((uint32_t)(n - n1 + 127) << 23);
+  return tg_self(ax > 0x7f800000u, x + x, p);
+}
+
+/* e^x = 2^n 2^y with n = round(x log2(e)) and y = (x - n ln2) log2(e), |y| <= 1/2 + 2^-20: x - n ln2 is exact to
+   float precision as ln2 is split in a 16-bit high part (n ln2_hi exact for |n| <= 150) and the rest, so the error
+   does not grow with |x| as 2^(x log2(e)) rounded does; after |x| is clamped to 104, the polynomial and scaling of
+   tg_exp2f */
+TG_INLINE float tg_expf(float x) {
+  uint32_t ix = tg_fbits(x), ax = ix & 0x7fffffffu;
+  float c = tg_ffrom(tg_sel(ax > 0x42d00000u, (ix & 0x80000000u) | 0x42d00000u, ix));
+  float t = c * 0x1.715476p0f + 0x1.8p23f, n = t - 0x1.8p23f;
+  float r = TG_FMAF(-n, 0x1.62e4p-1f, c);
+  r = TG_FMAF(-n, 0x1.7f7d1cp-20f, r);
+  float y = r * 0x1.715476p0f;
+  int32_t k = (int32_t)(tg_fbits(t) - 0x4b400000u), k1 = k >> 1;
+  float p = 0x1.417a9cp-13f;
+  p = TG_FMAF(p, y, 0x1.5f0948p-10f);
+  p = TG_FMAF(p, y, 0x1.3b2dd2p-7f);
+  p = TG_FMAF(p, y, 0x1.c6af7ap-5f);
+  p = TG_FMAF(p, y, 0x1.ebfbdcp-3f);
+  p = TG_FMAF(p, y, 0x1.62e430p-1f);
+  p = TG_FMAF(p, y, 1.0f);
+  p = p * tg_ffrom((uint32_t)(k1 + 127) << 23) * tg_ffrom((uint32_t)(k - k1 + 127) << 23);
   return tg_self(ax > 0x7f800000u, x + x, p);
 }
 

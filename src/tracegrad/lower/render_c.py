@@ -33,6 +33,7 @@ import numpy as np
 
 from ..ir import Ops, UOp, dtypes, substitute
 from ..ir.dtypes import DType
+from ..ir.pattern import natural_exp_argument
 from .c_math import SOURCE as MATH
 from ..devices.base import Program, host_calls
 from .kernel import Control, Kernel
@@ -342,6 +343,9 @@ class _Body:
 
   def expr(self, u: UOp) -> str:
     a = [self.names[s] for s in _deps(u)]
+    if u.op is Ops.EXP2 and (x := natural_exp_argument(u)) is not None:   # exp(x), not 2^(x log2(e)) rounded
+      e = f"{'exp' if _dt(u) is dtypes.float64 else 'tg_expf'}({self.names[x]})"
+      return f"{ROUND[u.dtype]}({e})" if u.dtype in ROUND else e
     if u.op in ALU:
       e = ALU[u.op](u, *a)
       return f"{ROUND[u.dtype]}({e})" if u.dtype in ROUND and u.op in ROUNDED else e
