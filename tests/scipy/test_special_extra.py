@@ -56,3 +56,14 @@ def test_gradient_matches_jax(name):
   ours = tg.grad(lambda v: tnp.sum(getattr(special, name)(v)))(x)
   theirs = jax.grad(lambda v: jax.numpy.sum(getattr(jspecial, name)(v)))(x)
   np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=1e-4, atol=1e-5)
+
+
+def test_integer_arguments_promote_as_jax_under_x64():
+  js = pytest.importorskip("jax.scipy.special")
+  jnp = jax.numpy
+  with tg.enable_x64(True), jax.enable_x64(True):
+    for name, arg in [("erf", 1), ("erf", np.int32(1)), ("erf", np.int8(1)), ("gammaln", np.arange(3)),
+                      ("erf", np.float32(1.0)), ("gammaln", np.int64(2))]:
+      mine, theirs = getattr(special, name)(arg), getattr(js, name)(arg if not isinstance(arg, np.ndarray) else
+                                                                       jnp.asarray(arg))
+      assert mine.dtype.name == theirs.dtype.name, (name, arg, mine.dtype, theirs.dtype)

@@ -89,10 +89,14 @@ def _logsumexp(x, *rest, axis, keepdims, return_sign, given):
 
 
 def _float(*xs) -> list[Array]:
-  """The arguments as arrays of one floating dtype (float32 for integers), as JAX promotes to inexact types."""
-  d = tnp.result_type(*xs)
-  d = d if d.is_float else tnp.float32
-  return [tnp.asarray(x).astype(d) for x in xs]
+  """The arguments as arrays of one floating dtype, as JAX promotes to inexact types: integers of up to 32 bits to
+  float32, 64-bit ones and Python ints to the default float (float64 under x64)."""
+  arrs = [tnp.asarray(x) for x in xs]
+  d = tnp.result_type(*arrs)
+  if not d.is_float:
+    wide = d.itemsize == 8 or all(a.weak_type for a in arrs)
+    d = dtypes.default_float() if wide else tnp.float32
+  return [a.astype(d) for a in arrs]
 
 
 def erfc(x) -> Array:
