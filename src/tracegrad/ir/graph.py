@@ -27,7 +27,8 @@ class Graph:
     return substitute(list(self.outputs), dict(zip(self.inputs, args)))
 
   def closed(self) -> tuple["Graph", list[UOp]]:
-    """This graph with every value it uses from outside (a traced node that depends on no input) made an input.
+    """This graph with every value it uses from outside (a traced node that depends on no input, or a computed
+    constant: hoisted, so that a loop body does not compute it again each step) made an input.
 
     Returns the closed graph, whose inputs are the lifted values' placeholders then the old inputs, and the lifted
     values themselves. Sub-graphs of control flow must be closed, so that rewrites of the outer graph reach them."""
@@ -37,7 +38,7 @@ class Graph:
       if u not in dep and any(s in dep for s in u.src): dep.add(u)
     free: dict[UOp, None] = {}
     for u in order:
-      if u in dep: free.update((s, None) for s in u.src if s.traced and s not in dep)
+      if u in dep: free.update((s, None) for s in u.src if s not in dep and (s.traced or _computed(s)))
     free.update((o, None) for o in self.outputs if o.traced and o not in dep)
     free = list(free)
     if not free: return self, []
@@ -123,3 +124,9 @@ def _fmt_arg(arg) -> str:
   if callable(arg): return getattr(arg, "__name__", "fn")
   if isinstance(arg, tuple): return ",".join(_fmt_arg(a) for a in arg)
   return str(arg)
+
+
+def _computed(u: UOp) -> bool:
+  """Whether u computes something, rather than being a constant, a buffer or an iota (maybe broadcast or reshaped)."""
+  while u.op in (Ops.BROADCAST, Ops.RESHAPE): u = u.src[0]
+  return u.op not in (Ops.CONST, Ops.BUFFER, Ops.IOTA, Ops.PARAM)
