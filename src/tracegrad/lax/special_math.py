@@ -94,6 +94,13 @@ _ERF_SMALL = tuple(map(_h, ("0x1.496b80p-14", "-0x1.a3f78ap-11", "0x1.5405c8p-8"
 _ERFC_NUM = tuple(map(_h, ("0x1.86c93cp-19", "0x1.80336ap-4", "0x1.d6f952p-2", "0x1.fc7e4cp-1", "0x1.fff344p-1")))
 _ERFC_DEN = tuple(map(_h, ("0x1.54c496p-3", "0x1.a08cccp-1", "0x1.dafed4p+0", "0x1.0f7740p+1", "0x1p0")))
 RSQRT_PI = 1 / math.sqrt(math.pi)
+# erfc(x) = exp(-x^2) P(x) / Q(x) on [0.46875, 4] to about 1e-16 relative (float64): W. J. Cody's rational
+# Chebyshev approximation (Math. Comp. 23, 1969), highest degree first
+_ERFC64_NUM = (2.15311535474403846e-8, 5.64188496988670089e-1, 8.88314979438837594, 6.61191906371416295e1,
+               2.98635138197400131e2, 8.81952221241769090e2, 1.71204761263407058e3, 2.05107837782607147e3,
+               1.23033935479799725e3)
+_ERFC64_DEN = (1.0, 1.57449261107098347e1, 1.17693950891312499e2, 5.37181101862009858e2, 1.62138957456669019e3,
+               3.29079923573345963e3, 4.36261909014324716e3, 3.43936767414372164e3, 1.23033935480374942e3)
 
 
 def erfc_fraction(a: V, depth: int) -> V:
@@ -139,9 +146,10 @@ def exp_neg_sq(a: V) -> V:
 
 def erfc_pos(a: V) -> V:
   """erfc(a) for a >= 0, accurate relative to itself in the tail."""
-  if is64(a):
-    far = maximum(a, 2.0)
-    return where(a < 2.0, 1.0 - erf(minimum(a, 2.0)), exp_neg_sq(far) * erfcx_pos(far))
+  if is64(a):   # 1 - erf(a) would cancel above 1/2 (1000 eps at 2)
+    near, mid, far = minimum(a, 0.5), clip(a, 0.5, 4.0), maximum(a, 4.0)
+    mid_r = exp_neg_sq(mid) * (horner(_ERFC64_NUM, mid) / horner(_ERFC64_DEN, mid))
+    return where(a < 0.5, 1.0 - erf(near), where(a < 4.0, mid_r, exp_neg_sq(far) * erfcx_pos(far)))
   near, mid, far = minimum(a, 1.0), clip(a, 1.0, 4.0), maximum(a, 4.0)
   mid_r = exp_neg_sq(mid) * (horner(_ERFC_NUM, mid) / horner(_ERFC_DEN, mid))
   return where(a < 1.0, 1.0 - erf(near), where(a < 4.0, mid_r, exp_neg_sq(far) * erfcx_pos(far)))
