@@ -12,24 +12,25 @@ from ... import numpy as tnp
 from ... import random
 from ...array import Array
 from ...tree import register_pytree_node_class
+from ..linalg import cholesky, solve_triangular
 from ..special import logsumexp, ndtr
 from .promote import float_dtype
 
 __all__ = ["gaussian_kde"]
 
 
-def _log_gaussian(points: Array, centers: Array, cov_inv: Array, logdet: Array) -> Array:
-  """log N(points_j; centers_i, cov) for points (d, m) and centers (d, n), as an (m, n) matrix; cov given by its
-  inverse and the log of its determinant."""
+def _log_kernel(points: Array, centers: Array, log_norm) -> Array:
+  """log_norm - |points_j - centers_i|^2 / 2 for whitened points (d, m) and centers (d, n), as an (m, n) matrix."""
   diff = points.T[:, None, :] - centers.T[None, :, :]
-  quad = tnp.sum((diff @ cov_inv) * diff, axis=-1)
-  return -0.5 * (quad + logdet + points.shape[0] * math.log(2 * math.pi))
+  return log_norm - 0.5 * tnp.sum(diff * diff, axis=-1)
 
 
 def _convolve(cov: Array, centers: Array, weights: Array, points: Array) -> Array:
-  """sum_i weights_i N(points_j; centers_i, cov) for each point j."""
-  logdet = tnp.linalg.slogdet(cov).logabsdet
-  return tnp.sum(weights * tnp.exp(_log_gaussian(points, centers, tnp.linalg.inv(cov), logdet)), axis=-1)
+  """sum_i weights_i N(points_j; centers_i, cov) for each point j, whitened by cov's Cholesky factor."""
+  low = cholesky(cov, lower=True)
+  log_norm = -tnp.sum(tnp.log(tnp.diagonal(low))) - 0.5 * cov.shape[0] * math.log(2 * math.pi)
+  logk = _log_kernel(solve_triangular(low, points, lower=True), solve_triangular(low, centers, lower=True), log_norm)
+  return tnp.sum(weights * tnp.exp(logk), axis=-1)
 
 
 @register_pytree_node_class
@@ -84,7 +85,7 @@ class gaussian_kde:
     return (self.neff, self.dataset, self.weights, self.covariance, self.inv_cov), None
 
   @classmethod
-  def tree_unflatten(cls, aux, children):
+  def tree_unflatten(cls, aux_data, children):
     kde = cls.__new__(cls)
     kde.neff, kde.dataset, kde.weights, kde.covariance, kde.inv_cov = children
     return kde
@@ -106,10 +107,11 @@ class gaussian_kde:
     return points.astype(float_dtype(self.dataset, points))
 
   def _log_kernels(self, points) -> Array:
+    """log N(points_j; dataset_i, covariance), whitened by the Cholesky factor of inv_cov, as an (m, n) matrix."""
     points = self._points(points)
-    dt = points.dtype
-    logdet = -tnp.linalg.slogdet(self.inv_cov.astype(dt)).logabsdet
-    return _log_gaussian(points, self.dataset.astype(dt), self.inv_cov.astype(dt), logdet)
+    white = cholesky(self.inv_cov.astype(points.dtype), lower=True)
+    log_norm = tnp.sum(tnp.log(tnp.diagonal(white))) - 0.5 * self.d * math.log(2 * math.pi)
+    return _log_kernel(white.T @ points, white.T @ self.dataset.astype(points.dtype), log_norm)
 
   def evaluate(self, points) -> Array:
     """The estimated density at each of the points (d, m), or at one point (d,)."""
