@@ -21,6 +21,7 @@ _NAN_POLICIES = ("propagate", "omit", "raise")
 
 
 class ModeResult(NamedTuple):
+  """What mode returns: the most common value and how often it occurs."""
   mode: Array
   count: Array
 
