@@ -56,6 +56,10 @@ def _control(c: Control, bufs: list):
       xs = [bufs[x].reshape(length, -1)[t] for x in ops[n_consts + n_carry:]]
       run(c.bodies[0], [bufs[o] for o in ops[:n_consts]] + [bufs[r] for r in res[:n_carry]] + xs, res[:n_carry])
       for r, (o, _) in zip(res[n_carry:], c.bodies[0].outputs[n_carry:]): bufs[r].reshape(length, -1)[t] = bufs[o]
+  elif c.op is Ops.CALLBACK:   # a host call (a LINALG's LAPACK routine among them): its results written back
+    call, shapes = c.arg
+    outs = call([bufs[o].reshape(s) for o, s in zip(ops, shapes)])
+    for r, v in zip(res, outs): bufs[r][:] = np.reshape(v, -1)
   else:
     (n_consts,) = c.arg
     for r, i in zip(res, ops[n_consts:]): bufs[r][:] = bufs[i]
