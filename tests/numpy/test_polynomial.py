@@ -9,6 +9,7 @@ import tracegrad
 import tracegrad.numpy as tnp
 from jnp_oracle import check, jax, jnp, same
 from oracles import x64
+from tracegrad.test_util import check_grads
 
 RNG = np.random.default_rng(0)
 F = RNG.standard_normal(5).astype(np.float32)
@@ -105,6 +106,57 @@ def test_gradients_match_jax():
   same(tracegrad.grad(g(tnp))(G), jax.grad(g(jnp))(G), rtol=1e-5)
   h = lambda lib: lambda z: lib.poly(z).sum()  # noqa: E731
   same(tracegrad.grad(h(tnp))(G), jax.grad(h(jnp))(G), rtol=1e-5)
+
+
+XS = np.linspace(-1, 2, 7).astype(np.float32)
+YS = (XS ** 3 - XS + RNG.standard_normal(7) * 0.1).astype(np.float32)
+WS = np.abs(RNG.standard_normal(7)).astype(np.float32) + 0.5
+
+
+@pytest.mark.parametrize("kw", [{}, {"full": True, "rcond": 0.05}, {"cov": True, "w": WS}, {"cov": "unscaled"}],
+                         ids=lambda kw: ",".join(kw) or "plain")
+def test_fit(kw):
+  for y in (YS, np.stack([YS, 2 * YS + 1], 1)):
+    check("polyfit", XS, y, 3, rtol=2e-3, atol=2e-4, jit=not kw, **kw)
+  if not kw:
+    check("polyfit", XS, YS, 0, np_too=True, rtol=1e-4, atol=1e-5)
+    check("polyfit", XS, YS, 2, w=WS, np_too=True, rtol=2e-3, atol=2e-4)
+    same(tnp.polyfit(XS, YS, 3), np.polyfit(XS, YS, 3), rtol=2e-3, atol=2e-4, dtype=False)
+
+
+def test_fit_x64_and_integers():
+  with both_x64():
+    check("polyfit", XS.astype(np.float64), YS.astype(np.float64), 4, full=True, rtol=1e-9, atol=1e-10)
+  with pytest.raises(tracegrad.errors.ConcretizationTypeError, match="polyfit: deg must be a concrete"):
+    tracegrad.jit(lambda d: tnp.polyfit(XS, YS, d))(2)
+  # integer samples promote to float (jax.numpy raises there)
+  same(tnp.polyfit(np.arange(4), np.array([1, 2, 5, 10]), 2), np.array([1.0, 0.0, 1.0]), atol=1e-4, dtype=False)
+
+
+def test_fit_gradients_and_vmap():
+  f = lambda lib: lambda y: (lib.polyfit(XS, y, 2) ** 2).sum() + lib.polyfit(XS, y, 1, w=WS)[0]  # noqa: E731
+  same(tracegrad.grad(f(tnp))(YS), jax.jit(jax.grad(f(jnp)))(YS), rtol=2e-3, atol=2e-4)
+  g = lambda x, y: (tnp.polyfit(x, y, 2) ** 2).sum() + tnp.polyfit(x, y, 1, w=WS)[0]  # noqa: E731
+  with tracegrad.enable_x64(True):
+    check_grads(g, ((XS + 3).astype(np.float64), YS.astype(np.float64)), order=1)
+  ys = np.stack([YS, YS * 2, YS - 1])
+  same(tracegrad.vmap(lambda y: tnp.polyfit(XS, y, 2))(ys), np.stack([np.polyfit(XS, y, 2) for y in ys]), rtol=2e-3,
+       atol=2e-4, dtype=False)
+
+
+@pytest.mark.parametrize("call,error,match", [
+  (lambda: tnp.polyfit(XS, YS, -1), ValueError, "polyfit: deg must be >= 0"),
+  (lambda: tnp.polyfit(XS[None], YS, 1), TypeError, "polyfit: x must be a non-empty 1-d"),
+  (lambda: tnp.polyfit(XS[:0], YS[:0], 1), TypeError, "polyfit: x must be a non-empty 1-d"),
+  (lambda: tnp.polyfit(XS, YS[None, None], 1), TypeError, "polyfit: y must be a 1-d or 2-d"),
+  (lambda: tnp.polyfit(XS, YS[:3], 1), TypeError, "polyfit: x and y must have the same length"),
+  (lambda: tnp.polyfit(XS, YS, 1, w=WS[:3]), TypeError, "polyfit: w must be a 1-d array as long as x"),
+  (lambda: tnp.polyfit(XS[:3], YS[:3], 2, cov=True), ValueError, "polyfit: scaling the covariance needs more"),
+])
+def test_fit_errors_have_jax_types(call, error, match):
+  with pytest.raises(error, match=match): call()
+  as_jax = type(call)(call.__code__, dict(call.__globals__, tnp=jnp, tracegrad=jax))
+  with pytest.raises(error): as_jax()
 
 
 COEFFS = st.lists(st.integers(-4, 4), min_size=1, max_size=6)

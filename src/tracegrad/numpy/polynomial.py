@@ -1,5 +1,5 @@
 """Polynomials as coefficient arrays, highest power first (along the first axis): poly, polyadd, polysub, polymul,
-polydiv, polyder, polyint, polyval. polyfit needs least squares (linalg.lstsq), which tracegrad does not have yet."""
+polydiv, polyder, polyint, polyval, and polyfit (least squares on linalg.lstsq)."""
 from __future__ import annotations
 
 import math
@@ -14,11 +14,13 @@ from ..lax import scan
 from ._support import inexact
 from .core import promote
 from .creation import full, ones, zeros
-from .elementwise import negative, true_divide
-from .misc import convolve, trim_zeros
+from .elementwise import negative, sqrt, true_divide
+from .linalg_decomp import inv
+from .linalg_lstsq import lstsq
+from .misc import convolve, trim_zeros, vander
 from .shape import atleast_1d, broadcast_shapes, concatenate
 
-__all__ = ["poly", "polyadd", "polysub", "polymul", "polydiv", "polyder", "polyint", "polyval"]
+__all__ = ["poly", "polyadd", "polysub", "polymul", "polydiv", "polyder", "polyint", "polyval", "polyfit"]
 
 
 def _order(m, fn: str) -> int:
@@ -192,3 +194,51 @@ def polyval(p, x, *, unroll: int = 16) -> Array:
                      f"{xa.shape}") from None
   y0 = zeros(shape, xa.dtype)
   return scan(lambda y, ci: (y * xa + ci, None), y0, c)[0]
+
+
+def polyfit(x, y, deg: int, rcond: float | None = None, full: bool = False, w=None, cov=False):
+  """The coefficients (highest power first) of the polynomial of degree deg that fits y at x in least squares, each
+  point weighted by w; y may hold several data sets as columns. full=True returns (coefficients, residuals, rank,
+  singular values, rcond) of the scaled Vandermonde system; cov=True returns (coefficients, covariance), the
+  covariance scaled by the residuals over len(x) - deg - 1 unless cov='unscaled'.
+
+  >>> tnp.round(tnp.polyfit(tnp.array([0.0, 1.0, 2.0, 3.0]), tnp.array([3.0, 6.0, 11.0, 18.0]), 2), 3)
+  Array([1., 2., 3.], dtype=float32)
+  """
+  if isinstance(deg, Array) and deg.is_traced:
+    raise ConcretizationTypeError("polyfit: deg must be a concrete integer, got a traced value")
+  deg = int(deg)
+  if deg < 0: raise ValueError(f"polyfit: deg must be >= 0, got {deg}")
+  xa, = inexact("polyfit", x)
+  ya, = inexact("polyfit", y)
+  if xa.ndim != 1 or xa.shape[0] == 0:
+    raise TypeError(f"polyfit: x must be a non-empty 1-d array, got shape {xa.shape}")
+  if ya.ndim not in (1, 2): raise TypeError(f"polyfit: y must be a 1-d or 2-d array, got shape {ya.shape}")
+  if ya.shape[0] != xa.shape[0]:
+    raise TypeError(f"polyfit: x and y must have the same length, got shapes {xa.shape} and {ya.shape}")
+  n, order = xa.shape[0], deg + 1
+  if rcond is None: rcond = n * float(ml_dtypes.finfo(xa.dtype.np).eps)
+  elif isinstance(rcond, Array) and rcond.is_traced:
+    raise ConcretizationTypeError("polyfit: rcond must be a concrete number, got a traced value")
+  rcond = float(rcond)
+  lhs, rhs = vander(xa, order), ya
+  if w is not None:
+    wa, = inexact("polyfit", w)
+    if wa.ndim != 1 or wa.shape[0] != n:
+      raise TypeError(f"polyfit: w must be a 1-d array as long as x ({n}), got shape {wa.shape}")
+    lhs, rhs = lhs * wa[:, None], rhs * (wa[:, None] if rhs.ndim == 2 else wa)
+  scale = sqrt((lhs * lhs).sum(0))
+  lhs = lhs / scale
+  c, resids, rank, s = lstsq(lhs, rhs, rcond)
+  c = (c.T / scale).T
+  if full: return c, resids, rank, s, to_array(rcond, fn="polyfit")
+  if not cov: return c
+  vbase = inv(lhs.T @ lhs) / (scale[:, None] * scale[None, :])
+  if isinstance(cov, str) and cov == "unscaled": fac = to_array(1.0, fn="polyfit")
+  else:
+    if n <= order:
+      raise ValueError(f"polyfit: scaling the covariance needs more data points ({n}) than coefficients ({order}); "
+                       f"pass cov='unscaled'")
+    fac = resids / (n - order)
+  if ya.ndim == 1: return c, vbase * atleast_1d(fac)[None]
+  return c, vbase[:, :, None] * atleast_1d(fac)[None, None, :]
