@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracegrad.devices.interp import evaluate
+from tracegrad.devices.interp import deps, evaluate
 from tracegrad.ir import Ops, toposort
 from tracegrad.devices.base import Program
 from tracegrad.lower.kernel import Control
@@ -22,7 +22,7 @@ def _eval(expr, env: dict, grid_shape):
       vals[u] = buf[np.broadcast_to(idx, grid_shape)]
     elif u.op is Ops.RESHAPE and u.shape == (1,): vals[u] = vals[u.src[0]]
     else:
-      args = [np.broadcast_to(vals[s], grid_shape) if s.shape == () else vals[s] for s in u.src]
+      args = [np.broadcast_to(vals[s], grid_shape) if s.shape == () else vals[s] for s in deps(u)]
       vals[u] = evaluate(u, args) if u.src else np.broadcast_to(evaluate(u, []), grid_shape)
   return np.broadcast_to(vals[expr], grid_shape)
 

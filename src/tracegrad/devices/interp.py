@@ -191,7 +191,9 @@ MULTI = {
 }
 
 
-def _deps(u: UOp):
+def deps(u: UOp):
+  """The nodes whose values evaluate(u, values) takes, in order: u's sources, except where it computes a pattern
+  whole (exp from EXP2(x * log2(e)), a contraction from its operands under their broadcasts)."""
   if (x := natural_exp_argument(u)) is not None: return (x,)
   return ops if (ops := _contraction(u)) is not None else u.src
 
@@ -248,7 +250,7 @@ def _execute(outputs: list[UOp], known: Mapping[UOp, np.ndarray]) -> list[np.nda
         vals[u] = known[u]
         continue
       stack.append((u, True))
-      stack.extend((s, False) for s in _deps(u) if s not in seen)
+      stack.extend((s, False) for s in deps(u) if s not in seen)
   with np.errstate(all="ignore"):
-    for u in order: vals[u] = evaluate(u, [vals[s] for s in _deps(u)])
+    for u in order: vals[u] = evaluate(u, [vals[s] for s in deps(u)])
   return [vals[o] for o in outputs]
