@@ -80,7 +80,7 @@ def test_closing_a_graph_hoists_the_constants_it_computes():
   w = tnp.asarray(np.arange(4.0, dtype=np.float32))   # a buffer
   lazy = tnp.sin(w) * 3   # computed from it, not yet evaluated
   g = make_graph(lambda x: x * lazy + w + 1.0)(tnp.ones(4))
-  closed, free = g.closed()
+  closed, free = g.closed(hoist=True)
   assert [f.op for f in free] == [lazy.uop.op] and len(closed.inputs) == 2   # lazy is an input; w and 1.0 stay
   out = tracegrad.lax.fori_loop(0, 3, lambda i, c: c + lazy[i], 0.0)
   assert abs(float(out) - float(np.sum(np.sin(np.arange(3.0)) * 3))) < 1e-5

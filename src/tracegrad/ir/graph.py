@@ -26,9 +26,9 @@ class Graph:
     """The outputs with the inputs replaced by `args` (inlining the graph where `args` live)."""
     return substitute(list(self.outputs), dict(zip(self.inputs, args)))
 
-  def closed(self) -> tuple["Graph", list[UOp]]:
-    """This graph with every value it uses from outside (a traced node that depends on no input, or a computed
-    constant: hoisted, so that a loop body does not compute it again each step) made an input.
+  def closed(self, hoist: bool = False) -> tuple["Graph", list[UOp]]:
+    """This graph with every value it uses from outside (a traced node that depends on no input; with `hoist`, also
+    a constant it computes, so that a loop body does not compute it again each step) made an input.
 
     Returns the closed graph, whose inputs are the lifted values' placeholders then the old inputs, and the lifted
     values themselves. Sub-graphs of control flow must be closed, so that rewrites of the outer graph reach them."""
@@ -38,7 +38,7 @@ class Graph:
       if u not in dep and any(s in dep for s in u.src): dep.add(u)
     free: dict[UOp, None] = {}
     for u in order:
-      if u in dep: free.update((s, None) for s in u.src if s not in dep and (s.traced or _computed(s)))
+      if u in dep: free.update((s, None) for s in u.src if s not in dep and (s.traced or hoist and _computed(s)))
     free.update((o, None) for o in self.outputs if o.traced and o not in dep)
     free = list(free)
     if not free: return self, []

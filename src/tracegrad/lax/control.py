@@ -112,7 +112,7 @@ def _branch_graphs(branches: Sequence[Callable], operands: tuple, fn: str, label
                       f"{_describe(ref, g)} and {label} returns {_describe(g, ref)}")
   tapped = [g.outputs[m:] for (g, _), m in zip(traced, mine)]
   closed = [Graph(g.inputs, g.outputs + tuple(v if k == j else UOp.const(v.dtype, 0, v.shape)
-                                                for j, vs in enumerate(tapped) for v in vs)).closed()
+                                                for j, vs in enumerate(tapped) for v in vs)).closed(hoist=True)
             for k, g in enumerate(graphs)]
   free = list(dict.fromkeys(u for _, fr in closed for u in fr))
   out = []
@@ -218,7 +218,7 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
   pair = tree_util.unflatten(g.out_tree, list(range(n_out)))
   c_out_tree, y_tree = tree_util.structure(pair[0]), tree_util.structure(pair[1])
   _carry_check("scan", "carry", carry, carry_tree, list(g.outputs[:nc]), c_out_tree, f)
-  g, free = g.closed()
+  g, free = g.closed(hoist=True)
   outs = UOp.multi(Ops.SCAN, (*free, *(c.uop for c in carry), *(x.uop for x in xl)), (g, len(free), nc, n, bool(reverse)))
   c_res = _arrays(outs[:nc], [c.weak_type and w for c, w in zip(carry, g.out_weak[:nc])])
   ys = _arrays(outs[nc:], g.out_weak[nc:])
@@ -246,7 +246,7 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
   p = cg.outputs[0]
   if not p.dtype.is_bool: p = p.alu(Ops.CMPNE, UOp.const(p.dtype, 0, ()))
   cg = Graph(cg.inputs, (p,))
-  (cg, cfree), (bg, bfree) = cg.closed(), bg.closed()
+  (cg, cfree), (bg, bfree) = cg.closed(hoist=True), bg.closed(hoist=True)
   free = list(dict.fromkeys(cfree + bfree))
 
   def widen(g: Graph, fr: list[UOp]) -> Graph:
