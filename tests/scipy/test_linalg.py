@@ -23,6 +23,7 @@ B = RNG.standard_normal((4, 2)).astype(np.float32)
 V = RNG.standard_normal(4).astype(np.float32)
 TALL = RNG.standard_normal((5, 3)).astype(np.float32)
 WIDE = TALL.T.copy()
+COEFFS = RNG.standard_normal(7).astype(np.float32)
 EPS32 = np.finfo(np.float32).eps
 
 
@@ -94,15 +95,11 @@ CASES = [
    (np.stack([np.triu(A), 100 * np.triu(A)]),)),
   ("expm_frechet", lambda la, a, e: la.expm_frechet(a, e), (A, SPD / 8)),
   ("block_diag", lambda la: la.block_diag(np.ones((2, 2), np.float32), 3, np.arange(3, dtype=np.int32)), ()),
-  ("toeplitz", lambda la, c: la.toeplitz(c), (V,)),
-  ("toeplitz batched", lambda la, c, r: la.toeplitz(c, r), (B.T.copy(), V[:3])),
-  ("hankel", lambda la, c, r: la.hankel(c, r), (V[:3], B[:, 0])),
-  ("circulant", lambda la, c: la.circulant(c), (np.arange(4, dtype=np.int32),)),
-  ("leslie", lambda la, f, s: la.leslie(f, s), (V, V[:3])),
-  ("companion batched", lambda la, a: la.companion(a), (B.T.copy(),)),
-  ("fiedler", lambda la, a: la.fiedler(a), (V,)),
-  ("fiedler_companion", lambda la, a: la.fiedler_companion(a), (RNG.standard_normal(7).astype(np.float32),)),
-  ("convolution_matrix", lambda la, a: [la.convolution_matrix(a, 3, m) for m in ("full", "same", "valid")], (V,)),
+  ("matrices of arrays", lambda la, v, m: [
+    la.toeplitz(v), la.toeplitz(m, v[:3]), la.hankel(v[:3], m[0]), la.circulant(v), la.leslie(v, v[:3]),
+    la.companion(m), la.fiedler(v), la.fiedler_companion(COEFFS),
+    *(la.convolution_matrix(v, 3, mode) for mode in ("full", "same", "valid")),
+    la.circulant(np.arange(4, dtype=np.int32)), la.toeplitz(3.0)], (V, B.T.copy())),
   ("matrices of a size", lambda la: [la.hilbert(4), la.invhilbert(4), la.pascal(4), la.pascal(4, "upper"),
                                      la.invpascal(4), la.invpascal(4, "lower"), la.helmert(4, full=True),
                                      la.hadamard(4)], ()),

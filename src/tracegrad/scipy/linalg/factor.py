@@ -61,7 +61,7 @@ def _broadcast(*xs: Array, core: tuple[int, ...]) -> list[Array]:
 
 def _rows(x: Array, order: Array) -> Array:
   """x[..., order[...], :]: each matrix's rows taken in the order of its permutation."""
-  return tnp.take_along_axis(x, order[..., :, None], axis=-2)
+  return tnp.take_along_axis(x, order[..., :, None], axis=-2, mode="promise_in_bounds")
 
 
 # ---- Cholesky ----
