@@ -1,5 +1,5 @@
-"""The LINALG primitive's kinds (ir/linalg.py) on numpy arrays, through LAPACK as numpy.linalg and scipy.linalg call
-it: what the interp device evaluates and what the compiled devices call from their programs (a host call). Half
+"""The LINALG primitive's kinds (ir/linalg.py) on numpy arrays, through LAPACK as scipy.linalg calls it (numpy's
+batched routines for stacks of small matrices): what the interp device evaluates and what the compiled devices call from their programs (a host call). Half
 types are computed in float32. A matrix LAPACK cannot factor (not positive definite, not converging, non-finite)
 gives NaNs in its results, as JAX does, not an exception."""
 from __future__ import annotations
@@ -27,49 +27,78 @@ def _each(fn, arrays: list[np.ndarray], avals: list) -> list[np.ndarray]:
   return outs
 
 
-def _cholesky(p, a): return (np.linalg.cholesky(a),)
+def _one(a: np.ndarray) -> bool:
+  """Whether LAPACK is called matrix by matrix through scipy (large matrices, where scipy's drivers are faster than
+  numpy.linalg's), rather than on the whole stack through numpy's batched routines."""
+  return a.shape[-1] * a.shape[-2] >= 64 * 64 or a.ndim == 2
+
+
+def _per_matrix(fn, a: np.ndarray, *rest):
+  """fn on each matrix of the stack a (rest: arrays with the same leading axes), its results stacked."""
+  if a.ndim == 2: return fn(a, *rest)
+  outs = [fn(a[i], *(r[i] for r in rest)) for i in np.ndindex(*a.shape[:-2])]
+  return tuple(np.stack(o).reshape(*a.shape[:-2], *o[0].shape) for o in zip(*outs))
+
+
+def _cholesky(p, a):
+  from scipy.linalg import lapack
+  if not _one(a): return (np.linalg.cholesky(a),)
+  potrf = lapack.get_lapack_funcs("potrf", (a,))
+
+  def one(m):
+    c, info = potrf(m, lower=1, clean=1, overwrite_a=0)
+    if info != 0: raise np.linalg.LinAlgError("not positive definite")
+    return (c,)
+  return _per_matrix(one, a)
 
 
 def _triangular_solve(p, a, b):
-  from scipy.linalg import solve_triangular
-  left, t = p["left_side"], p["transpose_a"]
-  out = np.empty(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + b.shape[-2:], b.dtype)
-  for i in np.ndindex(*out.shape[:-2]):
-    ai, bi = a[i if a.ndim > 2 else ()], b[i if b.ndim > 2 else ()]
-    if left: out[i] = solve_triangular(ai, bi, trans=int(t), lower=p["lower"], unit_diagonal=p["unit_diagonal"],
-                                       check_finite=False)
-    else: out[i] = solve_triangular(ai, bi.T, trans=int(not t), lower=p["lower"], unit_diagonal=p["unit_diagonal"],
-                                    check_finite=False).T
-  return (out,)
+  from scipy.linalg import blas
+  trsm = blas.get_blas_funcs("trsm", (a, b))   # BLAS: a zero on the diagonal gives inf and NaN, as in JAX
+  side, lower, trans, diag = int(not p["left_side"]), int(p["lower"]), int(p["transpose_a"]), int(p["unit_diagonal"])
+  return _per_matrix(lambda ai, bi: (trsm(1.0, ai, bi, side=side, lower=lower, trans_a=trans, diag=diag),), a, b)
 
 
 def _lu(p, a):
   from scipy.linalg import lapack
-  m, n = a.shape[-2:]
-  lu, piv = np.empty_like(a), np.empty((*a.shape[:-2], min(m, n)), np.int32)
-  perm = np.empty((*a.shape[:-2], m), np.int32)
+  m = a.shape[-2]
   getrf = lapack.get_lapack_funcs("getrf", (a,))
-  for i in np.ndindex(*a.shape[:-2]):
-    f, pv, _ = getrf(a[i])   # a singular matrix still factors (a zero on u's diagonal), as in JAX
-    lu[i], piv[i] = f, pv
-    order = np.arange(m, dtype=np.int32)
-    for j, k in enumerate(pv): order[[j, k]] = order[[k, j]]
-    perm[i] = order
-  return lu, piv, perm
+
+  def one(ai):
+    f, pv, _ = getrf(ai)   # a singular matrix still factors (a zero on u's diagonal), as in JAX
+    order = list(range(m))
+    for j, k in enumerate(pv.tolist()): order[j], order[k] = order[k], order[j]
+    return f, pv.astype(np.int32), np.array(order, np.int32)
+  return _per_matrix(one, a)
 
 
-def _qr(p, a): return np.linalg.qr(a, mode="complete" if p["full_matrices"] else "reduced")
+def _qr(p, a):
+  mode = "full" if p["full_matrices"] else "economic"
+  if not _one(a): return np.linalg.qr(a, mode="complete" if p["full_matrices"] else "reduced")
+  from scipy.linalg import qr
+  return _per_matrix(lambda m: qr(m, mode=mode, check_finite=False), a)
 
 
 def _eigh(p, a):
-  w, v = np.linalg.eigh(a, UPLO="L" if p["lower"] else "U")
-  return v, w
+  if not _one(a):
+    w, v = np.linalg.eigh(a, UPLO="L" if p["lower"] else "U")
+    return v, w
+  from scipy.linalg import eigh
+  return _per_matrix(lambda m: eigh(m, lower=p["lower"], driver="evd", check_finite=False)[::-1], a)
 
 
 def _svd(p, a):
-  if not p["compute_uv"]: return (np.linalg.svd(a, compute_uv=False),)
-  u, s, vh = np.linalg.svd(a, full_matrices=p["full_matrices"])
-  return s, u, vh
+  if not _one(a):
+    if not p["compute_uv"]: return (np.linalg.svd(a, compute_uv=False),)
+    u, s, vh = np.linalg.svd(a, full_matrices=p["full_matrices"])
+    return s, u, vh
+  from scipy.linalg import svd
+  if not p["compute_uv"]: return _per_matrix(lambda m: (svd(m, compute_uv=False, check_finite=False),), a)
+
+  def one(m):
+    u, s, vh = svd(m, full_matrices=p["full_matrices"], check_finite=False)
+    return s, u, vh
+  return _per_matrix(one, a)
 
 
 ROUTINES = {"cholesky": _cholesky, "triangular_solve": _triangular_solve, "lu": _lu, "qr": _qr, "eigh": _eigh,
@@ -88,5 +117,5 @@ def run(kind: str, params: tuple, vals: list[np.ndarray], avals: list) -> list[n
         if o.ndim >= 2 and o.shape[-1] == o.shape[-2] and o.dtype.kind == "f": o[...] = np.eye(o.shape[-1])
     return outs
   outs = _each(lambda *a: fn(p, *a), ins, avals)
-  if kind == "cholesky": outs[0] = np.tril(outs[0])   # a failed factor is NaN in its lower triangle only
+  if kind == "cholesky" and np.isnan(outs[0]).any(): outs[0] = np.tril(outs[0])   # NaN in the lower triangle only
   return [np.ascontiguousarray(o, dtype.np).reshape(shape) for o, (shape, dtype) in zip(outs, avals)]
