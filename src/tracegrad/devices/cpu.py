@@ -363,7 +363,8 @@ class _Runner:
         size, dt = self.buffer_types[n]
         if not size: return np.empty(0, dt)
         return np.frombuffer(_ffi.buffer(io[i], size * dt.itemsize), dt)
-      vals = [view(i, n).reshape(sh).copy() for i, (n, sh) in enumerate(zip(c.operands, shapes))]
+      vals = [view(i, n).reshape(sh) for i, (n, sh) in enumerate(zip(c.operands, shapes))]
+      if not call.borrows: vals = [v.copy() for v in vals]
       for i, (n, r) in enumerate(zip(c.results, call(vals)), len(c.operands)):
         view(i, n)[...] = r.reshape(-1)
     except BaseException as e:   # noqa: BLE001  (raised again in the caller's thread once the program returns)

@@ -55,8 +55,13 @@ def _cholesky(p, a):
 def _triangular_solve(p, a, b):
   from scipy.linalg import blas
   trsm = blas.get_blas_funcs("trsm", (a, b))   # BLAS: a zero on the diagonal gives inf and NaN, as in JAX
-  side, lower, trans, diag = int(not p["left_side"]), int(p["lower"]), int(p["transpose_a"]), int(p["unit_diagonal"])
-  return _per_matrix(lambda ai, bi: (trsm(1.0, ai, bi, side=side, lower=lower, trans_a=trans, diag=diag),), a, b)
+  # row-major a and b are column-major aᵀ and bᵀ: solving for xᵀ flips the side and the triangle, and copies nothing
+  side, lower, trans, diag = int(p["left_side"]), int(not p["lower"]), int(p["transpose_a"]), int(p["unit_diagonal"])
+
+  def one(ai, bi):
+    ai, bi = np.ascontiguousarray(ai), np.ascontiguousarray(bi)
+    return (trsm(1.0, ai.T, bi.T, side=side, lower=lower, trans_a=trans, diag=diag).T,)
+  return _per_matrix(one, a, b)
 
 
 def _lu(p, a):

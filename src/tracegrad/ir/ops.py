@@ -104,11 +104,13 @@ SCATTER_MODES = ("add", "mul", "min", "max", "set")
 class HostCall:
   """A CALLBACK's function: called with the operands' values as numpy arrays, `fn` returns one array-like per
   result, which must have the (shape, dtype) in `results`; `name` says what it is in printed graphs and errors;
-  `vmap_method` how vmap batches it (as jax.pure_callback's)."""
+  `vmap_method` how vmap batches it (as jax.pure_callback's); `borrows`: fn only reads its arguments during the call
+  (a device may pass views of its buffers rather than copies)."""
   fn: object
   results: tuple
   name: str
   vmap_method: str | None = None
+  borrows: bool = False
 
   def __repr__(self) -> str: return f"HostCall({self.name})"
 

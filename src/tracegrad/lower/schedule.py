@@ -591,7 +591,8 @@ class _Scheduler:
     op = h.op
     if op is Ops.LINALG:
       avals = tuple(multi_avals(op, h.src, h.arg))
-      call = HostCall(lambda vals, a=h.arg, av=avals: host_linalg.run(*a, vals, av), avals, f"linalg {h.arg[0]}")
+      call = HostCall(lambda vals, a=h.arg, av=avals: host_linalg.run(*a, vals, av), avals, f"linalg {h.arg[0]}",
+                      borrows=True)
       op, bodies, arg = Ops.CALLBACK, (), (call, tuple(s.shape for s in h.src))
     elif h.op is Ops.CALLBACK: bodies, arg = (), (h.arg, tuple(s.shape for s in h.src))
     elif h.op is Ops.COND: bodies, arg = tuple(sub(g) for g in h.arg), ()
