@@ -243,3 +243,9 @@ def test_errors():
   with pytest.raises(ValueError, match="hadamard"): tsl.hadamard(6)
   with pytest.raises(ValueError, match="block_diag"): tsl.block_diag(np.ones((2, 2, 2)))
   with pytest.warns(FutureWarning, match="batch of vectors"): tsl.cho_solve(tsl.cho_factor(SPDS), np.ones((2, 4)))
+
+
+def test_det_gradient_at_a_singular_matrix_is_the_adjugate():
+  a = np.array([[1, 2, 3, 4], [2, 4, 6, 8], [0, 1, 1, 1], [1, 0, 2, 5]], np.float32)
+  mine = tg.grad(tg.scipy.linalg.det)(a)
+  np.testing.assert_allclose(np.asarray(mine), np.asarray(jax.grad(jax.scipy.linalg.det)(a)), atol=1e-5)

@@ -99,38 +99,12 @@ def inv(a, overwrite_a: bool = False, check_finite: bool = True) -> Array:
 
 
 def det(a, overwrite_a: bool = False, check_finite: bool = True) -> Array:
-  """The determinant of a[..., n, n], as jax.scipy.linalg.det: by formula up to 3×3, else from the LU factors.
+  """The determinant of a[..., n, n], as jax.scipy.linalg.det: tracegrad.numpy.linalg.det (by formula up to 3×3,
+  else from the LU factors; its derivative is the adjugate, singular matrices included).
 
   >>> tracegrad.scipy.linalg.det(tnp.array([[1.0, 2.0], [3.0, 4.0]]))
   Array(-2., dtype=float32)
   """
   (a,) = _inexact(a)
   _matrices("det", a)
-  n = a.shape[-1]
-  if n == 0: return tnp.ones(a.shape[:-2], a.dtype)
-  if n == 1: return a[..., 0, 0]
-  e = lambda i, j: a[..., i, j]   # noqa: E731
-  if n == 2: return e(0, 0) * e(1, 1) - e(0, 1) * e(1, 0)
-  if n == 3:
-    return (e(0, 0) * (e(1, 1) * e(2, 2) - e(1, 2) * e(2, 1)) - e(0, 1) * (e(1, 0) * e(2, 2) - e(1, 2) * e(2, 0))
-            + e(0, 2) * (e(1, 0) * e(2, 1) - e(1, 1) * e(2, 0)))
-  return _det_lu(a)
-
-
-def _det_of(f: Array, piv: Array) -> Array:
-  swaps = tnp.count_nonzero(piv != tnp.arange(piv.shape[-1], dtype=piv.dtype), axis=-1)
-  return tnp.prod(tnp.diagonal(f, axis1=-2, axis2=-1), axis=-1) * tnp.where(swaps % 2 == 1, -1, 1).astype(f.dtype)
-
-
-@custom_jvp
-def _det_lu(a: Array) -> Array:
-  f, piv, _ = lla.lu(a)
-  return _det_of(f, piv)
-
-
-@_det_lu.defjvp
-def _det_lu_jvp(primals, tangents):
-  (a,), (da,) = primals, tangents
-  f, piv, perm = lla.lu(a)
-  d = _det_of(f, piv)
-  return d, d * tnp.trace(_lu_solve(f, perm, da, 0), axis1=-2, axis2=-1)
+  return tnp.linalg.det(a)
