@@ -448,16 +448,20 @@ UNIT_MIN_CHARS = 40_000   # a source this long whose kernels fall in two units c
 TIER_MIN_CHARS = 40_000   # a source this long, not in the cache, runs as a quick build while its full one compiles
 
 
-def _run_compiler(cmd: list[str], source: str | None, timeout: float | None, what: str) -> None:
+def _run_compiler(cmd: list[str], source: str | None, timeout: float | None, what: str, nice: bool = False) -> None:
+  """cmd on `source`; RuntimeError with its message when it fails. `nice`: at a lower priority (a background build
+  yields the cores to the program it will replace)."""
   try:
-    r = subprocess.run(cmd, input=source, capture_output=True, text=True, timeout=timeout)
+    r = subprocess.run(cmd, input=source, capture_output=True, text=True, timeout=timeout,
+                       preexec_fn=(lambda: os.nice(10)) if nice else None)
   except subprocess.TimeoutExpired:
     raise RuntimeError(f"cpu: the C compiler took longer than {timeout} s") from None
   if r.returncode != 0:
     raise RuntimeError(f"cpu: the C compiler failed ({' '.join(cmd)}):\n{r.stderr.strip()}\n\nsource:\n{what}")
 
 
-def _build(tc: Toolchain, source: str, path: Path, timeout: float | None = None, publish: bool = True) -> bytes:
+def _build(tc: Toolchain, source: str, path: Path, timeout: float | None = None, publish: bool = True,
+           nice: bool = False) -> bytes:
   """The library of `source`, compiled into a temporary file beside `path`, then moved into place with its digest,
   so `path` is whole or absent (without `publish`, only returned). A long source that declares two units
   (render_c.UNITS) compiles as two objects at once, then links."""
@@ -465,15 +469,15 @@ def _build(tc: Toolchain, source: str, path: Path, timeout: float | None = None,
   os.close(fd)
   try:
     if len(source) < UNIT_MIN_CHARS or "TG_UNIT == 1" not in source or (os.cpu_count() or 1) < 2:
-      _run_compiler(tc.command(tmp), source, timeout, numbered(source))
+      _run_compiler(tc.command(tmp), source, timeout, numbered(source), nice)
     else:
       with tempfile.TemporaryDirectory(suffix=".tmp", dir=path.parent) as d:
         objs = [os.path.join(d, f"unit{i}.o") for i in range(2)]
         flags = [f for f in tc.flags if f != "-shared"]
         cmds = [[*tc.cmd, *flags, f"-DTG_UNIT={i}", "-c", "-x", "c", "-", "-o", o] for i, o in enumerate(objs)]
         with ThreadPoolExecutor(2) as pool:
-          for f in [pool.submit(_run_compiler, c, source, timeout, numbered(source)) for c in cmds]: f.result()
-        _run_compiler([*tc.cmd, *tc.flags, *objs, "-o", tmp, "-lm"], None, timeout, "(linking the two units)")
+          for f in [pool.submit(_run_compiler, c, source, timeout, numbered(source), nice) for c in cmds]: f.result()
+        _run_compiler([*tc.cmd, *tc.flags, *objs, "-o", tmp, "-lm"], None, timeout, "(linking the two units)", nice)
     if (data := _read(tmp)) is None: raise RuntimeError(f"cpu: the C compiler left no library at {tmp}")
     if publish: _publish(path, tmp, data)
     return data
@@ -607,7 +611,7 @@ class CPUDevice(Device):
 
     def full():
       try:
-        better = self._load(source, path, None)
+        better = self._load(source, path, None, nice=True)
       except (RuntimeError, OSError, _Unwritable):
         return
       lib.upgrade(better)
@@ -616,10 +620,10 @@ class CPUDevice(Device):
     threading.Thread(target=full, name="tracegrad-full-build").start()   # joined at exit: its entry is kept
     return lib
 
-  def _load(self, source: str, path: Path, timeout: float | None) -> Library:
+  def _load(self, source: str, path: Path, timeout: float | None, nice: bool = False) -> Library:
     """The library of `source`: the cache entry `path` when its digest matches, else built again in its place."""
     data = _verified(path)
-    if data is None: data = _build(self.toolchain(), source, path, timeout)
+    if data is None: data = _build(self.toolchain(), source, path, timeout, nice=nice)
     return Library(path, data)
 
   def runner(self, prog: Program | Layout, lib: Library) -> _Runner:
