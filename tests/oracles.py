@@ -131,6 +131,30 @@ def x64(enabled: bool = True):
     tracegrad.config.update("jax_enable_x64", old)
 
 
+@contextlib.contextmanager
+def x64_both():
+  """64-bit types on in tracegrad and in JAX inside the block."""
+  import jax
+  with x64():
+    jax.config.update("jax_enable_x64", True)
+    try:
+      yield
+    finally:
+      jax.config.update("jax_enable_x64", False)
+
+
+def close_to_jax(mine, theirs, tol: float = 200 * np.finfo(np.float32).eps):
+  """The leaves of two pytrees (tracegrad's, JAX's) have one shape and dtype and agree to tol, relative to each value
+  and to the largest magnitude."""
+  import jax
+  mine, theirs = tracegrad.tree.leaves(mine), jax.tree.leaves(theirs)
+  assert len(mine) == len(theirs)
+  for a, b in zip(mine, theirs):
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, a.dtype, b.shape, b.dtype)
+    np.testing.assert_allclose(a, b, rtol=tol, atol=tol * max(1.0, np.nanmax(np.abs(b), initial=0)))
+
+
 def is_float(a) -> bool:
   d = np.asarray(a).dtype
   return d.kind == "f" or d == ml_dtypes.bfloat16

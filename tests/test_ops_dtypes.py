@@ -11,7 +11,7 @@ import tracegrad
 import tracegrad.numpy as tnp
 from tracegrad import dtypes as tdt, ops
 from tracegrad.ir.dtypes import DType
-from oracles import x64
+from oracles import x64_both
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
@@ -31,16 +31,6 @@ def both(name, *args, **kw):
   same(getattr(ops, name)(*args, **kw), getattr(jax.ops, name)(*args, **kw))
 
 
-@contextlib.contextmanager
-def both_x64():
-  with x64():
-    jax.config.update("jax_enable_x64", True)
-    try:
-      yield
-    finally:
-      jax.config.update("jax_enable_x64", False)
-
-
 @pytest.mark.parametrize("name", SEGMENTS)
 def test_segments_match_jax(name):
   both(name, DATA, IDS, 4)
@@ -58,7 +48,7 @@ def test_segments_match_jax(name):
 
 
 def test_x64_wide_ids_and_values():
-  with both_x64():
+  with x64_both():
     both("segment_sum", DATA.astype(np.float64), IDS.astype(np.int64), 4)
     # jax.ops keeps only the low 32 bits of 64-bit ids (2**40 + 3 lands in segment 3); tracegrad drops them
     same(ops.segment_sum(DATA[:2].astype(np.float64), np.int64([1 << 40, 3]), 4), np.float64([0, 0, 0, -2]))
@@ -128,7 +118,7 @@ DTYPE_LIKES = [np.float64, float, int, bool, "bfloat16", "float16", np.dtype("ui
 
 @pytest.mark.parametrize("wide", [False, True])
 def test_canonicalize_dtype(wide):
-  with both_x64() if wide else contextlib.nullcontext():
+  with x64_both() if wide else contextlib.nullcontext():
     for d in DTYPE_LIKES:
       assert tdt.canonicalize_dtype(d) == jax.dtypes.canonicalize_dtype(d), d
     assert tdt.canonicalize_dtype(tdt.float0) == jax.dtypes.canonicalize_dtype(jax.dtypes.float0)

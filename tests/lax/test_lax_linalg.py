@@ -7,6 +7,7 @@ import tracegrad as tg
 import tracegrad.numpy as tnp
 from tracegrad import lax
 from tracegrad.test_util import check_grads
+from oracles import close_to_jax
 
 jax = pytest.importorskip("jax")
 jla = jax.lax.linalg
@@ -17,16 +18,6 @@ SPD = (A @ A.T + 4 * np.eye(4)).astype(np.float32)
 TALL = RNG.standard_normal((5, 3)).astype(np.float32)
 WIDE = TALL.T.copy()
 RHS = RNG.standard_normal((4, 2)).astype(np.float32)
-EPS32 = np.finfo(np.float32).eps
-
-
-def _close(mine, theirs, tol=200 * EPS32):
-  mine, theirs = tg.tree.leaves(mine), jax.tree.leaves(theirs)
-  assert len(mine) == len(theirs)
-  for a, b in zip(mine, theirs):
-    a, b = np.asarray(a), np.asarray(b)
-    assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, a.dtype, b.shape, b.dtype)
-    np.testing.assert_allclose(a, b, rtol=tol, atol=tol * max(1.0, np.nanmax(np.abs(b), initial=0)))
 
 
 # (name, function of the library's lax.linalg, arguments); results whose sign LAPACK may choose are made unique
@@ -57,7 +48,7 @@ CASES = [
 def test_matches_jax(name, f, args):
   mine, theirs = f(lax.linalg, *args), f(jla, *args)
   if "shapes" in name: assert mine == theirs
-  else: _close(mine, theirs)
+  else: close_to_jax(mine, theirs)
 
 
 def _reconstructs():
@@ -91,7 +82,7 @@ LOSSES = [
 def test_gradients_match_jax(name, loss, x):
   mine = tg.jit(tg.grad(lambda v: loss(lax.linalg, tnp, v)))(x)
   theirs = jax.grad(lambda v: loss(jla, jax.numpy, v))(x)
-  _close(mine, theirs, 2e-3)
+  close_to_jax(mine, theirs, 2e-3)
 
 
 @pytest.mark.parametrize("name,loss,x", LOSSES, ids=[c[0] for c in LOSSES])
@@ -113,7 +104,7 @@ def test_second_derivative_of_a_log_determinant():
   logdet = lambda la, np_: lambda x: 2 * np_.log(np_.diagonal(la.cholesky(x))).sum()
   mine = tg.hessian(logdet(lax.linalg, tnp))(SPD)
   theirs = jax.hessian(logdet(jla, jax.numpy))(SPD)
-  _close(mine, theirs, 2e-3)
+  close_to_jax(mine, theirs, 2e-3)
 
 
 def test_errors():

@@ -1,5 +1,4 @@
 """Polynomials (numpy/polynomial.py) against jax.numpy: values, shapes, dtypes, jit, x64, gradients and errors."""
-import contextlib
 
 import numpy as np
 import pytest
@@ -8,7 +7,7 @@ from hypothesis import given, strategies as st
 import tracegrad
 import tracegrad.numpy as tnp
 from jnp_oracle import check, jax, jnp, same
-from oracles import x64
+from oracles import x64, x64_both
 from tracegrad.test_util import check_grads
 
 RNG = np.random.default_rng(0)
@@ -16,16 +15,6 @@ F = RNG.standard_normal(5).astype(np.float32)
 G = RNG.standard_normal(3).astype(np.float32)
 I = np.array([3, -1, 2, 5])
 J = np.array([1, 2])
-
-
-@contextlib.contextmanager
-def both_x64():
-  with x64():
-    jax.config.update("jax_enable_x64", True)
-    try:
-      yield
-    finally:
-      jax.config.update("jax_enable_x64", False)
 
 
 @pytest.mark.parametrize("a,b", [(F, G), (G, F), (I, J), (I.astype(np.uint8), J.astype(np.uint8)), (F, I),
@@ -90,7 +79,7 @@ def test_poly():
 
 
 def test_x64():
-  with both_x64():
+  with x64_both():
     f64, i64 = F.astype(np.float64), I.astype(np.int64)
     for name, args in (("polyadd", (f64, G)), ("polymul", (i64, J)), ("polyval", (i64, f64)), ("polyder", (i64,)),
                        ("polyint", (F, 2)), ("poly", (i64,)), ("polydiv", (f64, G))):
@@ -125,7 +114,7 @@ def test_fit(kw):
 
 
 def test_fit_x64_and_integers():
-  with both_x64():
+  with x64_both():
     check("polyfit", XS.astype(np.float64), YS.astype(np.float64), 4, full=True, rtol=1e-9, atol=1e-10)
   with pytest.raises(tracegrad.errors.ConcretizationTypeError, match="polyfit: deg must be a concrete"):
     tracegrad.jit(lambda d: tnp.polyfit(XS, YS, d))(2)

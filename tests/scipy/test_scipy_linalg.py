@@ -14,6 +14,7 @@ from tracegrad.test_util import check_grads
 
 jax = pytest.importorskip("jax")
 import jax.scipy.linalg as jsl  # noqa: E402
+from oracles import close_to_jax  # noqa: E402
 
 RNG = np.random.default_rng(0)
 A = RNG.standard_normal((4, 4)).astype(np.float32)
@@ -25,15 +26,6 @@ TALL = RNG.standard_normal((5, 3)).astype(np.float32)
 WIDE = TALL.T.copy()
 COEFFS = RNG.standard_normal(7).astype(np.float32)
 EPS32 = np.finfo(np.float32).eps
-
-
-def _close(mine, theirs, tol=200 * EPS32):
-  mine, theirs = tg.tree.leaves(mine), jax.tree.leaves(theirs)
-  assert len(mine) == len(theirs)
-  for a, b in zip(mine, theirs):
-    a, b = np.asarray(a), np.asarray(b)
-    assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, a.dtype, b.shape, b.dtype)
-    np.testing.assert_allclose(a, b, rtol=tol, atol=tol * max(1.0, np.nanmax(np.abs(b), initial=0)))
 
 
 def _signs(la, q, r):
@@ -114,7 +106,7 @@ def test_matches_jax(name, f, args):
     if "shapes" in name:
       theirs = jax.eval_shape(lambda *a: f(jsl, *a), *args)
       assert [(x.shape, x.dtype) for x in tg.tree.leaves(mine)] == [(x.shape, x.dtype) for x in jax.tree.leaves(theirs)]
-    else: _close(mine, jax.jit(lambda *a: f(jsl, *a))(*args), 2e-4 if "expm" in name else 200 * EPS32)
+    else: close_to_jax(mine, jax.jit(lambda *a: f(jsl, *a))(*args), 2e-4 if "expm" in name else 200 * EPS32)
 
 
 def test_factors_reconstruct_their_matrix():
@@ -136,10 +128,10 @@ def test_float64_against_jax():
   try:
     with tg.enable_x64(True):
       xs = np.stack([0.002 * A, 0.05 * A, 0.3 * A, A, 4 * A]).astype(np.float64)   # each Padé degree, and squarings
-      _close(tsl.expm(xs), jsl.expm(xs), 1e-12)
+      close_to_jax(tsl.expm(xs), jsl.expm(xs), 1e-12)
       x = A.astype(np.float64)
-      _close(tsl.solve(x, B.astype(np.float64)), jsl.solve(x, B.astype(np.float64)), 1e-12)
-      _close(tsl.det(x), jsl.det(x), 1e-12)
+      close_to_jax(tsl.solve(x, B.astype(np.float64)), jsl.solve(x, B.astype(np.float64)), 1e-12)
+      close_to_jax(tsl.det(x), jsl.det(x), 1e-12)
   finally:
     jax.config.update("jax_enable_x64", was)
 
@@ -173,7 +165,7 @@ LOSSES = [
 def test_gradients_match_jax(name, loss, x):
   mine = tg.grad(lambda v: loss(tsl, tnp, v))(x)
   theirs = jax.jit(jax.grad(lambda v: loss(jsl, jax.numpy, v)))(x)
-  _close(mine, theirs, 2e-3)
+  close_to_jax(mine, theirs, 2e-3)
 
 
 GRAD_CHECKS = [
@@ -198,12 +190,12 @@ def test_vmap_matches_slicing():
   for f in (lambda x: tsl.solve(x, x[:, :1]), tsl.det, tsl.inv, tsl.expm, lambda x: tsl.hessenberg(x, calc_q=True),
             lambda x: tsl.lu_solve(tsl.lu_factor(x), x[0]), lambda x: tsl.cho_solve(tsl.cho_factor(x @ x.T), x[0])):
     batched = tg.vmap(f)(xs)
-    for i, x in enumerate(xs): _close(tg.tree.map(lambda y: y[i], batched), tg.tree.map(np.asarray, f(x)), 1e-5)
+    for i, x in enumerate(xs): close_to_jax(tg.tree.map(lambda y: y[i], batched), tg.tree.map(np.asarray, f(x)), 1e-5)
 
 
 def test_jit_matches_eager():
   f = lambda x: (tsl.expm(0.5 * x), tsl.det(x), tsl.solve(x, x[:, :2], assume_a="pos"), tsl.lu_factor(x))
-  _close(tg.jit(f)(SPD), tg.tree.map(np.asarray, f(SPD)), 1e-5)
+  close_to_jax(tg.jit(f)(SPD), tg.tree.map(np.asarray, f(SPD)), 1e-5)
 
 
 # ---- a Gaussian process: the log marginal likelihood of 50 noisy observations under an RBF kernel ----
@@ -223,7 +215,7 @@ def test_gaussian_process_marginal_likelihood_and_its_gradient_under_jit():
   params = np.array([0.7, 0.05], np.float32)
   mine = tg.jit(tg.value_and_grad(lambda p, x, y: _gp_log_likelihood(tsl, tnp, p, x, y)))(params, x, y)
   theirs = jax.jit(jax.value_and_grad(lambda p, x, y: _gp_log_likelihood(jsl, jax.numpy, p, x, y)))(params, x, y)
-  _close(mine, theirs, 2e-3)
+  close_to_jax(mine, theirs, 2e-3)
   assert np.all(np.isfinite(np.asarray(mine[1]))) and abs(float(mine[1][1])) > 1.0
 
 

@@ -52,13 +52,10 @@ TG_INLINE double tg_seld(int c, double a, double b) {
   return tg_dfrom((tg_dbits(a) & m) | (tg_dbits(b) & ~m));
 }
 
-/* 2^x = 2^n 2^r with n = round(x), |r| <= 1/2, after |x| is clamped to 151; 2^n applied as two powers of two so
-   that results below 2^-126 are rounded once, to the right subnormal */
-TG_INLINE float tg_exp2f(float x) {
-  uint32_t ix = tg_fbits(x), ax = ix & 0x7fffffffu;
-  float c = tg_ffrom(tg_sel(ax > 0x43170000u, (ix & 0x80000000u) | 0x43170000u, ix));
-  float t = c + 0x1.8p23f, r = c - (t - 0x1.8p23f);
-  int32_t n = (int32_t)(tg_fbits(t) - 0x4b400000u), n1 = n >> 1;
+/* 2^r 2^n for |r| <= 1/2 + 2^-20, 2^n applied as two powers of two so that results below 2^-126 are rounded once, to
+   the right subnormal */
+TG_INLINE float tg_exp2_scaled(float r, int32_t n) {
+  int32_t n1 = n >> 1;
   float p = 0x1.417a9cp-13f;
   p = TG_FMAF(p, r, 0x1.5f0948p-10f);
   p = TG_FMAF(p, r, 0x1.3b2dd2p-7f);
@@ -66,31 +63,28 @@ TG_INLINE float tg_exp2f(float x) {
   p = TG_FMAF(p, r, 0x1.ebfbdcp-3f);
   p = TG_FMAF(p, r, 0x1.62e430p-1f);
   p = TG_FMAF(p, r, 1.0f);
-  p = p * tg_ffrom((uint32_t)(n1 + 127) << 23) * tg_ffrom((uint32_t)(n - n1 + 127) << 23);
-  return tg_self(ax > 0x7f800000u, x + x, p);
+  return p * tg_ffrom((uint32_t)(n1 + 127) << 23) * tg_ffrom((uint32_t)(n - n1 + 127) << 23);
 }
 
-/* e^x = 2^n 2^y with n = round(x log2(e)) and y = (x - n ln2) log2(e), |y| <= 1/2 + 2^-20: x - n ln2 is exact to
-   float precision as ln2 is split in a 16-bit high part (n ln2_hi exact for |n| <= 150) and the rest, so the error
-   does not grow with |x| as 2^(x log2(e)) rounded does; after |x| is clamped to 104, the polynomial and scaling of
-   tg_exp2f */
+/* 2^x = 2^n 2^r with n = round(x), |r| <= 1/2, after |x| is clamped to 151 */
+TG_INLINE float tg_exp2f(float x) {
+  uint32_t ix = tg_fbits(x), ax = ix & 0x7fffffffu;
+  float c = tg_ffrom(tg_sel(ax > 0x43170000u, (ix & 0x80000000u) | 0x43170000u, ix));
+  float t = c + 0x1.8p23f, r = c - (t - 0x1.8p23f);
+  return tg_self(ax > 0x7f800000u, x + x, tg_exp2_scaled(r, (int32_t)(tg_fbits(t) - 0x4b400000u)));
+}
+
+/* e^x = 2^n 2^y with n = round(x log2(e)) and y = (x - n ln2) log2(e): x - n ln2 is exact to float precision as ln2
+   is split in a 16-bit high part (n ln2_hi exact for |n| <= 150) and the rest, so the error does not grow with |x| as
+   2^(x log2(e)) rounded does; |x| is clamped to 104 first */
 TG_INLINE float tg_expf(float x) {
   uint32_t ix = tg_fbits(x), ax = ix & 0x7fffffffu;
   float c = tg_ffrom(tg_sel(ax > 0x42d00000u, (ix & 0x80000000u) | 0x42d00000u, ix));
   float t = c * 0x1.715476p0f + 0x1.8p23f, n = t - 0x1.8p23f;
   float r = TG_FMAF(-n, 0x1.62e4p-1f, c);
   r = TG_FMAF(-n, 0x1.7f7d1cp-20f, r);
-  float y = r * 0x1.715476p0f;
-  int32_t k = (int32_t)(tg_fbits(t) - 0x4b400000u), k1 = k >> 1;
-  float p = 0x1.417a9cp-13f;
-  p = TG_FMAF(p, y, 0x1.5f0948p-10f);
-  p = TG_FMAF(p, y, 0x1.3b2dd2p-7f);
-  p = TG_FMAF(p, y, 0x1.c6af7ap-5f);
-  p = TG_FMAF(p, y, 0x1.ebfbdcp-3f);
-  p = TG_FMAF(p, y, 0x1.62e430p-1f);
-  p = TG_FMAF(p, y, 1.0f);
-  p = p * tg_ffrom((uint32_t)(k1 + 127) << 23) * tg_ffrom((uint32_t)(k - k1 + 127) << 23);
-  return tg_self(ax > 0x7f800000u, x + x, p);
+  float y = tg_exp2_scaled(r * 0x1.715476p0f, (int32_t)(tg_fbits(t) - 0x4b400000u));
+  return tg_self(ax > 0x7f800000u, x + x, y);
 }
 
 /* log2(2^e (1 + f)) with 1 + f in [sqrt(1/2), sqrt(2)): e + f log2(e) + f^2 q(f), where f_hi log2(e)_hi (12 bits
