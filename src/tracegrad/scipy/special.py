@@ -18,6 +18,8 @@ from ..trace import composite
 from .special_gamma import (beta, digamma, erfcx, erfinv, factorial, gamma, gammasgn, i0, i0e, i1, i1e, loggamma,
                             multigammaln, poch, polygamma, zeta)
 from .special_logistic import boxcox, boxcox1p, entr, expit, kl_div, log_softmax, logit, rel_entr, softmax
+from .special_combinatorics import bernoulli, comb
+from .special_integrals import dawsn, exp1, expi, expn, fresnel, sici, spence
 from .special_bessel import bessel_jn
 from .special_hyp2f1 import hyp2f1
 from .special_hypergeometric import hyp1f1
@@ -27,7 +29,7 @@ __all__ = ["erf", "erfc", "logsumexp", "gammaln", "betaln", "xlogy", "xlog1py", 
            "gammainc", "gammaincc", "betainc", "beta", "digamma", "erfcx", "erfinv", "factorial", "gamma", "gammasgn",
            "i0", "i0e", "i1", "i1e", "loggamma", "multigammaln", "poch", "polygamma", "zeta", "boxcox", "boxcox1p",
            "entr", "expit", "kl_div", "log_softmax", "logit", "rel_entr", "softmax", "bessel_jn", "hyp1f1", "hyp2f1",
-           "owens_t"]
+           "owens_t", "bernoulli", "comb", "dawsn", "exp1", "expi", "expn", "fresnel", "sici", "spence"]
 
 
 def erf(x) -> Array:
