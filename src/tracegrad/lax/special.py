@@ -107,8 +107,8 @@ _erfcx = _node(_erfcx_of, _erfcx_deriv, "erfcx")
 def erf(x) -> Array:
   """The error function, as jax.lax.erf.
 
-  >>> lax.erf(tnp.array([0.0, 1.0]))
-  Array([0.       , 0.8427008], dtype=float32)
+  >>> lax.erf(tnp.array([0.0, 2.0]))
+  Array([0.       , 0.9953223], dtype=float32)
   """
   return _apply("erf", _erf, x)
 

@@ -35,8 +35,8 @@ __all__ = ["erf", "erfc", "logsumexp", "gammaln", "betaln", "xlogy", "xlog1py", 
 def erf(x) -> Array:
   """The error function, as jax.scipy.special.erf (lax.erf after promoting integers to float32).
 
-  >>> tracegrad.scipy.special.erf(1)
-  Array(0.8427008, dtype=float32)
+  >>> tracegrad.scipy.special.erf(2)
+  Array(0.9953223, dtype=float32)
   """
   (x,) = _float(x)
   return lax.erf(x)
