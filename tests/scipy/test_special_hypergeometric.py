@@ -15,7 +15,7 @@ import tracegrad as tg
 import tracegrad.numpy as tnp
 from tracegrad.scipy import special
 
-from oracles import x64
+from oracles import x64_both
 
 jax = pytest.importorskip("jax")
 jspecial = pytest.importorskip("jax.scipy.special")
@@ -23,18 +23,9 @@ sp = pytest.importorskip("scipy.special")
 rng = np.random.default_rng(7)
 
 
-@contextlib.contextmanager
 def precision(dt):
   """float64 on in both libraries for dt float64."""
-  if dt is np.float32:
-    yield
-    return
-  with x64():
-    jax.config.update("jax_enable_x64", True)
-    try:
-      yield
-    finally:
-      jax.config.update("jax_enable_x64", False)
+  return contextlib.nullcontext() if dt is np.float32 else x64_both()
 
 
 def _u(lo, hi, n, dt): return rng.uniform(lo, hi, n).astype(dt)

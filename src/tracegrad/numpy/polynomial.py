@@ -3,7 +3,6 @@ polydiv, polyder, polyint, polyval, and polyfit (least squares on linalg.lstsq).
 from __future__ import annotations
 
 import math
-import operator
 
 import ml_dtypes
 import numpy as np
@@ -11,7 +10,7 @@ import numpy as np
 from ..array import Array, to_array
 from ..errors import ConcretizationTypeError
 from ..lax import scan
-from ._support import inexact
+from ._support import inexact, static_int
 from .core import promote
 from .creation import full, ones, zeros
 from .elementwise import negative, sqrt, true_divide
@@ -24,13 +23,9 @@ __all__ = ["poly", "polyadd", "polysub", "polymul", "polydiv", "polyder", "polyi
 
 
 def _order(m, fn: str) -> int:
-  if isinstance(m, Array):
-    if m.is_traced: raise ConcretizationTypeError(f"{fn}: m must be a concrete integer, got a traced value")
-    m = m.item()
-  try:
-    return operator.index(m)
-  except TypeError:
-    raise TypeError(f"{fn}: m must be an integer, got {m!r}") from None
+  if isinstance(m, Array) and m.is_traced:
+    raise ConcretizationTypeError(f"{fn}: m must be a concrete integer, got a traced value")
+  return static_int(m, fn, "m")
 
 
 def _coefficients(fn: str, error: type, **arrays: Array) -> None:
