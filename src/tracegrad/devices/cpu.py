@@ -127,10 +127,18 @@ class Toolchain:
   def command(self, out: str) -> list[str]: return [*self.cmd, *self.flags, "-x", "c", "-", "-o", out, "-lm"]
 
 
+def _spawned(cmd: list[str], **kw) -> subprocess.CompletedProcess:
+  """subprocess.run of cmd started by posix_spawn (an absolute program path and no closing of descriptors lets Python
+  choose it): a fork from a thread here would run the fork handlers of OpenBLAS, which deadlock against a BLAS call
+  that another thread has in flight."""
+  prog = shutil.which(cmd[0]) or cmd[0]
+  return subprocess.run([os.path.abspath(prog), *cmd[1:]], close_fds=False, **kw)
+
+
 def _compiles(tc: Toolchain) -> bool:
   with tempfile.TemporaryDirectory() as d:
     try:
-      r = subprocess.run(tc.command(os.path.join(d, "probe.so")), input="int tg_probe(void) { return 0; }\n",
+      r = _spawned(tc.command(os.path.join(d, "probe.so")), input="int tg_probe(void) { return 0; }\n",
                          capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError):
       return False
@@ -139,7 +147,7 @@ def _compiles(tc: Toolchain) -> bool:
 
 def _version(cmd: list[str]) -> str | None:
   try:
-    r = subprocess.run([*cmd, "--version"], capture_output=True, text=True, timeout=30)
+    r = _spawned([*cmd, "--version"], capture_output=True, text=True, timeout=30)
   except (OSError, subprocess.SubprocessError):
     return None
   return r.stdout.strip() if r.returncode == 0 else None
@@ -450,10 +458,10 @@ TIER_MIN_CHARS = 40_000   # a source this long, not in the cache, runs as a quic
 
 def _run_compiler(cmd: list[str], source: str | None, timeout: float | None, what: str, nice: bool = False) -> None:
   """cmd on `source`; RuntimeError with its message when it fails. `nice`: at a lower priority (a background build
-  yields the cores to the program it will replace)."""
+  yields the cores to the program it will replace), through the nice command: a preexec_fn would make Python fork."""
+  if nice and shutil.which("nice"): cmd = ["nice", "-n", "10", *cmd]
   try:
-    r = subprocess.run(cmd, input=source, capture_output=True, text=True, timeout=timeout,
-                       preexec_fn=(lambda: os.nice(10)) if nice else None)
+    r = _spawned(cmd, input=source, capture_output=True, text=True, timeout=timeout)
   except subprocess.TimeoutExpired:
     raise RuntimeError(f"cpu: the C compiler took longer than {timeout} s") from None
   if r.returncode != 0:
@@ -510,7 +518,7 @@ class _Timer:
       if self.proc is None or self.proc.poll() is not None:
         self.proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("cpu_timer.py")), "--serve"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     text=True)
+                                     text=True, close_fds=False)   # spawned, not forked: see _spawned
       try:
         self.proc.stdin.write(job + "\n")
         self.proc.stdin.flush()
