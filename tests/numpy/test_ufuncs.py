@@ -147,7 +147,7 @@ def test_errors_name_function_and_shapes():
   with pytest.raises(ValueError, match=r"add.*\(2,\).*\(3,\)"): tnp.add(tnp.ones(2), tnp.ones(3))
   with pytest.raises(TypeError, match="add"): tnp.add(tnp.ones(2), "x")
   with pytest.raises(TypeError, match="bitwise_and"): tnp.bitwise_and(tnp.ones(2), tnp.ones(2))
-  with pytest.raises(TypeError, match="where"): tnp.where(tnp.ones(2) > 0)
+  with pytest.raises(TypeError, match="where"): tnp.where(tnp.ones(2) > 0, 1.0)
 
 
 def test_operators():
