@@ -6,6 +6,9 @@ cache; JAX with its default, no disk cache). Not a test: a loss that disagrees i
 
   python3 benchmarks/models.py [--quick] [--only NAME] [--no-first-call] [--busy N]
 
+The steady steps time fully optimised builds (TRACEGRAD_TIERED=0 in this process); the first calls in fresh processes
+run with the caller's setting.
+
 --busy N runs the steady steps beside N processes that keep a core busy each (a loaded machine): both libraries
 share the cores with them in the same way.
 
@@ -34,6 +37,7 @@ import tracegrad.numpy as tnp
 from run import _have, _mlp_step, _timeit, mlp_problem
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+USER_TIERED = os.environ.get("TRACEGRAD_TIERED")   # the first calls in fresh processes run as the user's setting
 MLPERF = os.path.join(os.path.dirname(HERE), "examples", "mlperf")
 
 
@@ -370,6 +374,8 @@ def first_calls(name: str) -> dict:
   """Seconds of the first step in a fresh process: tracegrad with a cold disk cache, then a warm one; JAX's."""
   cache = tempfile.mkdtemp(prefix="tracegrad-bench-")
   env = {**os.environ, "TRACEGRAD_CACHE_DIR": cache}
+  env.pop("TRACEGRAD_TIERED")
+  if USER_TIERED is not None: env["TRACEGRAD_TIERED"] = USER_TIERED
   run = lambda lib: float(subprocess.run([sys.executable, "-c", FIRST_CALL.format(here=HERE, lib=lib, name=name)],
                                          env=env, capture_output=True, text=True, check=True).stdout.split()[-1])
   try:
@@ -428,6 +434,7 @@ def main():
   ap.add_argument("--no-first-call", action="store_true", help="skip the first-call timings in fresh processes")
   ap.add_argument("--busy", type=int, default=0, metavar="N", help="time the steps beside N busy processes")
   a = ap.parse_args()
+  os.environ["TRACEGRAD_TIERED"] = "0"   # the steady steps time full builds, not a quick one awaiting its upgrade
   rounds, min_time = (2, 0.2) if a.quick else (5, 0.5)
   print(f"tracegrad on {tg.default_backend()} ({tg.devices()[0]}); numpy {np.__version__}"
         + ("; jax installed (loss: the first step's, tracegrad / jax)" if _have("jax") else "")

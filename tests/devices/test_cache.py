@@ -401,10 +401,36 @@ def test_long_source_runs_a_quick_build_until_its_full_one_is_cached(cache, monk
   np.testing.assert_array_equal(got, double(X))
   for t in [t for t in threading.enumerate() if t.name == "tracegrad-full-build"]: t.join(60)
   entry = dev.library_path(src)
-  assert lib.better is not None and lib.tg_run is lib.better.tg_run and _digest_matches(entry)
+  assert lib.better is not None and lib.tg_run is lib.better.tg_run and _digest_matches(entry) and not lib.building
   assert dev.compile(src, tiered=True) is lib.better   # the full build is what later programs get
   (got,) = dev.run_program(prog, lib, [X])
   np.testing.assert_array_equal(got, double(X))
   other = CPUDevice()
   monkeypatch.setenv("TRACEGRAD_TIERED", "0")
   assert other.compile(src, tiered=True).better is None   # a cached entry, or tiering off, builds no quick library
+
+
+@needs_cc
+def test_a_quick_build_runs_on_one_thread_until_its_full_build_is_in(cache, monkeypatch):
+  mod = sys.modules[CPUDevice.__module__]
+  if mod._threads.base == 1: pytest.skip("one core")
+  monkeypatch.setattr(mod, "TIER_MIN_CHARS", 0)
+  release, counts = threading.Event(), []
+  build = mod._build
+  monkeypatch.setattr(mod, "_build", lambda *a, **k: (release.wait(60), build(*a, **k))[1] if k.get("units") == 1
+                      else build(*a, **k))   # the full build waits for the test
+  dev = CPUDevice()
+  prog, src = _prog(double)
+  lib = dev.compile(src, tiered=True)
+  run, base = lib.tg_run, mod._threads.base
+  lib.tg_run = lambda ptrs: (counts.append(mod._threads.now), run(ptrs))
+  runner = dev.runner(prog, lib)
+  runner.threaded = True
+  try:
+    for _ in range(3): runner([X])
+    assert lib.building and counts == [1, 1, 1]
+  finally:
+    release.set()
+    for t in [t for t in threading.enumerate() if t.name == "tracegrad-full-build"]: t.join(60)
+    mod._threads.use(base)
+  assert not lib.building and lib.better is not None

@@ -328,7 +328,7 @@ def test_a_program_keeps_the_thread_count_its_probes_found_faster(cache, single_
   runner, base = exe._runner, cpu_mod._threads.base
   slow, fast = 0.002, 0.0005
   lib = runner.lib
-  runner.lib = types.SimpleNamespace(tg_run=lambda ptrs: time.sleep(
+  runner.lib = types.SimpleNamespace(building=False, tg_run=lambda ptrs: time.sleep(
     fast if (cpu_mod._threads.now == 1) == single_faster else slow))   # this runner's library only
   try:
     for _ in range(4 * cpu_mod.PROBE_MAX): runner([x])

@@ -343,6 +343,10 @@ class _Runner:
   def _run(self, ptrs) -> None:
     """tg_run on the thread count this program chose (or, as a probe, the other), timed, and choose again."""
     t = _threads
+    if self.lib.building:   # the compiler has the cores: parallel kernels would wait on its threads at each barrier
+      t.use(1)
+      self.lib.tg_run(ptrs)
+      return
     if t.base == 1 or not self.warm:
       self.lib.tg_run(ptrs)   # the first run is not timed: it starts the threads and touches its memory first
       self.warm = True
@@ -440,10 +444,13 @@ class Library:
     if _pin_openmp(): weakref.finalize(self, _ffi.dlclose, self._lib).atexit = False
     self.tg_run = self._lib.tg_run
     self.better: Library | None = None
+    self.building = False   # a quick build whose full one is compiling
 
-  def upgrade(self, better: "Library") -> None:
-    """Run `better` (the same source, fully optimised) from now on; calls in flight finish on this one's code."""
-    self.better, self.tg_run = better, better.tg_run
+  def upgrade(self, better: "Library | None") -> None:
+    """Run `better` (the same source, fully optimised) from now on; calls in flight finish on this one's code. None:
+    its build failed, this one stays."""
+    if better is not None: self.better, self.tg_run = better, better.tg_run
+    self.building = False
 
   def times(self, ns) -> None:
     """Fill ns with the nanoseconds per kernel of the last run (a library rendered timed)."""
@@ -456,10 +463,8 @@ UNIT_MIN_CHARS = 40_000   # a source this long whose kernels fall in two units c
 TIER_MIN_CHARS = 40_000   # a source this long, not in the cache, runs as a quick build while its full one compiles
 
 
-def _run_compiler(cmd: list[str], source: str | None, timeout: float | None, what: str, nice: bool = False) -> None:
-  """cmd on `source`; RuntimeError with its message when it fails. `nice`: at a lower priority (a background build
-  yields the cores to the program it will replace), through the nice command: a preexec_fn would make Python fork."""
-  if nice and shutil.which("nice"): cmd = ["nice", "-n", "10", *cmd]
+def _run_compiler(cmd: list[str], source: str | None, timeout: float | None, what: str) -> None:
+  """cmd on `source`; RuntimeError with its message when it fails."""
   try:
     r = _spawned(cmd, input=source, capture_output=True, text=True, timeout=timeout)
   except subprocess.TimeoutExpired:
@@ -469,23 +474,23 @@ def _run_compiler(cmd: list[str], source: str | None, timeout: float | None, wha
 
 
 def _build(tc: Toolchain, source: str, path: Path, timeout: float | None = None, publish: bool = True,
-           nice: bool = False) -> bytes:
+           units: int = 2) -> bytes:
   """The library of `source`, compiled into a temporary file beside `path`, then moved into place with its digest,
   so `path` is whole or absent (without `publish`, only returned). A long source that declares two units
-  (render_c.UNITS) compiles as two objects at once, then links."""
+  (render_c.UNITS) compiles as two objects at once, then links, unless `units` is 1."""
   fd, tmp = _temp(path.parent, path.stem[:16] + "-")
   os.close(fd)
   try:
-    if len(source) < UNIT_MIN_CHARS or "TG_UNIT == 1" not in source or (os.cpu_count() or 1) < 2:
-      _run_compiler(tc.command(tmp), source, timeout, numbered(source), nice)
+    if units < 2 or len(source) < UNIT_MIN_CHARS or "TG_UNIT == 1" not in source or (os.cpu_count() or 1) < 2:
+      _run_compiler(tc.command(tmp), source, timeout, numbered(source))
     else:
       with tempfile.TemporaryDirectory(suffix=".tmp", dir=path.parent) as d:
         objs = [os.path.join(d, f"unit{i}.o") for i in range(2)]
         flags = [f for f in tc.flags if f != "-shared"]
         cmds = [[*tc.cmd, *flags, f"-DTG_UNIT={i}", "-c", "-x", "c", "-", "-o", o] for i, o in enumerate(objs)]
         with ThreadPoolExecutor(2) as pool:
-          for f in [pool.submit(_run_compiler, c, source, timeout, numbered(source), nice) for c in cmds]: f.result()
-        _run_compiler([*tc.cmd, *tc.flags, *objs, "-o", tmp, "-lm"], None, timeout, "(linking the two units)", nice)
+          for f in [pool.submit(_run_compiler, c, source, timeout, numbered(source)) for c in cmds]: f.result()
+        _run_compiler([*tc.cmd, *tc.flags, *objs, "-o", tmp, "-lm"], None, timeout, "(linking the two units)")
     if (data := _read(tmp)) is None: raise RuntimeError(f"cpu: the C compiler left no library at {tmp}")
     if publish: _publish(path, tmp, data)
     return data
@@ -616,22 +621,23 @@ class CPUDevice(Device):
     tc = self.toolchain()
     quick = Toolchain(tc.cmd, tuple("-O1" if f == "-O3" else f for f in tc.flags), tc.version)
     lib = Library(path, _build(quick, source, path, publish=False))
+    lib.building = True
 
     def full():
       try:
-        better = self._load(source, path, None, nice=True)
+        better = self._load(source, path, None, units=1)
       except (RuntimeError, OSError, _Unwritable):
-        return
+        return lib.upgrade(None)
       lib.upgrade(better)
       self._keep(path, better, source)
 
     threading.Thread(target=full, name="tracegrad-full-build").start()   # joined at exit: its entry is kept
     return lib
 
-  def _load(self, source: str, path: Path, timeout: float | None, nice: bool = False) -> Library:
+  def _load(self, source: str, path: Path, timeout: float | None, units: int = 2) -> Library:
     """The library of `source`: the cache entry `path` when its digest matches, else built again in its place."""
     data = _verified(path)
-    if data is None: data = _build(self.toolchain(), source, path, timeout, nice=nice)
+    if data is None: data = _build(self.toolchain(), source, path, timeout, units=units)
     return Library(path, data)
 
   def runner(self, prog: Program | Layout, lib: Library) -> _Runner:
