@@ -122,12 +122,12 @@ def sort_key_val(keys, values, dimension: int = -1, is_stable: bool = True) -> t
   return sort((keys, values), dimension, is_stable, 1)
 
 
-def top_k(operand, k: int, *, axis: int = -1) -> tuple[Array, Array]:
+def top_k(operand, k: int, *, axis: int = -1) -> list[Array]:
   """The k largest entries along axis, largest first (ties: the lower index first), and their int32 indices, as
-  jax.lax.top_k.
+  jax.lax.top_k (a list of the two, as JAX's).
 
   >>> lax.top_k(tnp.array([1.0, 4.0, 2.0, 4.0]), 2)
-  (Array([4., 4.], dtype=float32), Array([1, 3], dtype=int32))
+  [Array([4., 4.], dtype=float32), Array([1, 3], dtype=int32)]
   """
   fn = "top_k"
   a = to_array(operand, fn=fn)
@@ -143,25 +143,25 @@ def top_k(operand, k: int, *, axis: int = -1) -> tuple[Array, Array]:
   key = key.alu(Ops.XOR, fm.k(key, -1 if not key.dtype.is_unsigned else dtypes.max_value(key.dtype)))  # descending
   vals, idx = _sorted([u, UOp.iota(u.shape, u.ndim - 1, _I32)], [key])
   cut = lambda x: x.slice([(0, d, 1) for d in x.shape[:-1]] + [(0, k, 1)]).permute(inv)
-  return Array(cut(vals), a.weak_type), Array(cut(idx))
+  return [Array(cut(vals), a.weak_type), Array(cut(idx))]
 
 
 def approx_max_k(operand, k: int, reduction_dimension: int = -1, recall_target: float = 0.95,
-                 reduction_input_size_override: int = -1, aggregate_to_topk: bool = True) -> tuple[Array, Array]:
+                 reduction_input_size_override: int = -1, aggregate_to_topk: bool = True) -> list[Array]:
   """The k largest entries along reduction_dimension and their indices, as jax.lax.approx_max_k (exact here).
 
   >>> lax.approx_max_k(tnp.array([1.0, 4.0, 2.0]), 1)
-  (Array([4.], dtype=float32), Array([1], dtype=int32))
+  [Array([4.], dtype=float32), Array([1], dtype=int32)]
   """
   return top_k(operand, k, axis=reduction_dimension)
 
 
 def approx_min_k(operand, k: int, reduction_dimension: int = -1, recall_target: float = 0.95,
-                 reduction_input_size_override: int = -1, aggregate_to_topk: bool = True) -> tuple[Array, Array]:
+                 reduction_input_size_override: int = -1, aggregate_to_topk: bool = True) -> list[Array]:
   """The k smallest entries along reduction_dimension and their indices, as jax.lax.approx_min_k (exact here).
 
   >>> lax.approx_min_k(tnp.array([1.0, 4.0, 2.0]), 2)
-  (Array([1., 2.], dtype=float32), Array([0, 2], dtype=int32))
+  [Array([1., 2.], dtype=float32), Array([0, 2], dtype=int32)]
   """
   fn = "approx_min_k"
   a = to_array(operand, fn=fn)
@@ -169,4 +169,4 @@ def approx_min_k(operand, k: int, reduction_dimension: int = -1, recall_target: 
   vals, idx = sort((a, Array(UOp.iota(a.shape, ax, _I32))), ax, True, 1)
   k = operator.index(k)
   cut = lambda x: Array(x.uop.slice([(0, k if i == ax else d, 1) for i, d in enumerate(x.shape)]), x.weak_type)
-  return cut(vals), cut(idx)
+  return [cut(vals), cut(idx)]
