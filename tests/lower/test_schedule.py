@@ -321,3 +321,18 @@ def test_a_transposed_weight_smaller_than_the_output_is_packed_for_register_bloc
   prog = schedule(tg.make_graph(lambda x, w: x @ w.T)(x, w))
   assert [l.extent for l in prog.kernels[0].loops] == [6, 8, 16, 16]
   np.testing.assert_allclose(run_program(prog, [x, w])[0].reshape(520, 128), x @ w.T, **tol("float32", 840, 840))
+
+
+def test_a_sum_read_only_transposed_is_computed_transposed():
+  from tracegrad.lower.schedule import prepare
+  rng = np.random.default_rng(3)
+  w, x, dy = (rng.normal(size=s).astype(np.float32) for s in ((6, 5), (4, 6), (4, 5)))
+  update = lambda w, x, dy: w - 0.1 * (dy.T @ x).T   # the transposed weight gradient a matmul's VJP gives
+  g = prepare(tg.make_graph(update)(w, x, dy))
+  nodes = g.outputs[0].toposort()
+  assert not any(u.op is Ops.PERMUTE and u.src[0].op is Ops.RESHAPE and u.src[0].src[0].op is Ops.REDUCE_SUM
+                 for u in nodes)
+  np.testing.assert_allclose(np.asarray(tg.jit(update)(w, x, dy)), w - 0.1 * (dy.T @ x).T, rtol=ulps(8), atol=ulps(8))
+  both = lambda x, dy: ((dy.T @ x).T, dy.T @ x)   # a sum with another reader is computed once, in its own order
+  g = prepare(tg.make_graph(both)(x, dy))
+  assert sum(u.op is Ops.REDUCE_SUM for u in tg.ir.toposort(list(g.outputs))) == 1

@@ -96,6 +96,33 @@ FOLD = PatternMatcher([
 ])
 
 
+# ---- and a sum read only through a transpose is computed in the transposed order ----
+
+def _permuted_reduce(uses: dict, p: UOp, s: UOp, r: UOp) -> UOp | None:
+  """permute(reshape(reduce(x))), the reshape dropping the reduced unit axes, as the reduce of x permuted likewise,
+  when nothing else reads the reduce: its kernel then stores what its reader reads in place (a weight's gradient
+  for the update p - lr * g, not its transpose read at a stride)."""
+  axes = list(r.arg)
+  kept = [i for i in range(r.ndim) if i not in axes]
+  if uses.get(r) != 1 or uses.get(s) != 1 or s.shape != tuple(r.shape[i] for i in kept): return None
+  x = r.src[0].permute(axes + [kept[i] for i in p.arg])
+  return x.reduce(r.op, range(len(axes))).reshape(p.shape)
+
+
+TRANSPOSED_SUMS = PatternMatcher([
+  (UPat(Ops.PERMUTE, src=(UPat(Ops.RESHAPE, src=(UPat(REDUCE, name="r"),), name="s"),), name="p"), _permuted_reduce),
+])
+
+
+def _uses(outputs) -> dict:
+  """How many nodes read each node (an output counts as a reader)."""
+  uses: dict = {}
+  for u in toposort(list(outputs)):
+    for v in set(u.src): uses[v] = uses.get(v, 0) + 1
+  for o in outputs: uses[o] = uses.get(o, 0) + 1
+  return uses
+
+
 def _i(v: int) -> UOp: return UOp.const(I64, v)
 
 
@@ -795,7 +822,8 @@ def merge_rows(kernels: list, calls: list) -> tuple[list, list]:
 
 def prepare(graph: Graph) -> Graph:
   """graph as the scheduler takes it: calls inlined, stop_gradient gone, repeated values reduced without copies."""
-  outs = tuple(graph_rewrite_many(list(graph.outputs), INLINE + FOLD))
+  outs = graph_rewrite_many(list(graph.outputs), INLINE + FOLD)
+  outs = tuple(graph_rewrite_many(outs, TRANSPOSED_SUMS, _uses(outs)))
   return Graph(graph.inputs, outs, graph.in_tree, graph.out_tree, graph.in_weak, graph.out_weak)
 
 
