@@ -823,7 +823,11 @@ def merge_rows(kernels: list, calls: list) -> tuple[list, list]:
 def prepare(graph: Graph) -> Graph:
   """graph as the scheduler takes it: calls inlined, stop_gradient gone, repeated values reduced without copies."""
   outs = graph_rewrite_many(list(graph.outputs), INLINE + FOLD)
-  outs = tuple(graph_rewrite_many(outs, TRANSPOSED_SUMS, _uses(outs)))
+  while True:   # a rewrite remakes the nodes above it, whose readers are counted again in the next pass
+    new = graph_rewrite_many(outs, TRANSPOSED_SUMS, _uses(outs))
+    if new == outs: break
+    outs = new
+  outs = tuple(outs)
   return Graph(graph.inputs, outs, graph.in_tree, graph.out_tree, graph.in_weak, graph.out_weak)
 
 
