@@ -823,11 +823,8 @@ def merge_rows(kernels: list, calls: list) -> tuple[list, list]:
 def prepare(graph: Graph) -> Graph:
   """graph as the scheduler takes it: calls inlined, stop_gradient gone, repeated values reduced without copies."""
   outs = graph_rewrite_many(list(graph.outputs), INLINE + FOLD)
-  while True:   # a rewrite remakes the nodes above it, whose readers are counted again in the next pass
-    new = graph_rewrite_many(outs, TRANSPOSED_SUMS, _uses(outs))
-    if new == outs: break
-    outs = new
-  outs = tuple(outs)
+  # top-down: a rule sees the sums below it as they were counted, not remade by rewrites under them
+  outs = tuple(graph_rewrite_many(outs, TRANSPOSED_SUMS, _uses(outs), bottom_up=False))
   return Graph(graph.inputs, outs, graph.in_tree, graph.out_tree, graph.in_weak, graph.out_weak)
 
 
