@@ -577,9 +577,33 @@ def test_dot_product_blocks_take_a_column_count_that_divides_the_columns():
     dy, win = rng.standard_normal((n, 32, p)).astype(np.float32), rng.standard_normal((n, 27, p)).astype(np.float32)
     (k,) = [k for k in schedule(tg.make_graph(f)(dy, win)).kernels if k.reduce is not None]
     assert "jb += 3" in k.source and "if (rn ==" not in k.source   # whole blocks of 3 columns, no cut edge
-    assert ("ib += 4" in k.source) == (n * p > 16384)   # a sum in blocks: 4 rows, its sums and errors in registers
+    assert ("errs[q][c]" in k.source) == (n * p > 16384)   # a long sum adds up blocks, carrying their errors
+    assert "TG_PIN(av)" in k.source   # each step reads whole vectors of both operands
     np.testing.assert_allclose(np.asarray(tg.jit(f)(dy, win)), np.einsum("nop,nqp->oq", dy.astype(np.float64), win),
                                rtol=ulps(4 * n * p), atol=ulps(4 * n * p) * np.sqrt(n * p))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("o,q,n,p", [(16, 6, 2, 64), (5, 7, 3, 70)])
+def test_dot_product_blocks_read_their_operands_as_vectors(dtype, o, q, n, p):
+  """A step multiplying a row's load by a column's reads each as a vector, once per step (the row's kept in a
+  register across the columns); a computed operand runs lane by lane. Both give the same sums as float64 einsum,
+  whole blocks and cut ones, and a reduction with a tail shorter than a vector."""
+  import tracegrad as tg
+  from tracegrad.lower.schedule import schedule
+  rng = np.random.default_rng(1)
+  a, b = rng.standard_normal((n, o, p)).astype(dtype), rng.standard_normal((n, q, p)).astype(dtype)
+  plain = lambda a, b: tg.numpy.einsum("nop,nqp->oq", a, b)
+  computed = lambda a, b: tg.numpy.einsum("nop,nqp->oq", tg.numpy.exp(a), b)
+  with x64(dtype == "float64"):
+    for f, vector in ((plain, True), (computed, False)):
+      (k,) = [k for k in schedule(tg.make_graph(f)(a, b)).kernels if k.reduce is not None]
+      assert ("TG_PIN(av)" in k.source) == vector and "accs[q][c]" in k.source
+      ref = np.einsum("nop,nqp->oq", np.exp(a.astype(np.float64)) if f is computed else a.astype(np.float64), b)
+      got = np.asarray(tg.jit(f)(a, b))
+      assert got.dtype == np.dtype(dtype)
+      tol = ulps(4 * n * p, np.dtype(dtype))
+      np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * math.sqrt(n * p) * np.abs(ref).max())
 
 
 def test_only_a_product_of_two_operands_is_register_blocked():

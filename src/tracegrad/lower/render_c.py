@@ -593,7 +593,29 @@ BLOCK_PRELUDE = "\n" + "".join(
   ("#else\n" if macro is None else f"#{'if' if i == 0 else 'elif'} defined({macro})\n")
   + "".join(f"#define {k} {v}\n" for k, v in sizes.items())
   for i, (macro, sizes) in enumerate(BLOCKS.items())) + "#endif\n" + \
-  "#define TG_WIDTH(n, T) ((n) < TG_VBYTES / (int64_t)sizeof(T) ? (n) : TG_VBYTES / (int64_t)sizeof(T))\n"
+  "#define TG_WIDTH(n, T) ((n) < TG_VBYTES / (int64_t)sizeof(T) ? (n) : TG_VBYTES / (int64_t)sizeof(T))\n" + r"""
+/* a vector register of floats or doubles (and one read at any element), their multiply-add, and TG_PIN(v), which keeps
+   v in a register: without it gcc reads a row operand again from memory in each of its multiply-adds */
+typedef float tg_vf __attribute__((vector_size(TG_VREG)));
+typedef float tg_vfu __attribute__((vector_size(TG_VREG), aligned(4)));
+typedef double tg_vd __attribute__((vector_size(TG_VREG)));
+typedef double tg_vdu __attribute__((vector_size(TG_VREG), aligned(8)));
+TG_INLINE tg_vf tg_vfmaf(tg_vf a, tg_vf b, tg_vf c) {
+  for (int l = 0; l < TG_VREG / 4; l++) c[l] = TG_FMAF(a[l], b[l], c[l]);
+  return c;
+}
+TG_INLINE tg_vd tg_vfma(tg_vd a, tg_vd b, tg_vd c) {
+  for (int l = 0; l < TG_VREG / 8; l++) c[l] = TG_FMA(a[l], b[l], c[l]);
+  return c;
+}
+#if defined(__x86_64__) || defined(__i386__)
+#define TG_PIN(v) __asm__("" : "+v"(v))
+#elif defined(__aarch64__)
+#define TG_PIN(v) __asm__("" : "+w"(v))
+#else
+#define TG_PIN(v) (void)0
+#endif
+"""
 
 
 def interchanged(k: Kernel) -> bool:
@@ -659,7 +681,7 @@ def _emit_dot_blocked(b: _Body, k: Kernel, pragmas: dict[int, str]):
   if "cols" not in opts and not _whole(cols.extent, EVERY_TARGET["TG_DOT_COLS"]):
     # whole blocks of a size that divides the columns rather than cut ones (a filter gradient's 27 taps: 3)
     if (c := next((c for c in DOT_COLS_DIVIDING if _whole(cols.extent, c)), None)) is not None: opts["cols"] = c
-  if "rows" not in opts and sum_plan(r, DOT_LANES * b.sum_block) is not None:
+  if "rows" not in opts and sum_plan(r, DOT_LANES * b.sum_block) is not None and vector_factors(k) is None:
     opts["rows"] = LONG_DOT_ROWS   # a long sum keeps each point's sum and error too: fewer rows keep them in registers
   nr, nc = str(opts.get("rows", "TG_ROWS")), str(opts.get("cols", "TG_DOT_COLS"))
   with ExitStack() as loops:
@@ -701,22 +723,68 @@ def _vector_width(extent: int, dtype: DType) -> str:
   return f"(TG_VBYTES / (int64_t)sizeof({ct}))" if extent >= widest else f"TG_WIDTH({extent}, {ct})"
 
 
+VECTOR = {dtypes.float32: ("tg_vf", "tg_vfu", "tg_vfmaf"), dtypes.float64: ("tg_vd", "tg_vdu", "tg_vfma")}
+
+
+def vector_factors(k: Kernel) -> tuple[UOp, UOp] | None:
+  """The loads of a block of dot products' row and column operands, when its step multiplies them: both of the sum's
+  dtype and contiguous along the reduction, so that each step reads them as whole vectors, a row's once for all the
+  columns. None for any other step (a converted or computed operand runs lane by lane)."""
+  r = k.reduce
+  if r.value.op is not Ops.MUL or r.value.dtype is not r.acc.dtype or r.acc.dtype not in VECTOR: return None
+  rows, cols, inner = k.loops[-2].var, k.loops[-1].var, r.loops[-1].var
+  sides = {}
+  for u in r.value.src:
+    if u.op is not Ops.GATHER or u.src[0].dtype is not r.acc.dtype: return None
+    idx = u.src[1].src[0]
+    deps = set(idx.toposort())
+    if coefficient(idx, inner) != 1 or (rows in deps) == (cols in deps): return None
+    sides[rows in deps] = u
+  return (sides[True], sides[False]) if len(sides) == 2 else None
+
+
 def _emit_dots(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str, str]):
+  """One block of dot products: its sums, each a vector of partial sums along the reduction, then its stores."""
   r, n = k.reduce, len(k.loops)
   lanes, m = f"(TG_VREG / (int64_t)sizeof({ct}))", len(r.loops) - 1
   ext, plan = r.loops[-1].extent, sum_plan(r, DOT_LANES * b.sum_block)   # per lane, a block's worth of steps
-  b.line(f"{ct} accs[{size[0]}][{size[1]}][TG_VREG / sizeof({ct})];")
-  zero = (f"for (int64_t q = 0; q < {nr}; q++) for (int64_t c = 0; c < {nc}; c++) "
-          f"for (int64_t l = 0; l < {lanes}; l++) accs[q][c][l] = 0;")
+  factors = vector_factors(k)
+  if factors:
+    vt, vtu, fma = VECTOR[r.acc.dtype]
+    b.line(f"{vt} accs[{size[0]}][{size[1]}];")
+    zero = f"for (int64_t q = 0; q < {nr}; q++) for (int64_t c = 0; c < {nc}; c++) accs[q][c] = ({vt}){{0}};"
+  else:
+    b.line(f"{ct} accs[{size[0]}][{size[1]}][TG_VREG / sizeof({ct})];")
+    zero = (f"for (int64_t q = 0; q < {nr}; q++) for (int64_t c = 0; c < {nc}; c++) "
+            f"for (int64_t l = 0; l < {lanes}; l++) accs[q][c][l] = 0;")
   if plan: _declare_sums(b, nr, nc, ct, size, "c")
   else: b.line(zero)
   for j, l in enumerate(r.loops): b.names[l.var] = f"r{j}"
   unroll = "#pragma GCC unroll 16" if nr == size[0] else None
 
-  def point():
+  def row():
     b.line(f"const int64_t i{n - 2} = ib + q;")
+    b.names[k.loops[-2].var] = f"i{n - 2}"
+
+  def col():
     b.line(f"const int64_t i{n - 1} = jb + c;")
-    b.names[k.loops[-2].var], b.names[k.loops[-1].var] = f"i{n - 2}", f"i{n - 1}"
+    b.names[k.loops[-1].var] = f"i{n - 1}"
+
+  def point(): row(), col()
+
+  def vector_step():
+    """One step of every lane: the columns' vectors loaded, then each row's, multiplied into its accumulators."""
+    at = lambda load: f"*(const {vtu} *)&{b.bufs[load.src[0]]}[{b.emit([load.src[1].src[0]])[0]}]"
+    b.line(f"const int64_t r{m} = rv;")
+    b.line(f"{vt} bv[{size[1]}];")
+    with b.block(f"for (int64_t c = 0; c < {nc}; c++)", unroll):
+      col()
+      b.line(f"bv[c] = {at(factors[1])};")
+    with b.block(f"for (int64_t q = 0; q < {nr}; q++)", unroll):
+      row()
+      b.line(f"{vt} av = {at(factors[0])};")
+      b.line("TG_PIN(av);")
+      with b.block(f"for (int64_t c = 0; c < {nc}; c++)", unroll): b.line(f"accs[q][c] = {fma}(av, bv[c], accs[q][c]);")
 
   lo, hi = ("rb", "re") if plan and plan[0] == m else ("0", str(ext))
   with ExitStack() as blocks:
@@ -730,6 +798,9 @@ def _emit_dots(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str, 
         head = (f"for (int64_t rv = {lo}; rv + {lanes} <= {hi}; rv += {lanes})" if main else
                 f"for (int64_t r{m} = {hi} - {hi if lo == '0' else f'({hi} - {lo})'} % {lanes}; r{m} < {hi}; r{m}++)")
         n_unroll = dict(k.opts).get("unroll")
+        if main and factors:
+          with b.block(head, f"#pragma GCC unroll {n_unroll}" if n_unroll else None): vector_step()
+          continue
         with b.block(head, f"#pragma GCC unroll {n_unroll}" if n_unroll and main else None), \
              b.block(f"for (int64_t q = 0; q < {nr}; q++)", unroll), \
              b.block(f"for (int64_t c = 0; c < {nc}; c++)", unroll):
