@@ -20,8 +20,15 @@ import tracegrad as tg
 import tracegrad.numpy as tnp
 
 
+# Before each implementation's batches the process sleeps this long, so that the thread pools of the one timed before
+# have parked: OpenBLAS's workers spin for about 2^28 cycles after a call, and on the same cores they took half of a
+# parallel kernel's speed (an AVX2 matmul of 1024 ran at 100 GFLOPS right after numpy's, 188-214 on its own)
+SETTLE = 0.15
+
+
 def _timeit(fn, min_time: float) -> float:
-  """Seconds per call: the best of several batches."""
+  """Seconds per call: the best of several batches, after SETTLE."""
+  time.sleep(SETTLE)
   fn()
   n, best = 1, float("inf")
   while True:

@@ -587,7 +587,7 @@ def _emit_nan_reduce(b: _Body, r):
 # dot products takes 8 x 3 there: with 8 x 4 its accumulators fill the 32 registers and every multiply-add reloads
 # its row operand (a filter gradient ran at 94 GFLOPS with 8 x 4, 108 with 8 x 3, 89 with 8 x 2)
 BLOCKS = {"__AVX512F__": dict(TG_ROWS=8, TG_VBYTES=256, TG_VREG=64, TG_DOT_COLS=3),
-          "__AVX__": dict(TG_ROWS=4, TG_VBYTES=64, TG_VREG=32, TG_DOT_COLS=2),
+          "__AVX__": dict(TG_ROWS=6, TG_VBYTES=64, TG_VREG=32, TG_DOT_COLS=2),
           None: dict(TG_ROWS=4, TG_VBYTES=32, TG_VREG=16, TG_DOT_COLS=2)}
 BLOCK_PRELUDE = "\n" + "".join(
   ("#else\n" if macro is None else f"#{'if' if i == 0 else 'elif'} defined({macro})\n")
@@ -663,6 +663,18 @@ EVERY_TARGET = {k: math.lcm(*(b[k] for b in BLOCKS.values())) for k in BLOCKS[No
 def _whole(extent: int, block) -> bool: return extent % int(block) == 0
 
 
+def _divides(extent: int, block) -> bool | str:
+  """Whether blocks of `block` cut `extent` whole: a bool for a number, or the preprocessor's test for a size the
+  target defines (TG_ROWS), so that each target compiles only the code its blocks need."""
+  return _whole(extent, block) if str(block).isdigit() else f"{extent} % {block} == 0"
+
+
+def _every(tests) -> bool | str:
+  """_divides' tests all true: a bool where each is known, else the preprocessor's condition."""
+  if any(t is False for t in tests): return False
+  return " && ".join(f"({t})" for t in tests if t is not True) or True
+
+
 def _accumulate(b: _Body, r, ct: str, cell: str) -> None:
   """One step of a register block's sum: the accumulator `cell` read as acc, then updated by the reduction's step."""
   b.line(f"{ct} acc = {cell};")
@@ -694,26 +706,34 @@ def _emit_dot_blocked(b: _Body, k: Kernel, pragmas: dict[int, str]):
     loops.enter_context(b.block(f"for (int64_t jb = 0; jb < {cols.extent}; jb += {nc})"))
     b.line(f"const int64_t rn = {rows.extent} - ib < {nr} ? {rows.extent} - ib : {nr};")
     b.line(f"const int64_t cn = {cols.extent} - jb < {nc} ? {cols.extent} - jb : {nc};")
-    whole = _whole(rows.extent, opts.get("rows", EVERY_TARGET["TG_ROWS"])) and \
-      _whole(cols.extent, opts.get("cols", EVERY_TARGET["TG_DOT_COLS"]))
+    whole = _every([_divides(rows.extent, nr), _divides(cols.extent, nc)])
     _whole_or_cut(b, lambda r, c: _emit_dots(b, k, r, c, ct, (nr, nc)), whole, (nr, nc), ("rn", "cn"))
 
 
-def _whole_or_cut(b: _Body, emit, whole: bool, sizes: tuple[str, str], cut: tuple[str, str]) -> None:
-  """emit(rows, columns) of whole blocks: alone where every target's blocks divide the extents, else when the block
-  at hand is whole (its `cut` sizes equal `sizes`), with emit(*cut) for a block at the cut edge."""
-  if whole: return emit(*sizes)
+def _whole_or_cut(b: _Body, emit, whole: bool | str, sizes: tuple[str, str], cut: tuple[str, str]) -> None:
+  """emit(rows, columns) of whole blocks: alone where the blocks divide the extents (`whole`: on every target, or
+  where the preprocessor's condition holds), else when the block at hand is whole (its `cut` sizes equal `sizes`),
+  with emit(*cut) for a block at the cut edge."""
+  if whole is True: return emit(*sizes)
+  if whole:
+    b.line(f"#if {whole}")
+    with b.block(""): emit(*sizes)
+    b.line("#else")
   with b.block(f"if ({' && '.join(f'{c} == {n}' for c, n in zip(cut, sizes) if c != n)})"): emit(*sizes)
   with b.block("else"): emit(*cut)
+  if whole: b.line("#endif")
 
 
-def _whole_width_blocks(k: Kernel, nrows: str) -> bool:
-  """Whether every target's register blocks of rows by width divide a kernel's last two loops (its one loop)."""
-  opts, last = dict(k.opts), k.loops[-1]
-  rows = opts.get("rows", EVERY_TARGET["TG_ROWS"] if nrows == "TG_ROWS" else 1)
-  widths = [min(last.extent, t["TG_VBYTES"] // k.reduce.acc.dtype.itemsize) for t in BLOCKS.values()]
-  return (len(k.loops) < 2 or _whole(k.loops[-2].extent, rows)) and \
-    _whole(last.extent, opts.get("width", math.lcm(*widths)))
+def _whole_width_blocks(k: Kernel, nrows: str) -> bool | str:
+  """Whether the target's register blocks of rows by width divide a kernel's last two loops (its one loop): a bool,
+  or the preprocessor's condition."""
+  opts, last, size = dict(k.opts), k.loops[-1], k.reduce.acc.dtype.itemsize
+  rows = [] if len(k.loops) < 2 else [_divides(k.loops[-2].extent, nrows)]
+  if "width" in opts: return _every([*rows, _whole(last.extent, opts["width"])])
+  lanes = f"TG_VBYTES / {size}"
+  if last.extent >= max(t["TG_VBYTES"] for t in BLOCKS.values()) // size:
+    return _every([*rows, _divides(last.extent, f"({lanes})")])
+  return _every([*rows, f"{last.extent} <= {lanes} || {last.extent} % ({lanes}) == 0"])   # TG_WIDTH: at most a vector
 
 
 def _vector_width(extent: int, dtype: DType) -> str:
