@@ -161,9 +161,11 @@ class Executable:
     if backend == "interp": return
     t0 = time.perf_counter()
     width = search_width() if search is None else search
-    prepared, key = prepare(graph), None
+    prepared, key = None, None
     if backend not in GPU_BACKENDS and not width and _DEBUG < 2 and not _CHECK_PTX:
-      key = fingerprint(prepared)
+      # the graph as traced where it has a stable form, so that a program found on disk skips prepare too
+      key = fingerprint(graph)
+      if key is None: key = fingerprint(prepared := prepare(graph))
       if key is not None and (hit := self._device.program_record(key)) is not None:
         self.source, layout = hit
         self._runner = self._device.runner(layout, self._device.compile(self.source, tiered=True))
@@ -171,7 +173,7 @@ class Executable:
         debug(1, f"compile: {layout.kernels} kernels from the disk cache in {1e3 * (time.perf_counter() - t0):.1f} ms")
         return
     try:
-      self._program = schedule(prepared, prepared=True)
+      self._program = schedule(prepare(graph) if prepared is None else prepared, prepared=True)
     except Unsupported as e:
       debug(1, f"compile: {e}; this graph runs on interp")
       return
@@ -208,8 +210,8 @@ class Executable:
     """The scheduled Program (None when the graph runs on interp); one found in the disk cache is scheduled again
     only when asked for here."""
     if self._program is None and self._runner is not None and not self.resident:
-      from .lower.schedule import schedule
-      self._program = schedule(self._prepared, prepared=True)
+      from .lower.schedule import prepare, schedule
+      self._program = schedule(prepare(self.graph) if self._prepared is None else self._prepared, prepared=True)
     return self._program
 
   def run_buffers(self, buffers: list[Buffer]) -> list[Buffer]:

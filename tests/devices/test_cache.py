@@ -381,12 +381,13 @@ def test_kernels_of_a_program_from_its_record(cache, monkeypatch):
   monkeypatch.setattr(run, "_CHECK_PTX", False)
   graph = lambda: tg.make_graph(lambda x: tg.numpy.tanh(x) * 2 + x.sum())(X)   # a new graph, the same computation
   first = run.Executable(graph(), "cpu")
-  scheduled = []
-  real = schedule.__globals__["_Scheduler"]
+  scheduled, prepared = [], []
+  real, real_prepare = schedule.__globals__["_Scheduler"], schedule.__globals__["prepare"]
   monkeypatch.setitem(schedule.__globals__, "_Scheduler", lambda *a, **kw: (scheduled.append(1), real(*a, **kw))[1])
+  monkeypatch.setitem(schedule.__globals__, "prepare", lambda g: (prepared.append(1), real_prepare(g))[1])
   again = run.Executable(graph(), "cpu")
   np.testing.assert_array_equal(again([X])[0], first([X])[0])
-  assert not scheduled
+  assert not scheduled and not prepared   # found by the graph as traced: not even prepared
   names = [k.name for k in again.program.kernels]
   assert names and names == [k.name for k in first.program.kernels] and scheduled
 

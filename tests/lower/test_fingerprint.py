@@ -52,3 +52,12 @@ def test_covers_the_code(monkeypatch):
   before = key(lambda x: x * 2)
   monkeypatch.setattr(fp, "code_digest", lambda: "another lowering")
   assert key(lambda x: x * 2) != before
+
+
+def test_a_graph_as_traced_has_a_key_of_its_own():
+  """The traced form names the program too (a warm start then skips prepare): the same for the same computation, other
+  for another, and not the prepared form's."""
+  traced = lambda f: fp.fingerprint(tg.make_graph(f)(X))
+  assert traced(lambda x: tnp.tanh(x) * 2) == traced(lambda y: tnp.tanh(y) * 2) is not None
+  assert traced(lambda x: tnp.tanh(x) * 2) != traced(lambda x: tnp.tanh(x) * 3)
+  assert traced(lambda x: tnp.tanh(x) * 2) != key(lambda x: tnp.tanh(x) * 2)

@@ -1,9 +1,11 @@
 """A graph's fingerprint: a digest that is the same in every process for the same computation, so a program
 compiled once is found again on disk without scheduling it (the lowering is deterministic).
 
-It covers the graph as the scheduler sees it (calls inlined, schedule.prepare), node by node: op, dtype, shape,
-argument, which nodes it reads, the bytes of its constants; inputs by position, control flow's sub-graphs by their
-own fingerprints. It also covers tracegrad's own code, so an edited lowering never finds an old program.
+It covers a graph node by node: op, dtype, shape, argument, which nodes it reads, the bytes of its constants; inputs
+by position, control flow's sub-graphs by the fingerprints of their prepared forms (calls inlined, schedule.prepare).
+It also covers tracegrad's own code, so an edited lowering never finds an old program. The lowering is a function
+of the graph and that code, so a graph as traced and the same graph prepared each name its program (by different
+digests); a traced graph may hold what has no stable form (a Python function) where its prepared form does not.
 
 >>> from tracegrad.lower.schedule import prepare
 >>> twice = lambda f: fingerprint(prepare(tracegrad.make_graph(f)(tnp.ones(3))))
@@ -37,8 +39,8 @@ def code_digest() -> str:
 
 
 def fingerprint(graph: Graph) -> str | None:
-  """The hex digest of `graph`'s computation (a graph from schedule.prepare) and of the code lowering it; None when
-  the graph holds an argument with no stable form or more than CONST_BYTES_MAX bytes of constants."""
+  """The hex digest of `graph`'s computation (as traced, or from schedule.prepare) and of the code lowering it; None
+  when the graph holds an argument with no stable form or more than CONST_BYTES_MAX bytes of constants."""
   h = hashlib.sha256(code_digest().encode())
   try:
     _digest(graph, h, [0])
