@@ -61,3 +61,15 @@ def test_a_graph_as_traced_has_a_key_of_its_own():
   assert traced(lambda x: tnp.tanh(x) * 2) == traced(lambda y: tnp.tanh(y) * 2) is not None
   assert traced(lambda x: tnp.tanh(x) * 2) != traced(lambda x: tnp.tanh(x) * 3)
   assert traced(lambda x: tnp.tanh(x) * 2) != key(lambda x: tnp.tanh(x) * 2)
+
+
+def test_a_custom_jvp_is_keyed_by_its_function_alone():
+  """Its Python rule changes only derivatives, which the traced graph already holds: the lowering reads the function."""
+  def make(scale):
+    @tg.custom_jvp
+    def f(x): return tnp.maximum(x, 0.0) * scale
+    f.defjvp(lambda primals, tangents: (f(primals[0]), tangents[0] * scale))
+    return f
+  traced = lambda f: fp.fingerprint(tg.make_graph(f)(X))
+  assert traced(make(2.0)) == traced(make(2.0)) is not None
+  assert traced(make(2.0)) != traced(make(3.0))

@@ -23,6 +23,9 @@ from ..ir.dtypes import DType
 from .schedule import prepare
 
 CONST_BYTES_MAX = 1 << 20   # a graph holding more constant bytes is not fingerprinted (its record would hold them)
+# calls whose first argument, their function's graph, is all the lowering reads (prepare inlines it); the rest of their
+# argument (a Python rule for jvp, vjp or an XLA composite's name) concerns only transforms
+LOWERED_AS_THEIR_GRAPH = frozenset({Ops.CUSTOM_JVP, Ops.CUSTOM_VJP, Ops.COMPOSITE})
 
 
 class _Unstable(Exception):
@@ -60,6 +63,7 @@ def _digest(graph: Graph, h, const_bytes: list[int]) -> None:
       arg = f"input {inputs[u]}"
     elif u.op is Ops.BUFFER: arg = _buffer(u.arg, h, const_bytes)
     elif u.op is Ops.LINALG: raise _Unstable   # its program calls the host, which a record on disk cannot hold
+    elif u.op in LOWERED_AS_THEIR_GRAPH: arg = _arg(u.arg[0], h, const_bytes)
     else: arg = _arg(u.arg, h, const_bytes)
     h.update(f"{u.op.name} {u.dtype.name} {u.shape} {arg} {[num[s] for s in u.src]}\n".encode())
   h.update(f"outputs {[num[o] for o in graph.outputs]}\n".encode())
