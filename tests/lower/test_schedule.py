@@ -336,3 +336,40 @@ def test_a_sum_read_only_transposed_is_computed_transposed():
   both = lambda x, dy: ((dy.T @ x).T, dy.T @ x)   # a sum with another reader is computed once, in its own order
   g = prepare(tg.make_graph(both)(x, dy))
   assert sum(u.op is Ops.REDUCE_SUM for u in tg.ir.toposort(list(g.outputs))) == 1
+
+
+def _reduce_loops(f, *args):
+  return [[l.extent for l in k.reduce.loops] for k in schedule(tg.make_graph(f)(*args)).kernels if k.reduce is not None]
+
+
+def test_reduction_loops_reading_one_run_are_one_loop():
+  """A batch norm's sum per channel over (batch, height, width) runs over (batch, height * width): the inner loop as
+  long as the contiguous run it reads. Loops that read memory otherwise stay apart: a slice's rows, an iota's use."""
+  x = rng.normal(size=(6, 4, 16, 16)).astype(np.float32)
+  stats = lambda x: x.sum((0, 2, 3))
+  assert _reduce_loops(stats, x) == [[6, 256]]
+  np.testing.assert_allclose(np.asarray(tg.jit(stats)(x)), x.astype(np.float64).sum((0, 2, 3)), rtol=ulps(64), atol=ulps(64))
+  y = x[0, 0]
+  sliced = lambda y: y[:, :5].sum()   # rows 16 apart, 5 long: two loops
+  assert _reduce_loops(sliced, y) == [[16, 5]]
+  weighted = lambda y: (y * tnp.arange(16.0)).sum()   # the column is a value too
+  assert _reduce_loops(weighted, y) == [[16, 16]]
+  strided = lambda y: y[:, ::2].sum()   # every other element of every row: one progression of step 2
+  assert _reduce_loops(strided, y) == [[128]]
+  y64 = y.astype(np.float64)
+  for f, want in ((sliced, y64[:, :5].sum()), (weighted, (y64 * np.arange(16)).sum()), (strided, y64[:, ::2].sum())):
+    np.testing.assert_allclose(float(tg.jit(f)(y)), want, rtol=ulps(64), atol=ulps(64) * 16)
+
+
+def test_a_normalisation_over_fused_loops_matches_numpy():
+  """The statistics' loops and the epilogue's storing the normalised values are fused alike, and agree with numpy."""
+  x = rng.normal(size=(4, 3, 8, 8)).astype(np.float32)
+  def norm(x):
+    m = x.mean((0, 2, 3), keepdims=True)
+    return (x - m) / tnp.sqrt(((x - m) ** 2).mean((0, 2, 3), keepdims=True) + 1e-5)
+  x64 = x.astype(np.float64)
+  m = x64.mean((0, 2, 3), keepdims=True)
+  want = (x64 - m) / np.sqrt(((x64 - m) ** 2).mean((0, 2, 3), keepdims=True) + 1e-5)
+  assert any(64 in loops for loops in _reduce_loops(norm, x))
+  np.testing.assert_allclose(np.asarray(tg.jit(norm)(x)), want, **tol("float32"))
+  np.testing.assert_allclose(run_program(schedule(tg.make_graph(norm)(x)), [x])[0], want, **tol("float32"))

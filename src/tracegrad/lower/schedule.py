@@ -24,7 +24,7 @@ from ..devices import host_linalg
 from ..devices.base import BufferSpec, Program
 from .kernel import Control, Kernel, Loop, Phase, Reduce, Store, acc_dtype
 from .render_c import dot_blocked, interchanged
-from .symbolic import Simplifier, coefficient, simplify
+from .symbolic import Simplifier, _linear, coefficient, simplify
 
 I64 = dtypes.int64
 CONTROL_FLOW = frozenset({Ops.COND, Ops.SCAN, Ops.WHILE, Ops.CALLBACK, Ops.LINALG})   # items between kernels
@@ -279,6 +279,66 @@ def _split_loops(loops, stores, reduce, ranges: dict) -> tuple:
   return _split_loops(loops, stores, reduce, ranges)   # a part may be divided again (an im2col row: channel, tap)
 
 
+def _joint(a: Loop, b: Loop, exprs: list[tuple[UOp, bool]]) -> bool:
+  """Whether loop a, just outside b, and b read memory only as one run of a.extent * b.extent: they appear in the
+  expressions (each given with whether it is a store's index) only in indices, as b.extent * a + b times a constant."""
+  dep: set[UOp] = set()
+  for e, _ in exprs:
+    for u in toposort([e]):
+      if u is a.var or u is b.var or any(x in dep for x in u.src): dep.add(u)
+
+  def linear(idx: UOp) -> bool:
+    terms, _ = _linear(idx)
+    return terms.get(a.var, 0) == b.extent * terms.get(b.var, 0) and \
+      not any(t in dep for t in terms if t is not a.var and t is not b.var)
+
+  stack, seen = [e for e, index in exprs if not index], set()
+  while stack:
+    u = stack.pop()
+    if u in seen or u not in dep: continue
+    seen.add(u)
+    if u is a.var or u is b.var: return False   # used as a value (an iota's comparison)
+    if u.op is Ops.GATHER:
+      if not linear(u.src[1].src[0]): return False
+      continue
+    stack.extend(u.src)
+  return all(linear(e) for e, index in exprs if index)
+
+
+def _fused(loops, exprs: list[UOp | None], indices: set[int], ranges: dict) -> tuple[tuple, list]:
+  """loops with each pair of neighbours that read memory as one run (_joint) made one loop (its range added to
+  `ranges`), and exprs (those at `indices` stores' indices) in its terms: a batch norm's sum over (64, 32, 32) runs as
+  (64, 1024), whose innermost loop is long enough for the renderer's vector lanes."""
+  loops, exprs = list(loops), list(exprs)
+  pairs = lambda: [(e, i in indices) for i, e in enumerate(exprs) if e is not None]
+  j = len(loops) - 1
+  while j > 0:
+    a, b = loops[j - 1], loops[j]
+    if not _joint(a, b, pairs()):
+      j -= 1
+      continue
+    m = UOp.param((), I64)
+    ranges[m] = a.extent * b.extent
+    exprs = [None if e is None else simplify(substitute([e], {a.var: _i(0), b.var: m})[0], ranges) for e in exprs]
+    loops[j - 1:j + 1] = [Loop(m, a.extent * b.extent)]
+    j = min(j, len(loops) - 1)
+  return tuple(loops), exprs
+
+
+def _fuse_inner_loops(stores, reduce: Reduce | None, epilogue, ranges: dict) -> tuple:
+  """The reduction's loops and the epilogue's, each fused where they read memory as one run (_fused)."""
+  if reduce is not None and len(reduce.loops) > 1:
+    flat = [reduce.value] + [x for st in reduce.stores for x in (st.index, st.value, st.valid)]
+    rloops, flat = _fused(reduce.loops, flat, set(range(1, len(flat), 3)), ranges)
+    kept = tuple(Store(st.buf, *flat[1 + 3 * i:3 + 3 * i], st.mode, flat[3 + 3 * i]) for i, st in enumerate(reduce.stores))
+    reduce = Reduce(reduce.op, reduce.acc, rloops, flat[0], kept)
+  if len(epilogue) > 1:
+    flat = [x for st in stores for x in (st.index, st.value, st.valid)]
+    epilogue, flat = _fused(epilogue, flat, set(range(0, len(flat), 3)), ranges)
+    stores = [Store(st.buf, *flat[3 * i:2 + 3 * i], st.mode, flat[2 + 3 * i]) for i, st in enumerate(stores)]
+  return stores, reduce, epilogue
+
+
 def _packable(loops, reduce: Reduce) -> UOp | None:
   """The load of a float sum of products to pack: one contiguous along the innermost reduction loop that moves with
   the last output loop (the right operand of a matmul by a transposed matrix), when no load is contiguous along
@@ -508,6 +568,8 @@ class _Scheduler:
 
   def _emit(self, name: str, kb: _KernelBuilder, loops, stores, reduce=None, parallel=True, epilogue=()):
     if not epilogue: loops, stores, reduce = _split_loops(loops, stores, reduce, kb.ranges)
+    stores, reduce, epilogue = _fuse_inner_loops(stores, reduce, epilogue, kb.ranges)
+    self.simplifier.bounds.ranges.update(kb.ranges)
     if parallel and not epilogue: loops = _rows_second_last(loops, reduce)
     if reduce is not None and parallel and not epilogue and (load := _packable(loops, reduce)) is not None:
       reduce = self._pack(name, kb, loops, reduce, load)
