@@ -339,6 +339,37 @@ def _fuse_inner_loops(stores, reduce: Reduce | None, epilogue, ranges: dict) -> 
   return stores, reduce, epilogue
 
 
+def _conjuncts(c: UOp) -> set[UOp]:
+  out, stack = set(), [c]
+  while stack:
+    u = stack.pop()
+    if u.op is Ops.AND and u.dtype is dtypes.bool_: stack.extend(u.src)
+    else: out.add(u)
+  return out
+
+
+def _unclamped(st: Store) -> Store:
+  """A scatter-add of where(inside, v, 0) at an index clamped to the target's edges, where `inside` says that each
+  clamped term lies within them (a convolution's input gradient adding its windows' taps, the padding's masked): the
+  store of v where inside holds, at the index unclamped. Each point then adds to its own element, in a loop gcc
+  vectorises (the clamps mapped the edge's masked points onto one element, which kept every point in order)."""
+  v = st.value
+  if st.mode != "add" or v.op is not Ops.WHERE or v.src[2].op is not Ops.CONST or v.src[2].arg != 0: return st
+  have = _conjuncts(v.src[0])
+  clamps = {}
+  for u in toposort([st.index]):
+    if u.op is Ops.MIN and u.src[1].op is Ops.CONST and u.src[0].op is Ops.MAX and u.src[0].src[1].op is Ops.CONST \
+       and u.src[0].src[1].arg == 0:
+      t, hi = u.src[0].src[0], u.src[1].arg + 1
+      lo_ok, hi_ok = UOp.const(t.dtype, -1).alu(Ops.CMPLT, t), t.alu(Ops.CMPLT, UOp.const(t.dtype, hi))
+      if lo_ok not in have or hi_ok not in have: return st
+      clamps[u] = t
+  parts = set(clamps) | {u.src[0] for u in clamps}
+  if not clamps or any(u.op in (Ops.MIN, Ops.MAX) and u not in parts for u in toposort([st.index])): return st
+  valid = v.src[0] if st.valid is None else st.valid.alu(Ops.AND, v.src[0])
+  return Store(st.buf, substitute([st.index], clamps)[0], v.src[1], st.mode, valid)
+
+
 def _packable(loops, reduce: Reduce) -> UOp | None:
   """The load of a float sum of products to pack: one contiguous along the innermost reduction loop that moves with
   the last output loop (the right operand of a matmul by a transposed matrix), when no load is contiguous along
@@ -642,7 +673,7 @@ class _Scheduler:
       # leading loops whose index is the loop itself write disjoint rows (a convolution's batch and channels): the
       # threads share them out, each running the rest in order
       own = next((j for j in range(min(batch, k)) if kb.ix(cols[j]) is not idx[j]), min(batch, k))
-      store = Store(kb.buf(n), flat, kb.value(upd, idx), mode, ok)
+      store = _unclamped(Store(kb.buf(n), flat, kb.value(upd, idx), mode, ok))
       if own: self._emit(name, kb, loops[:own], [store], epilogue=tuple(loops[own:]))
       else: self._emit(name, kb, loops, [store], parallel=False)
     elif u in self.epilogue:
