@@ -635,3 +635,25 @@ def test_a_narrow_matmul_takes_its_columns_as_one_whole_block(n):
   if tg.default_backend() == "cpu":
     np.testing.assert_allclose(np.asarray(tg.jit(lambda x, y: x @ y)(a, b)), a.astype(np.float64) @ b,
                                rtol=ulps(4 * 256), atol=ulps(4 * 256) * 16)
+
+
+def test_a_clamped_operand_of_dot_products_is_read_lane_by_lane(cpu):
+  """A load whose index clamps the reduction's variable (an edge-replicating read) is not a run of consecutive
+  elements, so it is not read as a vector: each lane reads its own clamped element, and the sums match numpy's."""
+  m, n, steps = 16, 48, 64
+  i, j, r = (UOp.param((), I64) for _ in range(3))
+  a, b = UOp.param((m * steps,), dtypes.float32), UOp.param((n * steps,), dtypes.float32)
+  out = UOp.param((m * n,), dtypes.float32)
+  acc = UOp.param((), dtypes.float32)
+  clamped = (r - K(2)).alu(Ops.MAX, K(0)).alu(Ops.MIN, K(steps - 1))
+  value = at(a, i * K(steps) + clamped) * at(b, j * K(steps) + r)
+  k = Kernel("dots", (a, b, out), (Loop(i, m), Loop(j, n)), (Store(out, i * K(n) + j, acc),),
+             Reduce(Ops.REDUCE_SUM, acc, (Loop(r, steps),), value))
+  assert "accs[q][c]" in render_kernel(k) and "TG_PIN" not in render_kernel(k)
+  specs = [BufferSpec(m * steps, dtypes.float32), BufferSpec(n * steps, dtypes.float32), BufferSpec(m * n, dtypes.float32)]
+  prog = Program([k], [(0, 1, 2)], specs, [0, 1], [(2, (m * n,))])
+  rng = np.random.default_rng(3)
+  x, y = rng.standard_normal((m, steps)).astype(np.float32), rng.standard_normal((n, steps)).astype(np.float32)
+  (got,) = run(cpu, prog, [x.reshape(-1), y.reshape(-1)])
+  want = x.astype(np.float64)[:, np.clip(np.arange(steps) - 2, 0, steps - 1)] @ y.T
+  np.testing.assert_allclose(got.reshape(m, n), want, rtol=ulps(4 * steps), atol=ulps(4 * steps) * math.sqrt(steps))

@@ -748,8 +748,9 @@ VECTOR = {dtypes.float32: ("tg_vf", "tg_vfu", "tg_vfmaf"), dtypes.float64: ("tg_
 
 def vector_factors(k: Kernel) -> tuple[UOp, UOp] | None:
   """The loads of a block of dot products' row and column operands, when its step multiplies them: both of the sum's
-  dtype and contiguous along the reduction, so that each step reads them as whole vectors, a row's once for all the
-  columns. None for any other step (a converted or computed operand runs lane by lane)."""
+  dtype and contiguous along the reduction (their index exactly linear in it), so that each step reads them as whole
+  vectors, a row's once for all the columns. None for any other step (a converted or computed operand runs lane by
+  lane)."""
   r = k.reduce
   if r.value.op is not Ops.MUL or r.value.dtype is not r.acc.dtype or r.acc.dtype not in VECTOR: return None
   rows, cols, inner = k.loops[-2].var, k.loops[-1].var, r.loops[-1].var
@@ -757,8 +758,10 @@ def vector_factors(k: Kernel) -> tuple[UOp, UOp] | None:
   for u in r.value.src:
     if u.op is not Ops.GATHER or u.src[0].dtype is not r.acc.dtype: return None
     idx = u.src[1].src[0]
-    deps = set(idx.toposort())
-    if coefficient(idx, inner) != 1 or (rows in deps) == (cols in deps): return None
+    deps, (terms, _) = set(idx.toposort()), _linear(idx)
+    # exactly linear: coefficient() reads through clamps, and a clamped index is no run of consecutive elements
+    if terms.get(inner) != 1 or any(inner in t.toposort() for t in terms if t is not inner): return None
+    if (rows in deps) == (cols in deps): return None
     sides[rows in deps] = u
   return (sides[True], sides[False]) if len(sides) == 2 else None
 
