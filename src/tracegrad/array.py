@@ -229,7 +229,6 @@ def _rebuild(value: np.ndarray, weak: bool) -> Array: return Array(UOp.buffer(va
 
 
 def _canonical_np(a: np.ndarray, fn: str) -> np.ndarray:
-  if a.dtype.kind == "c": raise TypeError(f"{fn}: complex values are not supported (got {a.dtype})")
   if a.dtype.kind in "OUSMmV" and a.dtype != dtypes.bfloat16.np:
     raise TypeError(f"{fn}: cannot convert an array of dtype {a.dtype} to a tracegrad Array; pass numbers")
   d = dtypes.canonicalize(dtypes.as_dtype(a.dtype, fn))
@@ -241,9 +240,11 @@ def to_array(x, dtype: DType | None = None, fn: str = "asarray") -> Array:
   if isinstance(x, Array):
     if dtype is None or dtype is x.dtype: return x
     return Array(x.uop.cast(dtype))
-  if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
+  if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
     weak = not isinstance(x, bool)
-    d = dtype or (dtypes.bool_ if isinstance(x, bool) else dtypes.default_int() if isinstance(x, int) else dtypes.default_float())
+    d = dtype or (dtypes.bool_ if isinstance(x, bool) else dtypes.default_int() if isinstance(x, int) else
+                  dtypes.default_complex() if isinstance(x, complex) else dtypes.default_float())
+    if isinstance(x, complex) and not d.is_complex: x = x.real   # as numpy converts, dropping the imaginary part
     if isinstance(x, int) and not isinstance(x, bool) and d.is_int:
       info = np.iinfo(d.np)
       if not info.min <= x <= info.max:

@@ -39,8 +39,8 @@ def canonicalize_dtype(dtype, allow_extended_dtype: bool = False):
 
 def _weak(x) -> bool:
   if isinstance(x, Array): return x.weak_type
-  # Python numbers and the types int and float are weakly typed; bool is not
-  return x in (int, float) if isinstance(x, type) else type(x) in (int, float)
+  # Python numbers and the types int, float and complex are weakly typed; bool is not
+  return x in (int, float, complex) if isinstance(x, type) else type(x) in (int, float, complex)
 
 
 def result_type(*args, return_weak_type_flag: bool = False):
@@ -73,7 +73,7 @@ def scalar_type_of(x) -> type:
   if x is None: raise ValueError("scalar_type_of: x must be a value or a dtype, got None")
   if isinstance(x, complex): return complex
   d = _dtype(x if isinstance(x, (Array, type, str, np.dtype, _d.DType)) else np.asarray(x).dtype)
-  return bool if d.is_bool else int if d.is_int else float
+  return bool if d.is_bool else int if d.is_int else complex if d.is_complex else float
 
 
 def itemsize_bits(dtype) -> int:

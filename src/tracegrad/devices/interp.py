@@ -69,11 +69,19 @@ def _max_ident(d):
 def _cast(x: np.ndarray, src, dst) -> np.ndarray:
   """x converted to dst; a float to an integer as XLA converts: NaN to 0, beyond the range to its nearest end, else
   truncated toward zero (numpy's astype leaves those to the platform)."""
+  if src.is_complex and not dst.is_complex: x, src = np.real(x), src.real   # the real part, as XLA converts
   if not (src.is_float and dst.is_int): return x.astype(dst.np)
   info, f = np.iinfo(dst.np), np.asarray(x, np.float64)   # exact for every float type
   top = float(info.max) + 1.0   # a power of two
   inside = np.clip(np.where(np.isnan(f), 0.0, f), float(info.min), np.nextafter(top, 0.0)).astype(dst.np)
   return np.where(f >= top, dst.np.type(info.max), inside)
+
+
+def _complex(re: np.ndarray, im: np.ndarray) -> np.ndarray:
+  """The complex numbers with these parts, exactly (re + 1j * im would turn an infinite part into nan)."""
+  out = np.empty(np.broadcast_shapes(np.shape(re), np.shape(im)), np.result_type(re, np.complex64))
+  out.real, out.imag = re, im
+  return out
 
 
 # op -> numpy implementation, called as fn(*source values) for elementwise ops
@@ -84,7 +92,7 @@ ELEMENTWISE = {
   Ops.MOD: np.fmod, Ops.MAX: np.maximum, Ops.MIN: np.minimum, Ops.POW: np.power, Ops.ATAN2: np.arctan2,
   Ops.CMPLT: np.less, Ops.CMPEQ: np.equal, Ops.CMPNE: np.not_equal,
   Ops.AND: np.bitwise_and, Ops.OR: np.bitwise_or, Ops.XOR: np.bitwise_xor, Ops.SHL: np.left_shift, Ops.SHR: np.right_shift,
-  Ops.WHERE: np.where,
+  Ops.WHERE: np.where, Ops.REAL: np.real, Ops.IMAG: np.imag, Ops.COMPLEX: lambda a, b: _complex(a, b),
 }
 REDUCE = {Ops.REDUCE_SUM: _reduce(np.sum), Ops.REDUCE_PROD: _reduce(np.prod),
           Ops.REDUCE_MAX: _reduce(np.max, _min_ident), Ops.REDUCE_MIN: _reduce(np.min, _max_ident)}

@@ -14,7 +14,8 @@ import numpy as np
 
 @dataclass(frozen=True, eq=False)
 class DType:
-  """A scalar type: `kind` is 'b' (bool), 'i', 'u' or 'f' ('v' for `void`, the type of an op with several results);
+  """A scalar type: `kind` is 'b' (bool), 'i', 'u', 'f' or 'c' (complex; 'v' for `void`, the type of an op with several
+  results);
   `np` is the numpy dtype used to hold values."""
   name: str
   itemsize: int
@@ -67,6 +68,20 @@ class DType:
   @property
   def is_float(self) -> bool: return self.kind == "f"
   @property
+  def is_complex(self) -> bool: return self.kind == "c"
+  @property
+  def is_inexact(self) -> bool:
+    """Float or complex: the dtypes derivatives flow through."""
+    return self.kind in "fc"
+  @property
+  def real(self) -> "DType":
+    """The real type of a complex type's parts (a real type is its own).
+
+    >>> complex64.real, float16.real
+    (DType(float32), DType(float16))
+    """
+    return _REAL.get(self, self)
+  @property
   def is_int(self) -> bool: return self.kind in "iu"
   @property
   def is_unsigned(self) -> bool: return self.kind == "u"
@@ -78,7 +93,7 @@ class DType:
 
 def _d(name: str, np_dtype) -> DType:
   n = np.dtype(np_dtype)
-  return DType(name, n.itemsize, {"b": "b", "i": "i", "u": "u", "f": "f", "V": "f"}[n.kind], n)
+  return DType(name, n.itemsize, {"b": "b", "i": "i", "u": "u", "f": "f", "V": "f", "c": "c"}[n.kind], n)
 
 
 bool_ = _d("bool", np.bool_)
@@ -86,10 +101,22 @@ int8, int16, int32, int64 = _d("int8", np.int8), _d("int16", np.int16), _d("int3
 uint8, uint16, uint32, uint64 = _d("uint8", np.uint8), _d("uint16", np.uint16), _d("uint32", np.uint32), _d("uint64", np.uint64)
 float16, float32, float64 = _d("float16", np.float16), _d("float32", np.float32), _d("float64", np.float64)
 bfloat16 = DType("bfloat16", 2, "f", np.dtype(ml_dtypes.bfloat16))
+complex64, complex128 = _d("complex64", np.complex64), _d("complex128", np.complex128)
+_REAL = {complex64: float32, complex128: float64}
+
+
+def complex_of(d: DType) -> DType:
+  """The complex type whose parts are `d` (float16 and bfloat16 widen to complex64, as JAX's promotion).
+
+  >>> complex_of(float64), complex_of(bfloat16)
+  (DType(complex128), DType(complex64))
+  """
+  return d if d.is_complex else complex128 if d is float64 else complex64
 
 void = DType("void", 0, "v", np.dtype("V1"))
 
-ALL = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32, float64)
+ALL = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32, float64, complex64,
+       complex128)
 _BY_NAME = {d.name: d for d in ALL}
 _BY_NP = {d.np: d for d in ALL}
 
@@ -131,7 +158,7 @@ def set_x64(on: bool) -> None:
 @lru_cache(None)
 def _canon(d: DType) -> DType:
   if x64_enabled(): return d
-  return {int64: int32, uint64: uint32, float64: float32}.get(d, d)
+  return {int64: int32, uint64: uint32, float64: float32, complex128: complex64}.get(d, d)
 
 
 def canonicalize(d: DType) -> DType:
@@ -141,14 +168,16 @@ def canonicalize(d: DType) -> DType:
 
 def default_int() -> DType: return canonicalize(int64)
 def default_float() -> DType: return canonicalize(float64)
+def default_complex() -> DType: return canonicalize(complex128)
 
 
 # ---- the promotion lattice ----
-# Nodes are DTypes plus the weak kinds "i*" (Python int) and "f*" (Python float).
+# Nodes are DTypes plus the weak kinds "i*" (Python int), "f*" (Python float) and "c*" (Python complex).
 _EDGES = {
   bool_: ("i*",), "i*": (uint8, int8), uint8: (uint16, int16), uint16: (uint32, int32), uint32: (uint64, int64),
   uint64: ("f*",), int8: (int16,), int16: (int32,), int32: (int64,), int64: ("f*",),
-  "f*": (bfloat16, float16), bfloat16: (float32,), float16: (float32,), float32: (float64,), float64: (),
+  "f*": (bfloat16, float16, "c*"), bfloat16: (float32,), float16: (float32,), float32: (float64, complex64),
+  float64: (complex128,), "c*": (complex64,), complex64: (complex128,), complex128: (),
 }
 
 
@@ -168,6 +197,7 @@ def _join(nodes) -> object:
 def _node(d: DType, weak: bool):
   if weak and d.kind in "iu": return "i*"
   if weak and d.kind == "f": return "f*"
+  if weak and d.kind == "c": return "c*"
   return d
 
 
@@ -178,6 +208,7 @@ def result_type_cached(pairs: tuple) -> tuple[DType, bool]:
   j = _join([_node(d, w) for d, w in pairs])
   if j == "i*": return default_int(), True
   if j == "f*": return default_float(), True
+  if j == "c*": return default_complex(), True
   return canonicalize(j), False
 
 

@@ -8,6 +8,9 @@ unary       NEG RECIP SQRT EXP2 LOG2 SIN COS FLOOR   (float; NEG also int)
 binary      ADD SUB MUL MAX MIN (NaN-propagating) · DIV (float) · IDIV (int, truncating) ·
             MOD (sign of the dividend, as C's fmod) · POW ATAN2 (float) ·
             CMPLT CMPEQ CMPNE (-> bool) · AND OR XOR (int, bool) · SHL SHR (int; shift in [0, bits))
+complex     REAL IMAG (complex -> its parts' real type) · COMPLEX(re, im) (float32/float64 -> complex64/complex128).
+            NEG ADD SUB MUL DIV RECIP CMPEQ CMPNE WHERE CAST REDUCE_SUM, movement, data and collectives also take
+            complex operands (DIV as numpy's, Smith's method); CAST of a complex to a real type keeps the real part
 ternary     WHERE(cond: bool, a, b)
 casts       CAST (value conversion; float->int truncates) · BITCAST (same itemsize)
 reductions  REDUCE_SUM REDUCE_PROD REDUCE_MAX REDUCE_MIN over arg=axes; reduced axes are kept with size 1
@@ -59,6 +62,7 @@ class Ops(Enum):
   NEG = auto(); RECIP = auto(); SQRT = auto(); EXP2 = auto(); LOG2 = auto(); SIN = auto(); COS = auto(); FLOOR = auto()
   ADD = auto(); SUB = auto(); MUL = auto(); DIV = auto(); IDIV = auto(); MOD = auto(); MAX = auto(); MIN = auto()
   POW = auto(); ATAN2 = auto()
+  REAL = auto(); IMAG = auto(); COMPLEX = auto()
   CMPLT = auto(); CMPEQ = auto(); CMPNE = auto()
   AND = auto(); OR = auto(); XOR = auto(); SHL = auto(); SHR = auto()
   WHERE = auto()
@@ -80,9 +84,10 @@ class Ops(Enum):
 
 
 LEAF = frozenset({Ops.PARAM, Ops.CONST, Ops.BUFFER, Ops.IOTA})
-UNARY = frozenset({Ops.NEG, Ops.RECIP, Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.COS, Ops.FLOOR})
+UNARY = frozenset({Ops.NEG, Ops.RECIP, Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.COS, Ops.FLOOR, Ops.REAL, Ops.IMAG})
 BINARY = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.DIV, Ops.IDIV, Ops.MOD, Ops.MAX, Ops.MIN, Ops.POW, Ops.ATAN2,
-                    Ops.CMPLT, Ops.CMPEQ, Ops.CMPNE, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR})
+                    Ops.CMPLT, Ops.CMPEQ, Ops.CMPNE, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.COMPLEX})
+PARTS = frozenset({Ops.REAL, Ops.IMAG, Ops.COMPLEX})   # between a complex value and its real parts
 COMPARE = frozenset({Ops.CMPLT, Ops.CMPEQ, Ops.CMPNE})
 TERNARY = frozenset({Ops.WHERE})
 ELEMENTWISE = UNARY | BINARY | TERNARY | {Ops.CAST, Ops.BITCAST}
@@ -97,6 +102,7 @@ FLOAT_ONLY = frozenset({Ops.RECIP, Ops.SQRT, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.CO
 INT_ONLY = frozenset({Ops.IDIV, Ops.SHL, Ops.SHR})
 INT_OR_BOOL = frozenset({Ops.AND, Ops.OR, Ops.XOR})
 NOT_ON_BOOL = frozenset({Ops.NEG, Ops.ADD, Ops.SUB, Ops.MUL, Ops.MOD})
+ON_COMPLEX = frozenset({Ops.NEG, Ops.ADD, Ops.SUB, Ops.MUL, Ops.DIV, Ops.RECIP, Ops.CMPEQ, Ops.CMPNE, Ops.WHERE})
 SCATTER_MODES = ("add", "mul", "min", "max", "set")
 
 

@@ -6,7 +6,8 @@ import math
 from . import dtypes
 from .dtypes import DType, bool_, void
 from .linalg import linalg_avals
-from .ops import COLLECTIVE, MULTI, BINARY, COMPARE, FLOAT_ONLY, INT_ONLY, INT_OR_BOOL, LEAF, NOT_ON_BOOL, REDUCE, SCATTER_MODES, UNARY, Ops
+from .ops import (COLLECTIVE, MULTI, BINARY, COMPARE, FLOAT_ONLY, INT_ONLY, INT_OR_BOOL, LEAF, NOT_ON_BOOL, ON_COMPLEX,
+                  PARTS, REDUCE, SCATTER_MODES, UNARY, Ops)
 
 Shape = tuple[int, ...]
 
@@ -46,11 +47,26 @@ def _elementwise(op: Ops, dtype: DType, src, arg) -> Shape:
   if len({s.dtype for s in ins}) != 1:
     raise _err(op, f"operands must have one dtype, got {', '.join(str(s.dtype) for s in ins)}")
   d = ins[0].dtype
-  if op in FLOAT_ONLY and not d.is_float: raise _err(op, f"needs a float operand, got {d}")
+  if d.is_complex and op not in ON_COMPLEX: raise _err(op, f"is not defined on complex operands, got {d}")
+  if op in FLOAT_ONLY and not d.is_inexact: raise _err(op, f"needs a float operand, got {d}")
   if op in INT_ONLY and not d.is_int: raise _err(op, f"needs an integer operand, got {d}")
-  if op in INT_OR_BOOL and d.is_float: raise _err(op, f"needs an integer or bool operand, got {d}")
+  if op in INT_OR_BOOL and d.is_inexact: raise _err(op, f"needs an integer or bool operand, got {d}")
   if op in NOT_ON_BOOL and d.is_bool: raise _err(op, "is not defined on bool")
   want = bool_ if op in COMPARE else d
+  if dtype is not want: raise _err(op, f"result dtype must be {want}, got {dtype}")
+  return src[0].shape
+
+
+def _parts(op, dtype, src, arg):
+  if op is Ops.COMPLEX:
+    a, b = src
+    if a.shape != b.shape or a.dtype is not b.dtype or a.dtype not in (dtypes.float32, dtypes.float64):
+      raise _err(op, f"operands must be float32 or float64 of one shape and dtype, got {a.dtype}{fmt(a.shape)} and "
+                     f"{b.dtype}{fmt(b.shape)}")
+    want = dtypes.complex_of(a.dtype)
+  else:
+    if not src[0].dtype.is_complex: raise _err(op, f"needs a complex operand, got {src[0].dtype}")
+    want = src[0].dtype.real
   if dtype is not want: raise _err(op, f"result dtype must be {want}, got {dtype}")
   return src[0].shape
 
@@ -122,12 +138,15 @@ def _concat(op, dtype, src, arg):
 def _reduce(op, dtype, src, arg):
   (x,) = src
   _check_axes(op, arg, len(x.shape), x.shape)
+  if x.dtype.is_complex and op is not Ops.REDUCE_SUM: raise _err(op, f"is not defined on complex operands, got {x.dtype}")
   if dtype is not x.dtype: raise _err(op, f"result dtype must be {x.dtype}, got {dtype}")
   return tuple(1 if i in arg else n for i, n in enumerate(x.shape))
 
 
 def _cast(op, dtype, src, arg):
   (x,) = src
+  if op is Ops.BITCAST and (x.dtype.is_complex or dtype.is_complex):
+    raise _err(op, f"cannot bitcast {x.dtype} to {dtype}: complex values are not bitcast")
   if op is Ops.BITCAST and x.dtype.itemsize != dtype.itemsize:
     raise _err(op, f"cannot bitcast {x.dtype} to {dtype}: item sizes differ ({x.dtype.itemsize} vs {dtype.itemsize})")
   return x.shape
@@ -145,6 +164,7 @@ def _scatter(op, dtype, src, arg):
   x, idx, upd = src
   out = _gather(op, dtype, (x, idx), None)
   if arg not in SCATTER_MODES: raise _err(op, f"mode must be one of {SCATTER_MODES}, got {arg!r}")
+  if x.dtype.is_complex and arg not in ("add", "set"): raise _err(op, f"mode {arg!r} is not defined on {x.dtype}")
   if upd.shape != out or upd.dtype is not x.dtype:
     raise _err(op, f"updates must be {x.dtype}{fmt(out)} for indices {fmt(idx.shape)} into {fmt(x.shape)}, "
                    f"got {upd.dtype}{fmt(upd.shape)}")
@@ -263,7 +283,7 @@ def _collective(op, dtype, src, arg):
 RULES = {Ops.RESHAPE: _reshape, Ops.BROADCAST: _broadcast, Ops.PERMUTE: _permute, Ops.PAD: _pad, Ops.SLICE: _slice,
          Ops.FLIP: _flip, Ops.CONCAT: _concat, Ops.CAST: _cast, Ops.BITCAST: _cast, Ops.GATHER: _gather,
          Ops.SCATTER: _scatter, Ops.WHERE: _elementwise,
-         **{o: _elementwise for o in UNARY | BINARY}, **{o: _reduce for o in REDUCE}, **{o: _leaf for o in LEAF},
+         **{o: _elementwise for o in UNARY | BINARY}, **{o: _parts for o in PARTS}, **{o: _reduce for o in REDUCE}, **{o: _leaf for o in LEAF},
          Ops.DETACH: _detach, Ops.SHARDING_CONSTRAINT: _detach, Ops.OPTIMIZATION_BARRIER: _detach,
          Ops.PROJ: _proj, **{o: _multi for o in MULTI}, **{o: _collective for o in COLLECTIVE}}
 

@@ -15,8 +15,8 @@ import weakref
 
 import numpy as np
 
-from .dtypes import _BY_NP, DType, as_dtype, bool_, max_value, min_value, void
-from .ops import COLLECTIVE, COMPARE, Ops
+from .dtypes import _BY_NP, DType, as_dtype, bool_, complex_of, max_value, min_value, void
+from .ops import COLLECTIVE, COMPARE, PARTS, Ops
 from .shapes import Shape, fmt, infer_shape, multi_avals
 
 
@@ -96,7 +96,7 @@ def _scalar(u: "UOp") -> "UOp":
 
 def _exact_cast(dtype: DType, src, arg) -> "UOp | None":
   c = src[0]
-  if _const_value(c) is _NOT_CONST or c.dtype.is_float: return None
+  if _const_value(c) is _NOT_CONST or c.dtype.is_inexact or dtype.is_complex: return None
   v = _scalar(c).arg
   if not (dtype.is_float or dtype.is_int and min_value(dtype) <= v <= max_value(dtype)): return None
   return UOp.const(dtype, v, c.shape)   # an integer or bool constant as a float or a wide enough integer: exact
@@ -163,7 +163,7 @@ class UOp:
 
   @staticmethod
   def const(dtype: DType, value, shape: Shape = ()) -> "UOp":
-    py = bool if dtype.is_bool else int if dtype.is_int else float
+    py = bool if dtype.is_bool else int if dtype.is_int else complex if dtype.is_complex else float
     c = UOp(Ops.CONST, dtype, (), py(value))
     return c.broadcast(shape)
 
@@ -187,6 +187,7 @@ class UOp:
 
   # ---- builders: each infers its result dtype ----
   def alu(self, op: Ops, *others: "UOp") -> "UOp":
+    if op in PARTS: return UOp(op, complex_of(self.dtype) if op is Ops.COMPLEX else self.dtype.real, (self, *others))
     return UOp(op, bool_ if op in COMPARE else (others[-1].dtype if op is Ops.WHERE else self.dtype), (self, *others))
 
   def cast(self, dtype: DType) -> "UOp": return self if dtype is self.dtype else UOp(Ops.CAST, dtype, (self,))

@@ -55,6 +55,15 @@ def copysign(a: UOp, b: UOp) -> UOp:
   return sel(signbit(b), -mag, mag)
 
 
+def hypot(a: UOp, b: UOp) -> UOp:
+  """sqrt(a^2 + b^2) without overflow or underflow; inf where either is infinite, even beside a nan."""
+  a, b = fabs(a), fabs(b)
+  hi, lo = a.alu(Ops.MAX, b), a.alu(Ops.MIN, b)
+  q = div(lo, sel(eq(hi, 0.0), 1.0, hi))
+  r = mul(hi, sqrt(add(k(hi, 1.0), mul(q, q))))
+  return sel(eq(a, INF).alu(Ops.OR, eq(b, INF)), INF, r)
+
+
 def horner(coeffs, z: UOp) -> UOp:
   p = k(z, coeffs[0])
   for v in coeffs[1:]: p = add(mul(p, z), v)

@@ -40,12 +40,14 @@ def _ints(v, fn: str, name: str) -> tuple[int, ...]:
     raise TypeError(f"{fn}: {name} must be a sequence of ints, got {v!r}") from None
 
 
-def _weak_scalar(v) -> bool: return isinstance(v, (int, float)) and not isinstance(v, (bool, np.generic))
+def _weak_scalar(v) -> bool: return isinstance(v, (int, float, complex)) and not isinstance(v, (bool, np.generic))
 
 
 def _like(v, ref: Array, fn: str) -> Array:
-  """v as an Array; a Python int or float takes ref's dtype (a float only a float one) and stays weak."""
-  if _weak_scalar(v) and (ref.dtype.is_float or not isinstance(v, float)):
+  """v as an Array; a Python number takes ref's dtype (a float only an inexact one, a complex only a complex one) and
+  stays weak."""
+  if _weak_scalar(v) and (ref.dtype.is_complex or not isinstance(v, complex)) and \
+      (ref.dtype.is_inexact or not isinstance(v, float)):
     return Array(to_array(v, ref.dtype, fn).uop, True)
   return to_array(v, fn=fn)
 

@@ -7,8 +7,8 @@ Array(14., dtype=float32)
 import sys
 
 from ..array import Array as ndarray
-from ..ir.dtypes import (bfloat16, bool_, float16, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32,
-                         uint64, promote_types)
+from ..ir.dtypes import (bfloat16, bool_, complex64, complex128, float16, float32, float64, int8, int16, int32, int64,
+                         uint8, uint16, uint32, uint64, promote_types)
 from .dtype_api import *  # noqa: F401,F403
 from .creation import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403

@@ -31,7 +31,7 @@ METHODS = ["sum", "mean", "prod", "max", "min", "argmax", "argmin", "var", "std"
 
 def _binary(name: str, reflected: bool):
   def op(self, other):
-    if not isinstance(other, (Array, int, float, bool)) and not hasattr(other, "__array__") and not isinstance(other, (list, tuple)):
+    if not isinstance(other, (Array, int, float, complex, bool)) and not hasattr(other, "__array__") and not isinstance(other, (list, tuple)):
       return NotImplemented
     f = getattr(tnp, name)
     return f(other, self) if reflected else f(self, other)

@@ -11,9 +11,10 @@ from ..ir import dtypes
 from ..ir.dtypes import DType
 
 __all__ = ["dtype", "result_type", "iinfo", "finfo", "issubdtype", "can_cast", "isdtype",
-           "floating", "integer", "signedinteger", "unsignedinteger", "number", "inexact", "bool", "generic"]
+           "floating", "complexfloating", "integer", "signedinteger", "unsignedinteger", "number", "inexact", "bool", "generic"]
 
 floating, integer, signedinteger, unsignedinteger = np.floating, np.integer, np.signedinteger, np.unsignedinteger
+complexfloating = np.complexfloating
 number, inexact, generic = np.number, np.inexact, np.generic
 bool = dtypes.bool_  # noqa: A001
 
@@ -30,11 +31,13 @@ def dtype(x) -> DType:
 
 def _pair(x):
   if isinstance(x, Array): return (x.dtype, x.weak_type)
-  if isinstance(x, (int, float)) and not isinstance(x, (np.generic,)):
+  if isinstance(x, (int, float, complex)) and not isinstance(x, (np.generic,)):
     if isinstance(x, type(True)): return (dtypes.bool_, False)
-    return (dtypes.default_int() if isinstance(x, int) else dtypes.default_float(), True)
+    return (dtypes.default_int() if isinstance(x, int) else dtypes.default_complex() if isinstance(x, complex) else
+            dtypes.default_float(), True)
   if isinstance(x, (np.ndarray, np.generic)): return (dtypes.canonicalize(dtypes.as_dtype(x.dtype, "result_type")), False)
-  if x is int or x is float: return (dtypes.default_int() if x is int else dtypes.default_float(), True)  # weak, as JAX
+  if x is int or x is float or x is complex:   # weak, as JAX
+    return ({int: dtypes.default_int, float: dtypes.default_float, complex: dtypes.default_complex}[x](), True)
   return (dtypes.canonicalize(dtypes.as_dtype(x, "result_type")), False)
 
 
@@ -74,11 +77,12 @@ def finfo(t) -> _Info:
   (np.float16(0.000977), DType(float32))
   """
   d = dtype(t)
-  if not d.is_float: raise ValueError(f"finfo: {d} is not a floating type")
-  return _Info(ml_dtypes.finfo(d.np), d)
+  if not d.is_inexact: raise ValueError(f"finfo: {d} is not a floating type")
+  return _Info(ml_dtypes.finfo(d.real.np), d.real)   # a complex type's finfo is its parts', as numpy's
 
 
-_ABSTRACT = (np.generic, np.number, np.inexact, np.floating, np.integer, np.signedinteger, np.unsignedinteger)
+_ABSTRACT = (np.generic, np.number, np.inexact, np.floating, np.complexfloating, np.integer, np.signedinteger,
+             np.unsignedinteger)
 
 
 def _np_type(x): return x if isinstance(x, type) and x in _ABSTRACT else dtype(x).np
@@ -102,7 +106,7 @@ def can_cast(from_, to, casting: str = "safe") -> bool:
 
 _KINDS = {"bool": lambda d: d.is_bool, "signed integer": lambda d: d.kind == "i",
           "unsigned integer": lambda d: d.kind == "u", "integral": lambda d: d.is_int,
-          "real floating": lambda d: d.is_float, "complex floating": lambda d: False,
+          "real floating": lambda d: d.is_float, "complex floating": lambda d: d.is_complex,
           "numeric": lambda d: not d.is_bool}
 
 

@@ -20,10 +20,12 @@ from ..ir.dtypes import DType
 from ..lax.float_math import (acosh as _arccosh, add as _add, asinh as _arcsinh, atanh as _arctanh, c as _c,
                               cbrt as _cbrt, copysign as _copysign, cosh as _cosh, div as _div, eq as _eq,
                               exp as _exp, exp2 as _exp2, expm1 as _expm1, fabs as _fabs, floor as _floor, gt as _gt,
+                              hypot as _hypot,
                               isnan as _isnan, k as _k, log as _log, log1p as _log1p, log2 as _log2, lt as _lt,
                               mul as _mul, ne as _ne, round_even as _round_even, sel as _sel, signbit as _signbit,
                               sinh as _sinh, sint as _sint, smooth as _smooth, sqrt as _sqrt, sqrt1mx2 as _sqrt1mx2,
                               sub as _sub, tanh as _tanh)
+from ..lax import complex_math as _cm
 from .core import arraylike as _arr, broadcast_uops, check_rank_promotion, promote
 from .sorting import nonzero as _nonzero
 
@@ -40,7 +42,7 @@ __all__ = [
   # floating point
   "copysign", "nextafter", "maximum", "minimum", "fmax", "fmin", "floor", "ceil", "round", "around", "rint", "trunc", "fix",
   "isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit", "nan_to_num", "heaviside", "clip",
-  "conj", "conjugate", "real", "imag",
+  "conj", "conjugate", "real", "imag", "angle",
   # comparison and logic
   "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "logical_xor",
   "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "invert", "bitwise_invert", "left_shift",
@@ -75,7 +77,18 @@ def _atan2(y, x): return y.alu(Ops.ATAN2, _c(y, x))
 
 def _to_float(a: Array) -> Array:
   """Ints and bool become the default float (float32), keeping the weak flag."""
-  return a if a.dtype.is_float else Array(a.uop.cast(dtypes.default_float()), a.weak_type)
+  return a if a.dtype.is_inexact else Array(a.uop.cast(dtypes.default_float()), a.weak_type)
+
+
+def _complex_body(fn: str, dt: DType):
+  """The complex form of the function named fn; a TypeError where numpy has none."""
+  if (body := _cm.BODIES.get(fn)) is None:
+    raise TypeError(f"{fn}: not defined on complex values (got {dt}); apply it to tnp.real(x) and tnp.imag(x)")
+  return body
+
+
+def _real_only(fn: str, dt: DType) -> None:
+  if dt.is_complex: raise TypeError(f"{fn}: not defined on complex values (got {dt}); use tnp.real(x) or tnp.abs(x)")
 
 
 def _args(fn: str, *xs):
@@ -92,7 +105,7 @@ def _numeric(us, dt):
 
 
 def _inexact(us, dt):
-  if dt.is_float: return us, dt
+  if dt.is_inexact: return us, dt
   d = dtypes.default_float()
   return [u.cast(d) for u in us], d
 
@@ -107,6 +120,7 @@ def _float_unary(fn: str, body, doc: str = "", wide: bool = True):
   def f(x) -> Array:
     a = _to_float(_arr(x, fn))
     u, dt = a.uop, a.dtype
+    if dt.is_complex: return Array(_complex_body(fn, dt)(u), a.weak_type)
     if wide and dt.itemsize == 2: return Array(body(u.cast(F32)).cast(dt), a.weak_type)
     return Array(body(u), a.weak_type)
   return _named(f, fn, doc or f"Elementwise {fn}, as jax.numpy.{fn}.")
@@ -117,6 +131,7 @@ def _float_binary(fn: str, body, doc: str = ""):
   def f(x, y) -> Array:
     us, dt, weak = _args(fn, x, y)
     us, dt = _inexact(us, dt)
+    _real_only(fn, dt)
     ws, _ = _wide(us, dt)
     return Array(body(*ws).cast(dt), weak)
   return _named(f, fn, doc or f"Elementwise {fn}, as jax.numpy.{fn}.")
@@ -275,6 +290,7 @@ def power(x, y) -> Array:
   if dt.is_int: return Array(_int_power(*us), weak)
   (a, b), _ = _wide(us, dt)
   if type(y) is int and abs(y) <= 16: return Array(_integer_pow(a, y).cast(dt), weak)
+  if dt.is_complex: return Array(_cm.power(a, b), weak)
   return Array(a.alu(Ops.POW, b).cast(dt), weak)
 
 
@@ -301,6 +317,7 @@ def float_power(x, y) -> Array:
   """
   us, dt, weak = _args("float_power", x, y)
   us, dt = _inexact(us, dt)
+  if dt.is_complex: return Array(_cm.power(*us), weak)
   (a, b), _ = _wide(us, dt)
   return Array(a.alu(Ops.POW, b).cast(dt), weak)
 
@@ -331,6 +348,7 @@ def abs(x) -> Array:
   u = a.uop
   if u.dtype.is_bool or u.dtype.is_unsigned: return a
   if u.dtype.is_int: return Array(_sel(_lt(u, 0), -u, u), a.weak_type)
+  if u.dtype.is_complex: return Array(_cm.abs_(u), a.weak_type)
   return Array(_fabs(u), a.weak_type)
 
 
@@ -348,6 +366,7 @@ def sign(x) -> Array:
   u = a.uop
   if u.dtype.is_bool: raise TypeError("sign: not defined on bool; cast to an integer type first")
   if u.dtype.is_unsigned: return Array(_gt(u, 0).cast(u.dtype), a.weak_type)
+  if u.dtype.is_complex: return Array(_cm.sign(u), a.weak_type)
   s = _sel(_gt(u, 0), 1, _sel(_lt(u, 0), -1, u))  # u itself where it is 0 (and nan)
   return Array(s, a.weak_type)
 
@@ -461,13 +480,6 @@ sinc = _float_unary("sinc", _smooth(_sinc, _sinc_derivative), "sin(pi x) / (pi x
                     "  Array([1.], dtype=float32)\n  ")
 
 
-def _hypot(a, b):
-  a, b = _fabs(a), _fabs(b)
-  hi, lo = a.alu(Ops.MAX, b), a.alu(Ops.MIN, b)
-  r = _mul(hi, _sqrt(_add(_k(hi, 1.0), _mul(q := _div(lo, _sel(_eq(hi, 0.0), 1.0, hi)), q))))
-  return _sel(_or(_eq(a, INF), _eq(b, INF)), INF, r)
-
-
 hypot = _float_binary("hypot", _hypot, "sqrt(x^2 + y^2) without overflow or underflow.\n\n"
                       "  >>> tnp.hypot(3.0, 4.0)\n  Array(5., dtype=float32, weak_type=True)\n  ")
 
@@ -504,10 +516,30 @@ def nextafter(x1, x2, /) -> Array:
 def _minmax(op: Ops, fn: str, ignore_nan: bool, doc: str):
   def f(x, y) -> Array:
     (a, b), dt, weak = _args(fn, x, y)
+    if dt.is_complex: return Array(_complex_minmax(op, a, b, ignore_nan), weak)
     out = a.alu(op, b)
     if ignore_nan and dt.is_float: out = _sel(_isnan(a), b, _sel(_isnan(b), a, out))
     return Array(out, weak)
   return _named(f, fn, doc)
+
+
+def _complex_minmax(op: Ops, a: UOp, b: UOp, ignore_nan: bool) -> UOp:
+  """numpy's maximum or minimum of complex values: by the real parts, then the imaginary ones; nan wins (ignore_nan:
+  loses)."""
+  first = _lex_less(b, a) if op is Ops.MAX else _lex_less(a, b)
+  out = _cm._pick(first, a, b)
+  nan_a, nan_b = _complex_isnan(a), _complex_isnan(b)
+  if ignore_nan: return _cm._pick(nan_a, b, _cm._pick(nan_b, a, out))
+  return _cm._pick(nan_a, a, _cm._pick(nan_b, b, out))
+
+
+def _complex_isnan(u: UOp) -> UOp: return _or(_isnan(_cm.re(u)), _isnan(_cm.im(u)))
+
+
+def _lex_less(a: UOp, b: UOp) -> UOp:
+  """a < b for complex values as numpy orders them: by the real parts, then the imaginary ones."""
+  ra, rb = _cm.re(a), _cm.re(b)
+  return _or(_lt(ra, rb), _and(_eq(ra, rb), _lt(_cm.im(a), _cm.im(b))))
 
 
 maximum = _minmax(Ops.MAX, "maximum", False, "The elementwise maximum; nan if either is nan.\n\n"
@@ -524,6 +556,7 @@ def _rounding(fn: str, body, doc: str):
   """A rounding function: the identity on integers and bool, exact on floats (no half-type widening needed)."""
   def f(x) -> Array:
     a = _arr(x, fn)
+    _real_only(fn, a.dtype)
     return a if not a.dtype.is_float else Array(body(a.uop), a.weak_type)
   return _named(f, fn, doc)
 
@@ -548,6 +581,7 @@ def rint(x) -> Array:
   Array([0., 2., 2.], dtype=float32)
   """
   a = _to_float(_arr(x, "rint"))
+  _real_only("rint", a.dtype)
   return Array(_round_even(a.uop), a.weak_type)
 
 
@@ -586,20 +620,25 @@ def round(a, decimals: int = 0, out=None) -> Array:
 around = round
 
 
-def _float_pred(fn: str, body, int_value: bool, doc: str):
+def _float_pred(fn: str, body, int_value: bool, doc: str, join=None):
+  """A predicate on floats (int_value for integers); on complex values `join` (or, and) of it on both parts, or a
+  TypeError where join is None."""
   def f(x) -> Array:
     a = _arr(x, fn)
     u = a.uop
+    if u.dtype.is_complex:
+      if join is None: raise TypeError(f"{fn}: not defined on complex values (got {u.dtype})")
+      return Array(join(body(_cm.re(u)), body(_cm.im(u))))
     return Array(body(u) if u.dtype.is_float else _k(u, int_value, dtypes.bool_))
   return _named(f, fn, doc)
 
 
 isnan = _float_pred("isnan", _isnan, False, "Whether x is nan.\n\n  >>> tnp.isnan(tnp.array([1.0, tnp.nan]))\n"
-                    "  Array([False,  True], dtype=bool)\n  ")
+                    "  Array([False,  True], dtype=bool)\n  ", _or)
 isinf = _float_pred("isinf", lambda u: _eq(_fabs(u), INF), False, "Whether x is +inf or -inf.\n\n"
-                    "  >>> tnp.isinf(tnp.array([1.0, -tnp.inf]))\n  Array([False,  True], dtype=bool)\n  ")
+                    "  >>> tnp.isinf(tnp.array([1.0, -tnp.inf]))\n  Array([False,  True], dtype=bool)\n  ", _or)
 isfinite = _float_pred("isfinite", lambda u: _lt(_fabs(u), INF), True, "Whether x is neither inf nor nan.\n\n"
-                       "  >>> tnp.isfinite(tnp.array([1.0, tnp.nan]))\n  Array([ True, False], dtype=bool)\n  ")
+                       "  >>> tnp.isfinite(tnp.array([1.0, tnp.nan]))\n  Array([ True, False], dtype=bool)\n  ", _and)
 isposinf = _float_pred("isposinf", lambda u: _eq(u, INF), False, "Whether x is +inf.")
 isneginf = _float_pred("isneginf", lambda u: _eq(u, -INF), False, "Whether x is -inf.")
 
@@ -612,6 +651,7 @@ def signbit(x) -> Array:
   """
   a = _arr(x, "signbit")
   u = a.uop
+  _real_only("signbit", u.dtype)
   if u.dtype.is_float: return Array(_signbit(u))
   if u.dtype.is_int and not u.dtype.is_unsigned: return Array(_lt(u, 0))
   return Array(_k(u, False, dtypes.bool_))
@@ -626,6 +666,9 @@ def nan_to_num(x, copy: bool = True, nan: float = 0.0, posinf: float | None = No
   """
   a = _arr(x, "nan_to_num")
   u, dt = a.uop, a.dtype
+  if dt.is_complex:
+    parts = [nan_to_num(Array(p(u)), copy, nan, posinf, neginf).uop for p in (_cm.re, _cm.im)]
+    return Array(_cm.cx(*parts), a.weak_type)
   if not dt.is_float: return a
   big = dtypes.finfo_max(dt)
   out = _sel(_isnan(u), float(nan), u)
@@ -656,6 +699,7 @@ def clip(x, /, min=None, max=None, *, a_min=None, a_max=None) -> Array:
     if max is not None: raise ValueError("clip: pass max or a_max, not both (a_max is the old name of max)")
     max = a_max
   out = _arr(x, "clip")
+  _real_only("clip", out.dtype)
   for bound, op in ((min, Ops.MAX), (max, Ops.MIN)):
     if bound is None: continue
     (b, o), _, weak = _args("clip", bound, out)
@@ -664,22 +708,48 @@ def clip(x, /, min=None, max=None, *, a_min=None, a_max=None) -> Array:
 
 
 def conj(x) -> Array:
-  """The complex conjugate; tracegrad arrays are real, so x itself."""
-  return _arr(x, "conj")
+  """The complex conjugate (a real array is its own).
+
+  >>> tnp.conj(tnp.array([1 + 2j]))
+  Array([1.-2.j], dtype=complex64)
+  """
+  a = _arr(x, "conj")
+  return Array(_cm.conj(a.uop), a.weak_type) if a.dtype.is_complex else a
 
 
 conjugate = conj
 
 
 def real(x) -> Array:
-  """The real part; tracegrad arrays are real, so x itself."""
-  return _arr(x, "real")
+  """The real part (a real array is its own).
+
+  >>> tnp.real(tnp.array([1 + 2j]))
+  Array([1.], dtype=float32)
+  """
+  a = _arr(x, "real")
+  return Array(_cm.re(a.uop), a.weak_type) if a.dtype.is_complex else a
 
 
 def imag(x) -> Array:
-  """The imaginary part; tracegrad arrays are real, so zeros."""
+  """The imaginary part (zeros for a real array).
+
+  >>> tnp.imag(tnp.array([1 + 2j]))
+  Array([2.], dtype=float32)
+  """
   a = _arr(x, "imag")
-  return Array(_k(a.uop, 0), a.weak_type)
+  return Array(_cm.im(a.uop) if a.dtype.is_complex else _k(a.uop, 0), a.weak_type)
+
+
+def angle(z, deg: bool = False) -> Array:
+  """The counterclockwise angle from the positive real axis, in radians (degrees with deg=True).
+
+  >>> tnp.angle(tnp.array([1j, -1.0]))
+  Array([1.5707964, 3.1415927], dtype=float32)
+  """
+  a = _to_float(_arr(z, "angle"))
+  u = a.uop
+  r = _cm.arg(u) if a.dtype.is_complex else _atan2(_k(u, 0.0), u)
+  return Array(_mul(r, 180.0 / math.pi) if deg else r, a.weak_type)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -688,9 +758,18 @@ def imag(x) -> Array:
 
 def _compare(fn: str, body, doc: str):
   def f(x, y) -> Array:
-    (a, b), _, _ = _args(fn, x, y)
+    (a, b), dt, _ = _args(fn, x, y)
+    if dt.is_complex and fn not in ("equal", "not_equal"): return Array(_complex_order(fn, a, b))
     return Array(body(a, b))
   return _named(f, fn, doc)
+
+
+def _complex_order(fn: str, a: UOp, b: UOp) -> UOp:
+  """numpy's ordering of complex values: by the real parts, then the imaginary ones."""
+  if fn in ("greater", "greater_equal"): a, b = b, a
+  ra, rb, ia, ib = _cm.re(a), _cm.re(b), _cm.im(a), _cm.im(b)
+  tie = _lt(ia, ib) if fn in ("less", "greater") else _or(_lt(ia, ib), _eq(ia, ib))
+  return _or(_lt(ra, rb), _and(_eq(ra, rb), tie))
 
 
 equal = _compare("equal", _eq, "x == y elementwise.\n\n  >>> tnp.equal(tnp.arange(3), 1)\n"
