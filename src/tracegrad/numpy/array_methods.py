@@ -102,5 +102,5 @@ def install(numpy_module: ModuleType) -> None:
   Array.mT = property(lambda self: tnp.swapaxes(self, -1, -2))
   Array.at = property(lambda self: tnp.indexing_at(self))
   Array.__array_namespace__ = _array_namespace
-  Array.real = property(lambda self: self)
-  Array.imag = property(lambda self: tnp.zeros_like(self))
+  Array.real = property(lambda self: tnp.real(self))
+  Array.imag = property(lambda self: tnp.imag(self))

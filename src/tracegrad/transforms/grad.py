@@ -114,7 +114,7 @@ def _scatter(ct, u):
 
 # ---- ops with sub-graphs ----
 
-def _float_mask(us) -> list[bool]: return [u.dtype.is_float for u in us]
+def _float_mask(us) -> list[bool]: return [u.dtype.is_inexact for u in us]
 
 
 def vjp_graph(g: Graph, ct_mask: list[bool] | None = None, wrt_mask: list[bool] | None = None) -> Graph:
@@ -257,7 +257,7 @@ def _custom_vjp(ct, u):
     leaves = _flatten_like(tree_util.unflatten(in_tree, list(u.src[n_free:])), got)
   except ValueError as e:
     raise TypeError(f"custom_vjp: the bwd rule's output does not match the arguments' structure: {e}") from None
-  return (None,) * n_free + tuple(None if c is None or not s.dtype.is_float else to_array(c).uop.cast(s.dtype).broadcast(s.shape)
+  return (None,) * n_free + tuple(None if c is None or not s.dtype.is_inexact else to_array(c).uop.cast(s.dtype).broadcast(s.shape)
                                   for c, s in zip(leaves, u.src[n_free:]))
 
 
@@ -332,7 +332,11 @@ VJP_RULES = PatternMatcher([
   (UPat(Ops.POW, name="u"), _pow),
   (UPat(Ops.ATAN2, name="u"), _atan2),
   (UPat(Ops.WHERE, name="u"), lambda ct, u: (None, u.src[0].where(ct, B.zeros(ct)), u.src[0].where(B.zeros(ct), ct))),
-  (UPat(Ops.CAST, name="u"), lambda ct, u: (ct.cast(u.src[0].dtype) if u.src[0].dtype.is_float else None,)),
+  # JAX's convention: the cotangent of x + iy is dL/dx - i dL/dy, so each rule is a plain (unconjugated) transpose
+  (UPat(Ops.REAL, name="u"), lambda ct, u: (ct.alu(Ops.COMPLEX, B.zeros(ct)),)),
+  (UPat(Ops.IMAG, name="u"), lambda ct, u: (B.zeros(ct).alu(Ops.COMPLEX, -ct),)),
+  (UPat(Ops.COMPLEX, name="u"), lambda ct, u: (ct.alu(Ops.REAL), -ct.alu(Ops.IMAG))),
+  (UPat(Ops.CAST, name="u"), lambda ct, u: (ct.cast(u.src[0].dtype) if u.src[0].dtype.is_inexact else None,)),
   (UPat((Ops.REDUCE_SUM, Ops.REDUCE_PROD, Ops.REDUCE_MAX, Ops.REDUCE_MIN), name="u"), _reduce),
   (UPat(Ops.RESHAPE, name="u"), lambda ct, u: (ct.reshape(u.src[0].shape),)),
   (UPat(Ops.BROADCAST, name="u"), _broadcast),
@@ -373,7 +377,7 @@ PREPARE = {Ops.SCAN: record_carries, Ops.CUSTOM_VJP: with_residuals}
 def _prepared(u: UOp) -> bool: return u.op is Ops.CUSTOM_VJP and u.arg[-1] is not None
 
 
-def _differentiable(u: UOp) -> bool: return u.dtype is void or u.dtype.is_float
+def _differentiable(u: UOp) -> bool: return u.dtype is void or u.dtype.is_inexact
 
 
 def backward(outputs: Sequence[UOp], cts: Sequence[UOp | None], wrt: Sequence[UOp]) -> tuple[list[UOp], list[UOp | None]]:
@@ -453,7 +457,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False, _realize: bool = True):
   args = {p: a.uop for p, a in zip(g.inputs, leaves)}
   outer = KNOWN.set({**KNOWN.get(), **args})   # custom_jvp rules run on the primals' values, as in tracing
   try:
-    outs, cts = backward(outs, [c if o.dtype.is_float else None for c, o in zip(cps, outs)], list(g.inputs))
+    outs, cts = backward(outs, [c if o.dtype.is_inexact else None for c, o in zip(cps, outs)], list(g.inputs))
   finally:
     KNOWN.reset(outer)
   fwd = outs + [g.outputs[i] for i in aux_idx]
@@ -499,9 +503,11 @@ def _argnums(argnums, n: int, fn: str) -> tuple[int, ...]:
   return tuple(a % n for a in nums)
 
 
-def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False,
                    allow_int: bool = False) -> Callable:
   """A function returning (fun(*args), the gradient of fun with respect to args[argnums]), as jax.value_and_grad.
+  Of a real function of complex inputs it is JAX's df/dx - i df/dy; with holomorphic=True, of a complex function of
+  complex inputs, the complex derivative.
 
   >>> tracegrad.value_and_grad(lambda x: x ** 2)(3.0)
   (Array(9., dtype=float32, weak_type=True), Array(6., dtype=float32, weak_type=True))
@@ -511,7 +517,10 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
     for a in nums:
       for leaf in tree_util.leaves(args[a]):
         d = to_array(leaf, fn="grad").dtype
-        if not d.is_float and not allow_int:
+        if holomorphic and not d.is_complex:
+          raise TypeError(f"grad: holomorphic=True needs complex inputs, but a leaf of argument {a} has dtype {d}; "
+                          f"convert it (x.astype(complex)) or drop holomorphic=True")
+        if not d.is_inexact and not allow_int:
           raise TypeError(f"grad: differentiating {_fname(fun)} with respect to argument {a} needs float inputs, but a "
                           f"leaf has dtype {d}; convert it (x.astype(float)), or pass allow_int=True for a zero gradient")
 
@@ -522,11 +531,18 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
 
     res = vjp(f, *[args[a] for a in nums], has_aux=has_aux, _realize=False)
     out, vjp_fn = res[0], res[1]
-    if not isinstance(out, Array) or out.shape != () or not out.dtype.is_float:
+    if not isinstance(out, Array) or out.shape != () or not out.dtype.is_inexact:
       what = (f"an output of shape {out.shape} and dtype {out.dtype}" if isinstance(out, Array)
               else f"a {type(out).__name__}")
       raise TypeError(f"grad: the function {_fname(fun)} must return a scalar (shape ()) float output, but returned "
                       f"{what}; reduce it (e.g. .sum()), or use vjp or jacrev for non-scalar outputs")
+    if out.dtype.is_complex and not holomorphic:
+      raise TypeError(f"grad: the function {_fname(fun)} returned a complex output ({out.dtype}); grad needs a real "
+                      f"one. For a holomorphic function pass holomorphic=True; for others take a real part (x.real, "
+                      f"abs(x)) or use vjp directly")
+    if holomorphic and not out.dtype.is_complex:
+      raise TypeError(f"grad: with holomorphic=True the function {_fname(fun)} must return a complex output, got "
+                      f"{out.dtype}")
     g = vjp_fn(Array(UOp.const(out.dtype, 1.0), out.weak_type))
     g = g[0] if isinstance(argnums, int) else g
     aux = res[2] if has_aux else None
@@ -539,13 +555,17 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
   return vg
 
 
-def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, allow_int: bool = False) -> Callable:
-  """The gradient of a scalar function with respect to args[argnums], as jax.grad.
+def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False,
+         allow_int: bool = False) -> Callable:
+  """The gradient of a scalar function with respect to args[argnums], as jax.grad (holomorphic=True: the complex
+  derivative of a complex function).
 
   >>> tracegrad.grad(lambda x: tnp.sin(x))(0.0)
   Array(1., dtype=float32, weak_type=True)
+  >>> tracegrad.grad(lambda z: z * z, holomorphic=True)(1j)
+  Array(0.+2.j, dtype=complex64, weak_type=True)
   """
-  vg = value_and_grad(fun, argnums, has_aux, allow_int)
+  vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
 
   def g(*args, **kwargs):
     (out, aux), gr = vg(*args, **kwargs) if has_aux else ((None, None), vg(*args, **kwargs)[1])

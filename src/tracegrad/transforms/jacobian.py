@@ -49,14 +49,24 @@ def _blocks(rows: list[Array], out_leaves: list[Array], in_leaves: list[Array], 
   return res
 
 
-def _jacobian(fun: Callable, argnums, has_aux: bool, forward: bool, fn: str) -> Callable:
+def _check_dtypes(fn: str, leaves: list, what: str, holomorphic: bool, complex_ok: bool) -> None:
+  """JAX's checks: holomorphic=True needs complex leaves; otherwise real ones (or, where complex_ok, complex too)."""
+  for l in leaves:
+    d = l.dtype
+    if holomorphic and not d.is_complex:
+      raise TypeError(f"{fn}: holomorphic=True needs {what}s with a complex dtype, got {d}")
+    if not holomorphic and not (d.is_float or complex_ok and d.is_complex):
+      extra = (f"; for holomorphic differentiation pass holomorphic=True, for other functions of complex values use "
+               f"vjp directly" if d.is_complex else "")
+      raise TypeError(f"{fn}: needs real floating {what}s, got {what} dtype {d}{extra}")
+
+
+def _jacobian(fun: Callable, argnums, has_aux: bool, forward: bool, fn: str, holomorphic: bool = False) -> Callable:
   def jac(*args, **kwargs):
     nums = _argnums(argnums, len(args), fn)
     diff = tuple(args[a] for a in nums)
     in_leaves = [to_array(x, fn=fn) for x in tree_util.leaves(diff)]
-    for l in in_leaves:
-      if not l.dtype.is_float:
-        raise TypeError(f"{fn}: differentiating with respect to an input of dtype {l.dtype} needs float inputs")
+    _check_dtypes(fn, in_leaves, "input", holomorphic, complex_ok=not forward)
 
     def f(*d):
       full = list(args)
@@ -75,8 +85,10 @@ def _jacobian(fun: Callable, argnums, has_aux: bool, forward: bool, fn: str) -> 
       aux = res[2] if has_aux else None
       out_tree = tree_util.structure(out)
       out_leaves0 = [to_array(x) for x in tree_util.leaves(out)]
+      _check_dtypes(fn, out_leaves0, "output", holomorphic, complex_ok=False)
       rows = tree_util.leaves(vmap(lambda *c: pull(tree_util.unflatten(out_tree, c)))(*_basis(out_leaves0)))
     out_leaves = [x if isinstance(x, ShapeDtypeStruct) else to_array(x) for x in tree_util.leaves(out)]
+    if forward and holomorphic: _check_dtypes(fn, out_leaves, "output", True, complex_ok=True)
     blocks = _blocks(rows, out_leaves, in_leaves, forward)
     per_out = [tree_util.unflatten(in_tree, b) for b in blocks]
     if isinstance(argnums, int): per_out = [p[0] for p in per_out]
@@ -86,21 +98,25 @@ def _jacobian(fun: Callable, argnums, has_aux: bool, forward: bool, fn: str) -> 
   return jac
 
 
-def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
-  """The Jacobian of fun by forward mode (one jvp per input element, vmapped), as jax.jacfwd."""
-  return _jacobian(fun, argnums, has_aux, True, "jacfwd")
+def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False) -> Callable:
+  """The Jacobian of fun by forward mode (one jvp per input element, vmapped), as jax.jacfwd (holomorphic=True: of a
+  complex function of complex inputs)."""
+  return _jacobian(fun, argnums, has_aux, True, "jacfwd", holomorphic)
 
 
-def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
-  """The Jacobian of fun by reverse mode (one vjp per output element, vmapped), as jax.jacrev."""
-  return _jacobian(fun, argnums, has_aux, False, "jacrev")
+def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False,
+           allow_int: bool = False) -> Callable:
+  """The Jacobian of fun by reverse mode (one vjp per output element, vmapped), as jax.jacrev (holomorphic=True: of a
+  complex function of complex inputs)."""
+  return _jacobian(fun, argnums, has_aux, False, "jacrev", holomorphic)
 
 
-def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+            holomorphic: bool = False) -> Callable:
   """The Hessian of a scalar function, jacfwd of jacrev, as jax.hessian.
 
   >>> tracegrad.hessian(lambda x: (x ** 3).sum())(tnp.asarray([1.0, 2.0]))
   Array([[ 6.,  0.],
          [ 0., 12.]], dtype=float32)
   """
-  return jacfwd(jacrev(fun, argnums, has_aux), argnums, has_aux)
+  return jacfwd(jacrev(fun, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic)

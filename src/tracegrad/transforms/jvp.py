@@ -211,7 +211,7 @@ NON_DIFFERENTIABLE = COMPARE | INT_ONLY | INT_OR_BOOL | {Ops.BITCAST, Ops.FLOOR,
 def _callback(t, u: UOp):
   """A host callback returning only integers (debug taps' tokens) passes; one with float results has no derivative."""
   n = len(u.arg.results)
-  if any(d.is_float for _, d in u.arg.results): host_call_has_no_derivative(u)
+  if any(d.is_inexact for _, d in u.arg.results): host_call_has_no_derivative(u)
   return [u.proj(i) for i in range(n)], [None] * n
 
 
@@ -257,6 +257,8 @@ JVP_RULES = PatternMatcher([
   (UPat(Ops.ATAN2, name="u"), _atan2),
   (UPat(Ops.WHERE, name="u"), lambda t, u: u.src[0].where(instantiate(t[1], u), instantiate(t[2], u))),
   (UPat(Ops.CAST, name="u"), lambda t, u: t[0].cast(u.dtype)),
+  (UPat((Ops.REAL, Ops.IMAG), name="u"), lambda t, u: t[0].alu(u.op)),
+  (UPat(Ops.COMPLEX, name="u"), lambda t, u: B.instantiate(t[0], u.src[0]).alu(Ops.COMPLEX, B.instantiate(t[1], u.src[1]))),
   (UPat((Ops.REDUCE_SUM, Ops.REDUCE_PROD, Ops.REDUCE_MAX, Ops.REDUCE_MIN), name="u"), _reduce),
   (UPat((Ops.RESHAPE, Ops.BROADCAST, Ops.PERMUTE, Ops.PAD, Ops.SLICE, Ops.FLIP, Ops.GATHER), name="u"), _same),
   (UPat(Ops.CONCAT, name="u"), lambda t, u: UOp.concat([instantiate(x, s) for x, s in zip(t, u.src)], u.arg)),
@@ -287,7 +289,7 @@ def jvp_nodes(outputs: list[UOp], tangents: dict[UOp, UOp]) -> tuple[list[UOp], 
     if u in tan: continue
     ts = tuple(tan.get(s) for s in u.src)
     if all(x is None for x in ts): continue
-    if u.dtype is not void and not u.dtype.is_float: continue
+    if u.dtype is not void and not u.dtype.is_inexact: continue
     out = JVP_RULES.rewrite(u, ts)
     if u.dtype is void:
       primal, out = out
@@ -312,7 +314,7 @@ def _check_tangents(primals: list[Array], tangents: list[Array], fn: str):
   for i, (p, t) in enumerate(zip(primals, tangents)):
     if p.shape != t.shape:
       raise ValueError(f"{fn}: primal and tangent leaf {i} must have equal shapes, got {p.shape} and {t.shape}")
-    if p.dtype.is_float and t.dtype is not p.dtype:
+    if p.dtype.is_inexact and t.dtype is not p.dtype:
       raise TypeError(f"{fn}: primal and tangent leaf {i} must have equal dtypes, got {p.dtype} and {t.dtype}")
 
 
@@ -360,8 +362,8 @@ def _linearized(fun: Callable, primals: tuple, has_aux: bool, fn: str):
   weak = [g.out_weak[i] for i in out_idx]
   outs0, aux0 = [g.outputs[i] for i in out_idx], [g.outputs[i] for i in aux_idx]
   tps = [UOp.param(p.shape, p.dtype) for p in g.inputs]
-  outs, touts = jvp_nodes(outs0, {p: t for p, t in zip(g.inputs, tps) if p.dtype.is_float})
-  touts = [B.instantiate(t, o) if o.dtype.is_float else B.zeros(o) for t, o in zip(touts, outs)]
+  outs, touts = jvp_nodes(outs0, {p: t for p, t in zip(g.inputs, tps) if p.dtype.is_inexact})
+  touts = [B.instantiate(t, o) if o.dtype.is_inexact else B.zeros(o) for t, o in zip(touts, outs)]
   args = {p: a.uop for p, a in zip(g.inputs, leaves)}
 
   def build(prim, aux, tan):
