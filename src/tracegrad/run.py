@@ -150,6 +150,7 @@ class Executable:
   interp), and calling it with numpy input leaves gives the numpy outputs."""
 
   def __init__(self, graph: Graph, backend: str, search: int | None = None):
+    from .lower.complex_split import complex_io
     from .lower.fingerprint import fingerprint
     from .lower.schedule import Unsupported, prepare, schedule
     from .lower.search import optimise, search_width
@@ -168,7 +169,7 @@ class Executable:
       if key is None: key = fingerprint(prepared := prepare(graph))
       if key is not None and (hit := self._device.program_record(key)) is not None:
         self.source, layout = hit
-        self._runner = self._device.runner(layout, self._device.compile(self.source, tiered=True))
+        self._runner = self._packed(self._device.runner(layout, self._device.compile(self.source, tiered=True)))
         self._prepared = prepared   # scheduled again only if its kernels are asked for
         debug(1, f"compile: {layout.kernels} kernels from the disk cache in {1e3 * (time.perf_counter() - t0):.1f} ms")
         return
@@ -189,7 +190,8 @@ class Executable:
       functions = self._device.compile(src.source, [name for name, _ in src.launches.values()])
       self._runner = self._device.runner(self._program, functions, src.launches)
       self._runner.timed = _DEBUG >= 2
-      self.resident = True
+      self.resident = not complex_io(graph)   # complex arrays go in and out as packed views, through the host
+      self._runner = self._packed(self._runner)
       debug(1, f"compile: {len(self._program.kernels)} kernels for {backend} in "
                f"{1e3 * (time.perf_counter() - t0):.1f} ms")
       return
@@ -201,9 +203,14 @@ class Executable:
     self.source = render_program(self._program, timed=_DEBUG >= 2)
     _show_source(self.source, program_prelude())
     layout = Layout.of(self._program)
-    self._runner = self._device.runner(layout, self._device.compile(self.source, tiered=True))
+    self._runner = self._packed(self._device.runner(layout, self._device.compile(self.source, tiered=True)))
     if key is not None: self._device.keep_program(key, self.source, layout)
     debug(1, f"compile: {len(self._program.kernels)} kernels in {1e3 * (time.perf_counter() - t0):.1f} ms")
+
+  def _packed(self, runner):
+    """runner, taking and giving numpy's complex arrays where the graph does (its program reads them packed)."""
+    from .lower.complex_split import complex_io
+    return PackedRunner(runner, self.graph) if complex_io(self.graph) else runner
 
   @property
   def program(self):
@@ -252,6 +259,23 @@ class Executable:
     from .ir import substitute
     mapping = {p: UOp.buffer(v) for p, v in zip(self.graph.inputs, leaves)}
     return realize(substitute(list(self.graph.outputs), mapping), "run_graph")
+
+
+class PackedRunner:
+  """A compiled program of a graph with complex inputs or outputs: it reads and writes complex arrays packed (a real
+  array with a trailing axis of 2), which are views of numpy's complex arrays, so they pass without copies."""
+
+  def __init__(self, runner, graph: Graph):
+    self._inner = runner
+    self._ins = [p.dtype.is_complex for p in graph.inputs]
+    self._outs = [o.dtype.np if o.dtype.is_complex else None for o in graph.outputs]
+
+  def __getattr__(self, name): return getattr(self._inner, name)
+
+  def __call__(self, leaves: list[np.ndarray]) -> list[np.ndarray]:
+    from .lower.complex_split import from_packed, to_packed
+    outs = self._inner([to_packed(a) if c else a for a, c in zip(leaves, self._ins)])
+    return [o if d is None else from_packed(o, d) for o, d in zip(outs, self._outs)]
 
 
 _executables: "weakref.WeakKeyDictionary[Graph, dict[str, Executable]]" = weakref.WeakKeyDictionary()
