@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 
-def _wide(a: np.ndarray) -> np.ndarray: return a.astype(np.float32) if a.dtype.itemsize < 4 else a
+def _wide(a: np.ndarray) -> np.ndarray: return a.astype(np.float32) if a.dtype.kind == "f" and a.dtype.itemsize < 4 else a
 
 
 def _each(fn, arrays: list[np.ndarray], avals: list) -> list[np.ndarray]:
@@ -16,7 +16,7 @@ def _each(fn, arrays: list[np.ndarray], avals: list) -> list[np.ndarray]:
     with np.errstate(all="ignore"): return [np.asarray(r) for r in fn(*arrays)]
   except np.linalg.LinAlgError:
     pass
-  outs = [np.full(shape, np.nan, dtype.np) if dtype.is_float else np.zeros(shape, dtype.np) for shape, dtype in avals]
+  outs = [np.full(shape, np.nan, dtype.np) if dtype.is_inexact else np.zeros(shape, dtype.np) for shape, dtype in avals]
   batch = arrays[0].shape[:-2]
   for i in np.ndindex(*batch):
     try:
@@ -106,7 +106,19 @@ def _svd(p, a):
   return _per_matrix(one, a)
 
 
-ROUTINES = {"cholesky": _cholesky, "triangular_solve": _triangular_solve, "lu": _lu, "qr": _qr, "eigh": _eigh,
+def _eig(p, a):
+  if not p["left"] and a.ndim > 2 and not _one(a):
+    w, v = np.linalg.eig(a)
+    return (w, v) if p["right"] else (w,)
+  from scipy.linalg import eig
+
+  def one(m):
+    r = eig(m, left=p["left"], right=p["right"], check_finite=False)
+    return r if isinstance(r, tuple) else (r,)
+  return _per_matrix(one, a)
+
+
+ROUTINES = {"eig": _eig, "cholesky": _cholesky, "triangular_solve": _triangular_solve, "lu": _lu, "qr": _qr, "eigh": _eigh,
             "svd": _svd}
 
 

@@ -226,6 +226,8 @@ def evaluate(u: UOp, vals: list):
   if op is Ops.SCATTER: return _scatter(*vals, arg)
   if op in (Ops.DETACH, Ops.SHARDING_CONSTRAINT, Ops.OPTIMIZATION_BARRIER): return vals[0]
   if op is Ops.PROJ: return vals[0][arg]
+  if op is Ops.FFT: return np.asarray((np.fft.ifft if arg else np.fft.fft)(vals[0], axis=-1, norm="backward" if not arg
+                                      else "forward"), dt.np)
   if op is Ops.LINALG: return tuple(host_linalg.run(*arg, vals, multi_avals(op, u.src, arg)))
   if op in MULTI: return MULTI[op](vals, arg)
   raise NotImplementedError(f"interp: no evaluation rule for {op}")

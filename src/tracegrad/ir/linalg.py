@@ -12,10 +12,12 @@ qr(a[..., m, n]; full_matrices) -> q[..., m, m or k], r[..., m or k, n], k = min
 eigh(a[..., n, n]; lower) -> v[..., n, n], w[..., n]: a v = v diag(w), w ascending, a's `lower` triangle read
 svd(a[..., m, n]; full_matrices, compute_uv) -> s[..., k] descending, then (compute_uv) u[..., m, m or k],
   vh[..., n or k, n]
+eig(a[..., n, n] real or complex; left, right) -> w[..., n], then (left) vl[..., n, n], then (right) vr[..., n, n],
+  all complex: a vr = vr diag(w), vlᴴ a = diag(w) vlᴴ, each eigenvector of unit length (LAPACK's geev)
 """
 from __future__ import annotations
 
-from .dtypes import int32
+from .dtypes import complex_of, int32
 from .ops import Ops
 
 
@@ -24,7 +26,7 @@ def _err(kind: str, msg: str) -> ValueError: return ValueError(f"linalg {kind}: 
 
 def _float_matrix(kind: str, a, name: str = "a", square: bool = False) -> tuple[int, int]:
   if len(a.shape) < 2: raise _err(kind, f"{name} must have at least 2 dimensions, got shape {a.shape}")
-  if not a.dtype.is_float: raise _err(kind, f"{name} must be floating point, got {a.dtype}")
+  if not (a.dtype.is_float or kind == "eig" and a.dtype.is_complex): raise _err(kind, f"{name} must be floating point, got {a.dtype}")
   m, n = a.shape[-2:]
   if square and m != n: raise _err(kind, f"{name} must be square in its last two axes, got shape {a.shape}")
   return m, n
@@ -80,7 +82,14 @@ def _svd(src, p):
   return out
 
 
-KINDS = {"cholesky": _cholesky, "triangular_solve": _triangular_solve, "lu": _lu, "qr": _qr, "eigh": _eigh,
+def _eig(src, p):
+  (a,) = src
+  _, n = _float_matrix("eig", a, square=True)
+  c = complex_of(a.dtype)
+  return [((*a.shape[:-2], n), c)] + [(a.shape, c)] * (bool(p["left"]) + bool(p["right"]))
+
+
+KINDS = {"eig": _eig, "cholesky": _cholesky, "triangular_solve": _triangular_solve, "lu": _lu, "qr": _qr, "eigh": _eigh,
          "svd": _svd}
 
 

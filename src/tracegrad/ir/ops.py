@@ -48,6 +48,8 @@ outputs     value they use is a source.
               differentiation expand it, vmap batches its body
             CALLBACK(*operands; arg=HostCall): a Python function of the operands' values, run on the host where the
               program reaches it (pure_callback); results of the shapes and dtypes arg.results names
+            FFT(x; arg=inverse): the unnormalised discrete Fourier transform of a complex x along its last axis,
+              X[k] = sum_j x[j] exp(-+2 pi i jk / n) (the + sign when inverse); one result, x's shape and dtype
             LINALG(*operands; arg=(kind, params)): a matrix decomposition or triangular solve over the last two axes,
               mapped over the leading ones (kinds and results in ir/linalg.py)
 """
@@ -74,7 +76,7 @@ class Ops(Enum):
   ALL_REDUCE = auto(); ALL_GATHER = auto(); REDUCE_SCATTER = auto(); PPERMUTE = auto(); ALL_TO_ALL = auto()
   AXIS_INDEX = auto()
   PROJ = auto(); COND = auto(); SCAN = auto(); WHILE = auto(); CUSTOM_JVP = auto(); CUSTOM_VJP = auto(); REMAT = auto()
-  COMPOSITE = auto(); CALLBACK = auto(); LINALG = auto()
+  COMPOSITE = auto(); CALLBACK = auto(); LINALG = auto(); FFT = auto()
 
   def __repr__(self) -> str: return f"Ops.{self.name}"
 

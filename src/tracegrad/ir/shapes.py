@@ -71,6 +71,14 @@ def _parts(op, dtype, src, arg):
   return src[0].shape
 
 
+def _fft(op, dtype, src, arg):
+  (x,) = src
+  if not x.dtype.is_complex or not x.shape or dtype is not x.dtype or not isinstance(arg, bool):
+    raise _err(op, f"takes a complex array of rank >= 1 (arg: inverse, a bool) and gives its dtype, got "
+                   f"{x.dtype}{fmt(x.shape)} -> {dtype}, arg={arg!r}")
+  return x.shape
+
+
 def _reshape(op, dtype, src, arg):
   (x,) = src
   if any(not isinstance(n, int) or n < 0 for n in arg) or math.prod(arg) != math.prod(x.shape):
@@ -284,7 +292,7 @@ RULES = {Ops.RESHAPE: _reshape, Ops.BROADCAST: _broadcast, Ops.PERMUTE: _permute
          Ops.FLIP: _flip, Ops.CONCAT: _concat, Ops.CAST: _cast, Ops.BITCAST: _cast, Ops.GATHER: _gather,
          Ops.SCATTER: _scatter, Ops.WHERE: _elementwise,
          **{o: _elementwise for o in UNARY | BINARY}, **{o: _parts for o in PARTS}, **{o: _reduce for o in REDUCE}, **{o: _leaf for o in LEAF},
-         Ops.DETACH: _detach, Ops.SHARDING_CONSTRAINT: _detach, Ops.OPTIMIZATION_BARRIER: _detach,
+         Ops.FFT: _fft, Ops.DETACH: _detach, Ops.SHARDING_CONSTRAINT: _detach, Ops.OPTIMIZATION_BARRIER: _detach,
          Ops.PROJ: _proj, **{o: _multi for o in MULTI}, **{o: _collective for o in COLLECTIVE}}
 
 

@@ -43,6 +43,8 @@ from .special import (bessel_i0e, bessel_i1e, betainc, digamma, erf, erf_inv, er
 from .misc import axis_size, custom_linear_solve, custom_root, map, platform_dependent, reduce_precision  # noqa: A004
 from .collectives import (all_gather, all_to_all, axis_index, pmax, pmean, pmin, ppermute, psum, psum_scatter,
                           with_sharding_constraint)
+from .fft import FftType, fft
+from .complex_parts import complex, conj, imag, real  # noqa: A004
 from . import linalg  # noqa: E402  (lax.linalg, as jax.lax.linalg)
 
 __all__ = ["add", "sub", "mul", "max", "min", "convert_element_type", "broadcast_in_dim", "reshape", "transpose",
@@ -51,6 +53,6 @@ __all__ = ["add", "sub", "mul", "max", "min", "convert_element_type", "broadcast
            "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "all_to_all", "axis_index",
            "with_sharding_constraint", "linalg"]
 _INTERNAL = {"check_precision", "operands", "check_kind", "float_unary", "conv_transpose_padding"}
-__all__ += [n for m in ("slicing", "dot", "elementwise", "gather", "shapes", "reductions", "sorting", "conv_shapes",
+__all__ += [n for m in ("fft", "complex_parts", "slicing", "dot", "elementwise", "gather", "shapes", "reductions", "sorting", "conv_shapes",
                         "conv_variants", "misc", "special") for n in sys.modules[f"{__name__}.{m}"].__all__
             if n not in _INTERNAL]

@@ -16,9 +16,10 @@ from ..array import Array, to_array
 from ..ir import Ops, UOp, dtypes
 from ..transforms import build as B
 from ..transforms.custom import custom_jvp
+from . import complex_math as cm
 from .control import fori_loop
 
-__all__ = ["cholesky", "eigh", "lu", "lu_pivots_to_permutation", "qr", "svd", "triangular_solve"]
+__all__ = ["cholesky", "eig", "eigh", "lu", "lu_pivots_to_permutation", "qr", "svd", "triangular_solve"]
 
 
 def _prim(kind: str, operands, **params) -> list[Array]:
@@ -327,3 +328,59 @@ def _svd_jvp(full, primals, tangents):
     dau = _mm(_t(da), u)
     dv = dv + (dau - _mm(v, _mm(vh, dau))) * Array(inv_row.uop.broadcast(dau.shape))
   return (s, u, vh), (_diag(ds_mat), du, _t(dv))
+
+
+# ---- general eigendecomposition ----
+
+def eig(x, *, compute_left_eigenvectors: bool = True, compute_right_eigenvectors: bool = True,
+        use_magma=None, enable_eigvec_derivs: bool = False) -> list[Array]:
+  """[w, vl, vr] (vl, vr as asked): the complex eigenvalues of a general square x and its left and right eigenvectors
+  (columns of unit length), as lax.linalg.eig. The right eigenvectors are differentiated only with
+  enable_eigvec_derivs=True (their derivative assumes distinct eigenvalues and ignores LAPACK's choice of phase).
+
+  >>> w, = lax.linalg.eig(tnp.array([[0.0, 1.0], [-1.0, 0.0]]), compute_left_eigenvectors=False,
+  ...                     compute_right_eigenvectors=False)
+  >>> w
+  Array([0.+1.j, 0.-1.j], dtype=complex64)
+  """
+  a = to_array(x, fn="eig")
+  if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+    raise ValueError(f"eig: x must be square in its last two axes, got shape {a.shape}")
+  if not a.dtype.is_inexact:
+    raise TypeError(f"eig: x must be floating point or complex, got {a.dtype}; convert it with .astype(float32)")
+  return list(_eig(a, bool(compute_left_eigenvectors), bool(compute_right_eigenvectors), bool(enable_eigvec_derivs)))
+
+
+_eig = custom_jvp(lambda a, left, right, derivs: tuple(_prim("eig", (a,), left=left, right=right)),
+                  nondiff_argnums=(1, 2, 3))
+
+
+@_eig.defjvp
+def _eig_jvp(left, right, derivs, primals, tangents):
+  """With V⁻¹ = diag(1 / (vlᴴ vr)ᵢᵢ) vlᴴ and M = V⁻¹ dA V: dw = diag(M), and dV = V (F ∘ M), F = 1 / (wⱼ - wᵢ) off the
+  diagonal, less its component along V that would change each column's length."""
+  if left:
+    raise NotImplementedError("eig: the derivative of the left eigenvectors is not implemented (nor in JAX); pass "
+                              "compute_left_eigenvectors=False")
+  if right and not derivs:
+    raise NotImplementedError("eig: derivatives of non-symmetric eigenvectors hold only for distinct eigenvalues, "
+                              "which cannot be checked; pass enable_eigvec_derivs=True to opt in, or "
+                              "compute_right_eigenvectors=False for the eigenvalues' derivative")
+  (a,), (da,) = primals, tangents
+  w, vl, vr = (x.uop for x in _prim("eig", (a,), left=True, right=True))
+  da = da.uop.cast(w.dtype)
+  vlh = B.mT(cm.conj(vl))
+  n = w.shape[-1]
+  eye = _eye(n, Array(vr)).uop
+  scale = (B.matmul(vlh, vr) * eye).reduce(Ops.REDUCE_SUM, (vr.ndim - 1,))   # (..., n, 1): (vlᴴ vr)ᵢᵢ
+  m = B.div(B.matmul(vlh, B.matmul(da, vr)), scale.broadcast(vr.shape))
+  dw = (m * eye).reduce(Ops.REDUCE_SUM, (m.ndim - 1,)).reshape(w.shape)
+  outs, touts = [Array(w)], [Array(dw)]
+  if right:
+    wr = w.reshape((*w.shape[:-1], 1, n)).broadcast(vr.shape)
+    f = B.div(UOp.const(w.dtype, 1, vr.shape), wr - B.mT(wr) + eye) - eye
+    dv = B.matmul(vr, f * m)
+    along = cm.re((cm.conj(vr) * dv).reduce(Ops.REDUCE_SUM, (vr.ndim - 2,))).cast(vr.dtype)
+    outs.append(Array(vr))
+    touts.append(Array(dv - vr * along.broadcast(vr.shape)))
+  return tuple(outs), tuple(touts)

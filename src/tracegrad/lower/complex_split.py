@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..devices import host_linalg
 from ..ir import Buffer, Graph, Ops, UOp
-from ..ir.dtypes import bool_
-from ..ir.ops import MOVEMENT
+from ..ir.dtypes import bool_, void
+from ..ir.ops import MOVEMENT, HostCall
+from ..ir.shapes import multi_avals
 
 
 class ComplexUnsupported(NotImplementedError):
-  """A complex value reaches an op the pair form has no rule for (a host callback, a linalg kind)."""
+  """A complex value reaches an op the pair form has no rule for."""
 
 
 def has_complex(graph: Graph) -> bool:
@@ -31,6 +33,7 @@ def has_complex(graph: Graph) -> bool:
 
 def _any_complex(u: UOp) -> bool:
   if u.dtype.is_complex: return True
+  if u.op in _HOST: return _host_complex(u)
   if u.op in (Ops.COND, Ops.SCAN, Ops.WHILE):
     subs = u.arg if u.op is Ops.COND else (u.arg[0],) if u.op is Ops.SCAN else u.arg[:2]
     return any(has_complex(g) for g in subs)
@@ -118,6 +121,7 @@ class _Splitter:
 
   def rebuild(self, u: UOp) -> UOp:
     """A real node on the split forms of its sources."""
+    if u.op in _HOST and _host_complex(u): return self.host(u)
     if not any(s.dtype.is_complex for s in u.src) and u.op not in _WITH_GRAPHS:
       src = tuple(self.real[s] for s in u.src)
       return u if src == u.src else UOp(u.op, u.dtype, src, u.arg)
@@ -142,13 +146,34 @@ class _Splitter:
     else: arg = (split_complex(u.arg[0]), split_complex(u.arg[1]), *u.arg[2:])
     return UOp(u.op, u.dtype, src, arg)
 
+  def host(self, u: UOp) -> UOp:
+    """A host call (CALLBACK, or LINALG, which the host computes) with complex operands or results: one taking and
+    giving them packed, viewing them as numpy's complex arrays around the call."""
+    avals = tuple(multi_avals(u.op, u.src, u.arg))
+    if u.op is Ops.LINALG:
+      kind, params = u.arg
+      inner, name, vmap_method, borrows = (lambda vals: host_linalg.run(kind, params, vals, avals)), f"linalg {kind}", \
+        None, True
+    else:
+      inner, name, vmap_method, borrows = u.arg, u.arg.name, u.arg.vmap_method, u.arg.borrows
+    cin = [s.dtype.np if s.dtype.is_complex else None for s in u.src]
+    cout = [d.np if d.is_complex else None for _, d in avals]
+
+    def fn(vals: list) -> list:
+      outs = inner([v if c is None else from_packed(v, c) for v, c in zip(vals, cin)])
+      return [np.asarray(r) if c is None else to_packed(np.asarray(r, c)) for r, c in zip(outs, cout)]
+
+    results = tuple((tuple(shape) + (2,), d.real) if d.is_complex else (shape, d) for shape, d in avals)
+    call = HostCall(fn, results, name, vmap_method, borrows)
+    return UOp(Ops.CALLBACK, void, tuple(self.packed(s) for s in u.src), call)
+
   def split(self, u: UOp) -> tuple[UOp, UOp]:
     op, P = u.op, self.parts
     r = u.dtype.real
     if op is Ops.CONST: return _const(u)
     if op is Ops.BUFFER: return _buffer(u)
     if op is Ops.PROJ:
-      if u.src[0].op not in _WITH_GRAPHS: raise ComplexUnsupported(f"no pair form for {u.src[0].op.name.lower()}")
+      if u.src[0].op not in _WITH_GRAPHS and u.src[0].op not in _HOST: raise ComplexUnsupported(f"no pair form for {u.src[0].op.name.lower()}")
       return unpack(self.real[u.src[0]].proj(u.arg))
     if op is Ops.COMPLEX: return self.real[u.src[0]], self.real[u.src[1]]
     if op is Ops.CAST:
@@ -171,6 +196,9 @@ class _Splitter:
       cond = self.real[u.src[0]]
       return tuple(cond.where(x, y) for x, y in zip(P[u.src[1]], P[u.src[2]]))
     if op is Ops.REDUCE_SUM: return self.sum(u)
+    if op is Ops.FFT:
+      from .fft_stages import fft_pairs
+      return fft_pairs(*P[u.src[0]], u.arg)
     if op in MOVEMENT and op is not Ops.CONCAT: return tuple(UOp(op, r, (x,), u.arg) for x in P[u.src[0]])
     if op is Ops.CONCAT: return tuple(UOp.concat([P[s][i] for s in u.src], u.arg) for i in (0, 1))
     if op is Ops.GATHER: return tuple(x.gather(self.real[u.src[1]]) for x in P[u.src[0]])
@@ -194,6 +222,11 @@ class _Splitter:
 
 
 _WITH_GRAPHS = frozenset({Ops.COND, Ops.SCAN, Ops.WHILE})
+_HOST = frozenset({Ops.CALLBACK, Ops.LINALG})
+
+
+def _host_complex(u: UOp) -> bool:
+  return any(s.dtype.is_complex for s in u.src) or any(d.is_complex for _, d in multi_avals(u.op, u.src, u.arg))
 
 
 def split_complex(graph: Graph) -> Graph:

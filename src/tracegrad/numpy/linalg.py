@@ -18,13 +18,13 @@ from .contract import acc_dtype, matmul, matrix_transpose, tensordot, vecdot
 from .contract import cross as _cross
 from .contract import outer as _outer
 from .core import arraylike, sum_dtype
-from .linalg_decomp import (EighResult, QRResult, SlogdetResult, SVDResult, cholesky, det, eigh, eigvalsh, inv, qr,
-                            slogdet, solve, svd, svdvals)
+from .linalg_decomp import (EigResult, EighResult, QRResult, SlogdetResult, SVDResult, cholesky, det, eig, eigh,
+                            eigvals, eigvalsh, inv, qr, slogdet, solve, svd, svdvals)
 from .linalg_lstsq import lstsq, matrix_rank, pinv, tensorinv, tensorsolve
 from .linalg_norms import cond, matrix_norm, norm, vector_norm
 from .shape import diagonal as _diagonal
 
-__all__ = ["cholesky", "cond", "det", "eigh", "eigvalsh", "inv", "lstsq", "matrix_rank", "pinv", "qr", "slogdet",
+__all__ = ["cholesky", "cond", "det", "eig", "eigvals", "EigResult", "eigh", "eigvalsh", "inv", "lstsq", "matrix_rank", "pinv", "qr", "slogdet",
            "solve", "svd", "svdvals", "tensorinv", "tensorsolve", "norm", "vector_norm", "matrix_norm", "matmul",
            "matrix_transpose", "outer", "tensordot", "vecdot", "matrix_power", "multi_dot", "trace", "cross",
            "diagonal", "EighResult", "QRResult", "SlogdetResult", "SVDResult"]

@@ -24,13 +24,18 @@ from .indexing import take_along_axis
 from .shape import broadcast_to, concatenate, diagonal, flip
 from .sorting import argsort
 
-__all__ = ["solve", "inv", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "svd", "svdvals", "SlogdetResult",
-           "EighResult", "QRResult", "SVDResult"]
+__all__ = ["solve", "inv", "det", "slogdet", "cholesky", "qr", "eig", "eigvals", "eigh", "eigvalsh", "svd", "svdvals",
+           "SlogdetResult", "EigResult", "EighResult", "QRResult", "SVDResult"]
 
 
 class SlogdetResult(NamedTuple):
   sign: Array
   logabsdet: Array
+
+
+class EigResult(NamedTuple):
+  eigenvalues: Array
+  eigenvectors: Array
 
 
 class EighResult(NamedTuple):
@@ -329,6 +334,34 @@ def _eigh(a: Array, *, lower: bool, symmetrize: bool) -> EighResult:
   (a,), dt = floats("eigh", a)
   v, w = lla.eigh(a, lower=lower, symmetrize_input=symmetrize)
   return EighResult(w.astype(dt), v.astype(dt))
+
+
+def _general(fn: str, a) -> Array:
+  a = matrices(fn, a, square=True, error=TypeError)
+  if a.dtype.is_complex: return a
+  (a,), _ = floats(fn, a)
+  return a
+
+
+def eig(a) -> EigResult:
+  """The eigenvalues and right eigenvectors (columns, of unit length) of a general square matrix, both complex, as
+  jnp.linalg.eig.
+
+  >>> w, v = tnp.linalg.eig(tnp.array([[2.0, 0.0], [0.0, 3.0]]))
+  >>> w
+  Array([2.+0.j, 3.+0.j], dtype=complex64)
+  """
+  w, v = lla.eig(_general("eig", a), compute_left_eigenvectors=False)
+  return EigResult(w, v)
+
+
+def eigvals(a) -> Array:
+  """The complex eigenvalues of a general square matrix, as jnp.linalg.eigvals.
+
+  >>> tnp.linalg.eigvals(tnp.array([[0.0, -1.0], [1.0, 0.0]]))
+  Array([0.+1.j, 0.-1.j], dtype=complex64)
+  """
+  return lla.eig(_general("eigvals", a), compute_left_eigenvectors=False, compute_right_eigenvectors=False)[0]
 
 
 def eigvalsh(a, UPLO: str | None = "L", *, symmetrize_input: bool = True) -> Array:

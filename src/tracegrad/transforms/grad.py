@@ -366,6 +366,8 @@ VJP_RULES = PatternMatcher([
   (UPat(Ops.ALL_TO_ALL, name="u"), lambda ct, u: (UOp(Ops.ALL_TO_ALL, ct.dtype, (ct,), (*u.arg[:2], u.arg[3], u.arg[2])),)),
   (UPat(Ops.CALLBACK, name="u"), lambda ct, u: host_call_has_no_derivative(u)),
   (UPat(Ops.LINALG, name="u"), _linalg),
+  # the DFT matrix is symmetric, and JAX's cotangents are plain transposes
+  (UPat(Ops.FFT, name="u"), lambda ct, u: (UOp(Ops.FFT, ct.dtype, (ct,), u.arg),)),
   (UPat(NON_DIFFERENTIABLE, name="u"), _no_derivative),
 ])
 

@@ -276,6 +276,7 @@ JVP_RULES = PatternMatcher([
   (UPat((Ops.ALL_GATHER, Ops.REDUCE_SCATTER, Ops.PPERMUTE, Ops.ALL_TO_ALL), name="u"), _same),
   (UPat(Ops.CALLBACK, name="u"), _callback),
   (UPat(Ops.LINALG, name="u"), _linalg),
+  (UPat(Ops.FFT, name="u"), _same),
   (UPat(NON_DIFFERENTIABLE, name="u"), _no_derivative),
 ])
 

@@ -391,6 +391,7 @@ SHARD_RULES = PatternMatcher([
   (UPat(Ops.PAD, name="u"), _pad),
   (UPat(Ops.SLICE, name="u"), _slice),
   (UPat(Ops.FLIP, name="u"), lambda c, u: _whole(c, u, set(u.arg))),
+  (UPat(Ops.FFT, name="u"), lambda c, u: _whole(c, u, {u.ndim - 1}, keeps_partial=False)),
   (UPat(Ops.CONCAT, name="u"), _concat),
   (UPat(Ops.GATHER, name="u"), _gather),
   (UPat(Ops.SCATTER, name="u"), _scatter),

@@ -255,6 +255,7 @@ BATCH_RULES = PatternMatcher([
   (UPat(Ops.CUSTOM_VJP, name="u"), _custom_vjp),
   (UPat(COLLECTIVE, name="u"), _collective),
   (UPat(Ops.CALLBACK, name="u"), _callback),
+  (UPat(Ops.FFT, name="u"), _same),   # the batch axis leads; the transform runs along the last
   (UPat(Ops.LINALG, name="u"), lambda c, u: UOp.multi(Ops.LINALG, tuple(c.full(i) for i in range(len(u.src))), u.arg)),
 ])
 
