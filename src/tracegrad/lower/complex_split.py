@@ -76,7 +76,7 @@ def _divide(a, b, c, d) -> tuple[UOp, UOp]:
   return zero.where(a.alu(Ops.DIV, ac), re), zero.where(b.alu(Ops.DIV, ac), im)
 
 
-def _fabs(x: UOp) -> UOp: return _lt(x, _zero(x)).where(-x, x)
+def _fabs(x: UOp) -> UOp: return _lt(x, _zero(x)).where(-x, x) + _zero(x)   # + 0 clears the sign of -0.0
 def _lt(a: UOp, b: UOp) -> UOp: return a.alu(Ops.CMPLT, b)
 def _ge(a: UOp, b: UOp) -> UOp: return _lt(a, b).alu(Ops.XOR, UOp.const(bool_, True, a.shape)).alu(
   Ops.AND, _eq(a, a)).alu(Ops.AND, _eq(b, b))
