@@ -30,6 +30,7 @@ def F16(rng, s): return rng.standard_normal(s).astype(np.float16)
 def BF16(rng, s): return rng.standard_normal(s).astype(ml_dtypes.bfloat16)
 def IDX(n): return lambda rng, s: rng.integers(-n, n, s).astype(np.int32)
 def UNIQUE(n): return lambda rng, s: rng.permutation(n)[:s[0]].astype(np.int32)
+def C(rng, s): return (rng.standard_normal(s) + 1j * rng.standard_normal(s)).astype(np.complex64)
 def WELL(rng, s): return (rng.uniform(-0.5, 0.5, s) + 3 * np.eye(s[-1])).astype(np.float32)
 
 
@@ -62,6 +63,8 @@ def draw_check(data, f, specs, batched=None, rtol=None, atol=None):
 # ---- elementwise ----
 
 UNARY = {
+  "real": (tnp.real, C), "imag": (tnp.imag, C), "exp_complex": (tnp.exp, C),
+  "fft": (lambda x: tnp.fft.fft(tnp.atleast_1d(x)), C),
   "neg": (lambda x: -x, F), "neg_int": (lambda x: -x, I), "recip": (tnp.reciprocal, POS), "sqrt": (tnp.sqrt, POS),
   "exp2": (tnp.exp2, F), "log2": (tnp.log2, POS), "sin": (tnp.sin, F), "cos": (tnp.cos, F), "floor": (tnp.floor, F),
   "tanh": (tnp.tanh, F), "arcsin": (tnp.arcsin, UNIT), "abs": (tnp.abs, F), "signbit_bitcast": (tnp.signbit, F),
@@ -90,6 +93,7 @@ def test_unary(name, data):
 
 
 BINARY = {
+  "complex": (lambda x, y: tg.lax.complex(*tnp.broadcast_arrays(x, y)), F, F), "div_complex": (lambda x, y: x / y, C, C),
   "add": (lambda x, y: x + y, F, F), "sub": (lambda x, y: x - y, F, F), "mul": (lambda x, y: x * y, F, F),
   "add_int": (lambda x, y: x + y, I, I), "mul_int": (lambda x, y: x * y, I, I),
   "mul_int8_wraps": (lambda x, y: x * y, I8, I8), "div": (lambda x, y: x / y, F, POS),

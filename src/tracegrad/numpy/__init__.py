@@ -27,6 +27,7 @@ from .misc import *  # noqa: F401,F403
 from .window_functions import *  # noqa: F401,F403
 from .polynomial import *  # noqa: F401,F403
 from . import linalg  # noqa: F401
+from . import fft  # noqa: F401
 from . import array_methods as _array_methods
 
 _array_methods.install(sys.modules[__name__])
