@@ -28,7 +28,14 @@ def _tol(given, trees) -> float:
 
 def _rand_like(rng: np.random.RandomState, x):
   a = _np(x)
-  return to_array(np.asarray(rng.randn(*a.shape), dtype=a.dtype))
+  r = rng.randn(*a.shape)
+  if a.dtype.kind == "c": r = r + 1j * rng.randn(*a.shape)
+  return to_array(np.asarray(r, dtype=a.dtype))
+
+
+def _wide(x) -> np.ndarray:
+  x = _np(x)
+  return x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
 
 
 def _scaled(x, a: float) -> np.ndarray:
@@ -58,7 +65,7 @@ def _check_close(got, want, atol: float, rtol: float, what: str) -> None:
   if tree.structure(got) != tree.structure(want) or len(gs) != len(ws):
     raise AssertionError(f"check_grads: {what}: the structures differ: {tree.structure(got)} vs {tree.structure(want)}")
   for i, (g, w) in enumerate(zip(gs, ws)):
-    g, w = _np(g).astype(np.float64), _np(w).astype(np.float64)
+    g, w = _wide(g), _wide(w)
     # as JAX: the tolerances grow with the leaf's size (a sum of errors over its elements)
     if g.shape != w.shape or not np.allclose(g, w, atol=atol * max(g.size, 1), rtol=rtol * max(w.size, 1)):
       raise AssertionError(f"check_grads: {what} differs from finite differences at leaf {i} (atol={atol}, "
@@ -66,7 +73,9 @@ def _check_close(got, want, atol: float, rtol: float, what: str) -> None:
 
 
 def _inner(xs, ys) -> float:
-  return sum(float(np.vdot(_np(x).astype(np.float64), _np(y).astype(np.float64)))
+  """sum x y over all elements, real part: the pairing under which JAX's cotangents (df/dx - i df/dy for a complex
+  x + iy) are the transposes of tangents, so unconjugated."""
+  return sum(float(np.real(np.dot(_wide(x).reshape(-1), _wide(y).reshape(-1))))
              for x, y in zip(tree.leaves(xs), tree.leaves(ys)))
 
 
