@@ -1,0 +1,162 @@
+"""The complex FFT as stages of real primitive ops, for lowering an FFT once complex values are pairs of reals.
+
+A complex array is a pair (re, im) of real UOps of one shape and dtype. `fft_pairs` transforms the last axis by
+mixed-radix decimation in time: one permute puts the input in digit-reversed order, then a stage per radix r (4, 2,
+3, 5, 7, 11, 13) turns r interleaved transforms of length `done` into one of length r * done. A stage computes each
+output as its own sum of r slices times constant twiddles (the butterfly's signs folded into them), so that no
+output computes its neighbours' values only to drop them. A length with a larger prime factor goes through
+Bluestein's chirp-z transform: a cyclic convolution of a length 2**a 3**b 5**c, done with two such FFTs. The graph
+has a few nodes per stage, whatever the length.
+
+>>> import numpy as np
+>>> from tracegrad.ir import UOp, Graph, dtypes
+>>> from tracegrad import run
+>>> re, im = UOp.param((4,), dtypes.float64), UOp.param((4,), dtypes.float64)
+>>> out = run.executable(Graph((re, im), fft_pairs(re, im, inverse=False)), backend="interp")
+>>> [a.tolist() for a in out([np.array([1.0, 2, 3, 4]), np.zeros(4)])]
+[[10.0, -2.0, -2.0, -2.0], [0.0, 2.0, 0.0, -2.0]]
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from ..ir import UOp, dtypes
+
+Pair = tuple[UOp, UOp]
+RADICES = (4, 2, 3, 5, 7, 11, 13)   # a stage each; a length with another prime factor goes through Bluestein
+
+
+def fft_pairs(re: UOp, im: UOp, inverse: bool) -> Pair:
+  """The unnormalised DFT along the last axis of the complex array re + i im (shape (..., n)):
+  X[k] = sum_j x[j] exp(-2 pi i j k / n) (exp(+...) when inverse, no 1/n factor)."""
+  if re.dtype not in (dtypes.float32, dtypes.float64) or im.dtype is not re.dtype or im.shape != re.shape:
+    raise TypeError(f"fft_pairs: re and im should be float32 or float64 arrays of one shape and dtype, got "
+                    f"{re.dtype}{list(re.shape)} and {im.dtype}{list(im.shape)}")
+  if not re.shape:
+    raise ValueError("fft_pairs: the operands need at least one axis to transform, got scalars")
+  if inverse:   # the inverse DFT is the forward one with the parts swapped going in and coming out
+    im, re = fft_pairs(im, re, False)
+    return re, im
+  shape, n = re.shape, re.shape[-1]
+  if n <= 1 or re.size == 0: return re, im
+  return _reshape(_fft(_reshape((re, im), (math.prod(shape[:-1]), n))), shape)
+
+
+def _fft(z: Pair) -> Pair:
+  """The forward DFT of z, shape (batch, n), along its last axis."""
+  n = z[0].shape[-1]
+  radices = _factor(n)
+  return _bluestein(z) if radices is None else _cooley_tukey(z, radices)
+
+
+def _factor(n: int) -> list[int] | None:
+  """n as a product of RADICES, fours first, or None when it has another prime factor."""
+  out = []
+  for r in RADICES:
+    while n % r == 0:
+      out.append(r)
+      n //= r
+  return out if n == 1 else None
+
+
+# ---- mixed-radix decimation in time ----
+
+def _cooley_tukey(z: Pair, radices: list[int]) -> Pair:
+  """The stages, radices[0] the last: x[j0 + r0 j1 + r0 r1 j2 + ...] is first permuted to position (j0, j1, ...), so
+  that each stage finds the transforms it combines side by side, as the (r, done) trailing block of a row."""
+  b, n = z[0].shape
+  digits = radices[::-1]   # most significant digit first, as the reshape splits the axis
+  perm = [0] + [len(digits) - i for i in range(len(digits))]
+  z = _map(z, lambda u: u.reshape((b, *digits)).permute(perm).reshape((b, n)))
+  done = 1
+  for r in reversed(radices):
+    rest = n // (r * done)
+    z = _map(z, lambda u: u.reshape((b * rest, r, done)))
+    z = _stage(z, r, done)
+    done *= r
+  return _map(z, lambda u: u.reshape((b, n)))
+
+
+def _stage(z: Pair, r: int, done: int) -> Pair:
+  """One radix-r stage over z of shape (rows, r, done): out[:, k] = sum_j z[:, j, k % done] w^(j k), w = exp(-2 pi i /
+  (r done)), for k < r done, viewed as (rows, r, done). Each output is its own sum of r terms (no output computes
+  its neighbours' values only to drop them), the butterfly's signs folded into the twiddles."""
+  rows = z[0].shape[0]
+  shape = (rows, r, done)
+  tw = _twiddles(r, done, z[0].dtype)
+  out = _map(z, lambda u: u.slice(((0, rows, 1), (0, 1, 1), (0, done, 1))).broadcast(shape))
+  for j in range(1, r):
+    y = _map(z, lambda u: u.slice(((0, rows, 1), (j, j + 1, 1), (0, done, 1))).broadcast(shape))
+    w = _map(tw, lambda t: t.slice(((j - 1, j, 1), (0, r * done, 1))).reshape((1, r, done)).broadcast(shape))
+    out = _add(out, _cmul(y, w))
+  return out
+
+
+@functools.lru_cache(maxsize=64)
+def _twiddles(r: int, done: int, dtype) -> Pair:
+  """w^(j k) for 0 < j < r, k < r done, w = exp(-2 pi i / (r done)), as two constant tables of shape (r - 1, r done)."""
+  return _table(_roots(np.outer(np.arange(1, r), np.arange(r * done)), r * done), dtype)
+
+
+# ---- Bluestein ----
+
+def _bluestein(z: Pair) -> Pair:
+  """The DFT by the identity jk = (j^2 + k^2 - (k-j)^2) / 2: X[k] = c[k] sum_j (x[j] c[j]) conj(c[k-j]) with the
+  chirp c[j] = exp(-pi i j^2 / n), the sum a cyclic convolution of a smooth length m >= 2n - 1 done by FFTs."""
+  b, n = z[0].shape
+  chirp, spectrum = _chirp_tables(n, z[0].dtype)
+  m = spectrum[0].shape[0]
+  c = _map(chirp, lambda t: t.reshape((1, n)).broadcast((b, n)))
+  a = _fft(_map(_cmul(z, c), lambda u: u.pad(((0, 0), (0, m - n)))))
+  f = _cmul(a, _map(spectrum, lambda t: t.reshape((1, m)).broadcast((b, m))))
+  im, re = _fft((f[1], f[0]))   # the inverse transform, by swapping the parts
+  return _cmul(_map((re, im), lambda u: u.slice(((0, b, 1), (0, n, 1)))), c)
+
+
+@functools.lru_cache(maxsize=16)
+def _chirp_tables(n: int, dtype) -> tuple[Pair, Pair]:
+  """The chirp c (length n) and the transform of the convolution's kernel conj(c[k - j]), laid out cyclically in a
+  smooth length m >= 2n - 1, divided by m (the inverse transform's factor)."""
+  m = _smooth_at_least(2 * n - 1)
+  chirp = _roots(np.arange(n) ** 2, 2 * n)
+  kernel = np.zeros(m, np.complex128)
+  kernel[:n], kernel[m - n + 1:] = chirp.conj(), chirp[:0:-1].conj()
+  return _table(chirp, dtype), _table(np.fft.fft(kernel) / m, dtype)
+
+
+def _smooth_at_least(n: int) -> int:
+  """The least 2**a 3**b 5**c >= n."""
+  best, p5 = 2 ** math.ceil(math.log2(n)), 1
+  while p5 < best:
+    p35 = p5
+    while p35 < best:
+      p = p35
+      while p < n: p *= 2
+      best = min(best, p)
+      p35 *= 3
+    p5 *= 5
+  return best
+
+
+# ---- complex arithmetic on pairs ----
+
+def _roots(k: np.ndarray, n: int) -> np.ndarray:
+  """exp(-2 pi i k / n) for integers k, from the angle's remainder in its quadrant: exact on the axes (w^(n/4) is -i,
+  not 6e-17 - i), and accurate for large k."""
+  q, rem = np.divmod(4 * (k % n), n)
+  return np.exp(-0.5j * np.pi * rem / n) * np.array([1, -1j, -1, 1j])[q]
+
+
+def _table(values: np.ndarray, dtype) -> Pair:
+  """Constant complex values (computed in float64) as two BUFFER nodes of dtype."""
+  return UOp.buffer(values.real.astype(dtype.np)), UOp.buffer(values.imag.astype(dtype.np))
+
+
+def _map(z: Pair, f) -> Pair: return f(z[0]), f(z[1])
+def _reshape(z: Pair, shape) -> Pair: return z[0].reshape(shape), z[1].reshape(shape)
+def _add(a: Pair, b: Pair) -> Pair: return a[0] + b[0], a[1] + b[1]
+def _cmul(a: Pair, b: Pair) -> Pair: return a[0] * b[0] - a[1] * b[1], a[0] * b[1] + a[1] * b[0]
+
