@@ -78,10 +78,11 @@ def fft(x, fft_type, fft_lengths) -> Array:
     u = a.uop
   inverse = fft_type in (FftType.IFFT, FftType.IRFFT)
   axes = range(a.ndim - k, a.ndim)
-  if fft_type is FftType.RFFT:
-    for ax in axes: u = _along(u, ax, False)
-    whole = [(0, m, 1) for m in u.shape[:-1]]
-    return Array(u.slice(whole + [(0, lengths[-1] // 2 + 1, 1)]))
+  if fft_type is FftType.RFFT:   # the last axis first: the others then transform only its n // 2 + 1 outputs
+    u = _along(u, a.ndim - 1, False)
+    u = u.slice([(0, m, 1) for m in u.shape[:-1]] + [(0, lengths[-1] // 2 + 1, 1)])
+    for ax in list(axes)[:-1]: u = _along(u, ax, False)
+    return Array(u)
   if fft_type is FftType.IRFFT:
     for ax in list(axes)[:-1]: u = _along(u, ax, True)
     u = _along(_hermitian(u, lengths[-1]), a.ndim - 1, True).alu(Ops.REAL)
