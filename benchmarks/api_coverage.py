@@ -19,6 +19,7 @@ MODULES = {   # JAX's module -> tracegrad's
   "jax": "tracegrad",
   "jax.numpy": "tracegrad.numpy",
   "jax.numpy.linalg": "tracegrad.numpy.linalg",
+  "jax.numpy.fft": "tracegrad.numpy.fft",
   "jax.lax": "tracegrad.lax",
   "jax.lax.linalg": "tracegrad.lax.linalg",
   "jax.nn": "tracegrad.nn",

@@ -50,3 +50,18 @@ def test_eigenvector_derivatives_are_opt_in():
   with pytest.raises(NotImplementedError, match="enable_eigvec_derivs"):
     tracegrad.grad(lambda m: tnp.abs(lax.linalg.eig(m, compute_left_eigenvectors=False)[1]).sum())(a)
   with pytest.raises(TypeError, match="eig"): tnp.linalg.eig(tnp.ones(3))
+
+
+@pytest.mark.parametrize("p", [[1.0, -3.0, 2.0], [0.0, 0.0, 1.0, 2.0, 3.0, 0.0, 0.0], [2.0, 1.0], [1.0, 0.0, 1.0],
+                               [3.0], [0.0, 0.0]])
+def test_roots_match_numpy(p):
+  got = np.asarray(tnp.roots(tnp.array(p, tnp.float32)))
+  want = np.roots(p)
+  assert got.dtype == np.complex64 and got.shape == want.shape
+  assert np.abs(np.sort_complex(got) - np.sort_complex(want)).max(initial=0) <= 64 * EPS * 4
+
+
+def test_poly_of_a_matrix_is_its_characteristic_polynomial():
+  a = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+  got = tnp.poly(a)
+  assert got.dtype == tnp.float32 and np.allclose(np.asarray(got), np.poly(a), rtol=64 * EPS, atol=64 * EPS * 5)

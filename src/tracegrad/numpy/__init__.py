@@ -33,6 +33,8 @@ from . import array_methods as _array_methods
 _array_methods.install(sys.modules[__name__])
 del _array_methods, sys
 
+from numpy.exceptions import ComplexWarning  # noqa: E402  (numpy's warning for a complex value cast to a real type)
+
 pi = 3.141592653589793
 e = 2.718281828459045
 inf = float("inf")

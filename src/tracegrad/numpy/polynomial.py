@@ -1,5 +1,6 @@
 """Polynomials as coefficient arrays, highest power first (along the first axis): poly, polyadd, polysub, polymul,
-polydiv, polyder, polyint, polyval, and polyfit (least squares on linalg.lstsq)."""
+polydiv, polyder, polyint, polyval, polyfit (least squares on linalg.lstsq) and roots (the eigenvalues of the
+companion matrix)."""
 from __future__ import annotations
 
 import math
@@ -12,14 +13,15 @@ from ..errors import ConcretizationTypeError
 from ..lax import scan
 from ._support import inexact, static_int
 from .core import promote
-from .creation import full, ones, zeros
+from ..ir import dtypes
+from .creation import eye, full, ones, zeros
 from .elementwise import negative, sqrt, true_divide
-from .linalg_decomp import inv
+from .linalg_decomp import eigvals, inv
 from .linalg_lstsq import lstsq
 from .misc import convolve, trim_zeros, vander
 from .shape import atleast_1d, broadcast_shapes, concatenate
 
-__all__ = ["poly", "polyadd", "polysub", "polymul", "polydiv", "polyder", "polyint", "polyval", "polyfit"]
+__all__ = ["poly", "polyadd", "polysub", "polymul", "polydiv", "polyder", "polyint", "polyval", "polyfit", "roots"]
 
 
 def _order(m, fn: str) -> int:
@@ -45,9 +47,8 @@ def poly(seq_of_zeros) -> Array:
   z, = inexact("poly", seq_of_zeros)
   z = atleast_1d(z)
   if z.ndim == 2 and z.shape[0] == z.shape[1] and z.shape[0]:
-    raise NotImplementedError("poly: the characteristic polynomial of a square matrix needs its eigenvalues "
-                              "(linalg.eigvals, with complex results), which tracegrad does not have yet; pass the "
-                              "roots as a 1-d array")
+    a = poly(eigvals(z))   # the characteristic polynomial: real for a real matrix, as numpy's
+    return a if z.dtype.is_complex else a.real
   if z.ndim != 1:
     raise ValueError(f"poly: seq_of_zeros must be a 1-d array or a non-empty square 2-d array, got shape {z.shape}")
   if z.shape[0] == 0: return ones((), z.dtype)
@@ -237,3 +238,29 @@ def polyfit(x, y, deg: int, rcond: float | None = None, full: bool = False, w=No
     fac = resids / (n - order)
   if ya.ndim == 1: return c, vbase * atleast_1d(fac)[None]
   return c, vbase[:, :, None] * atleast_1d(fac)[None, None, :]
+
+
+def roots(p, *, strip_zeros: bool = True) -> Array:
+  """The complex roots of the polynomial with coefficients p (highest power first), as the eigenvalues of its
+  companion matrix, as jnp.roots. strip_zeros drops leading zeros (and gives a zero root per trailing zero), which
+  needs p's values, so under jit pass strip_zeros=False (a leading zero then gives nan roots).
+
+  >>> tnp.roots(tnp.array([1.0, -3.0, 2.0]))
+  Array([2.+0.j, 1.+0.j], dtype=complex64)
+  """
+  p, = inexact("roots", p)
+  if p.ndim != 1: raise ValueError(f"roots: p must be a 1-d array of coefficients, got shape {p.shape}")
+  zero_roots = 0
+  if strip_zeros:
+    if p.is_traced:
+      raise ConcretizationTypeError("roots: strip_zeros=True needs p's values; under jit pass strip_zeros=False")
+    nz = np.flatnonzero(np.asarray(p))
+    if nz.size == 0: return zeros((0,), dtypes.complex_of(p.dtype))
+    zero_roots = p.shape[0] - 1 - int(nz[-1])
+    p = p[int(nz[0]):int(nz[-1]) + 1]
+  n = p.shape[0] - 1
+  found = zeros((0,), dtypes.complex_of(p.dtype))
+  if n >= 1:
+    first = (-p[1:] / p[0])[None]
+    found = eigvals(concatenate([first, eye(n - 1, n, dtype=p.dtype)]) if n > 1 else first)
+  return concatenate([found, zeros((zero_roots,), found.dtype)])

@@ -311,3 +311,21 @@ def hadamard(n: int, dtype=int) -> Array:
   h = np.ones((1, 1))
   while h.shape[0] < n: h = np.block([[h, h], [h, -h]])
   return tnp.asarray(h).astype(dtype)
+
+
+def dft(n: int, scale: str | None = None) -> Array:
+  """The discrete Fourier transform matrix m[j, k] = exp(-2 pi i jk / n) (divided by sqrt(n) or n with scale 'sqrtn'
+  or 'n'), so that m @ x is fft(x), as jax.scipy.linalg.dft.
+
+  >>> tracegrad.scipy.linalg.dft(2)
+  Array([[ 1.+0.j,  1.+0.j],
+         [ 1.+0.j, -1.+0.j]], dtype=complex64)
+  """
+  n = operator.index(n)
+  if n < 0: raise ValueError(f"dft: n must be non-negative, got {n}")
+  if scale not in (None, "sqrtn", "n"): raise ValueError(f"dft: scale must be None, 'sqrtn' or 'n', got {scale!r}")
+  jk = np.outer(np.arange(n), np.arange(n)) % max(n, 1)   # reduced first: exact angles for large n
+  m = np.exp(-2j * np.pi * jk / max(n, 1))
+  m.real[np.abs(m.real) < 1e-15], m.imag[np.abs(m.imag) < 1e-15] = 0.0, 0.0   # exact at multiples of pi / 2
+  if scale: m = m / (math.sqrt(n) if scale == "sqrtn" else n)
+  return tnp.asarray(m)
