@@ -11,9 +11,12 @@ from __future__ import annotations
 import enum
 import operator
 
+import numpy as np
+
 from ..array import Array, to_array
 from ..ir import Ops, UOp, dtypes
 from ..ir.shapes import fmt
+from . import complex_math as cm
 
 __all__ = ["FftType", "fft"]
 
@@ -36,6 +39,25 @@ def _along(u: UOp, axis: int, inverse: bool) -> UOp:
 
 
 def _scale(u: UOp, s: float) -> UOp: return u * UOp.const(u.dtype, complex(s), u.shape)
+
+
+def _rfft_last(x: UOp) -> UOp:
+  """The n // 2 + 1 first outputs of the DFT of the real x along its last axis. For even n, one complex FFT of half
+  the length: z = x[0::2] + i x[1::2] transforms to Z, the even and odd samples' spectra are E = (Z[k] + conj Z[-k]) / 2
+  and O = (Z[k] - conj Z[-k]) / 2i, and X[k] = E[k] + exp(-2 pi i k / n) O[k]."""
+  n, lead = x.shape[-1], [(0, m, 1) for m in x.shape[:-1]]
+  c = dtypes.complex_of(x.dtype)
+  if n % 2 or n < 4:
+    return _along(x.alu(Ops.COMPLEX, UOp.const(x.dtype, 0.0, x.shape)), x.ndim - 1, False).slice(
+      lead + [(0, n // 2 + 1, 1)])
+  h, last = n // 2, x.ndim - 1
+  z = _along(x.slice(lead + [(0, n, 2)]).alu(Ops.COMPLEX, x.slice(lead + [(1, n, 2)])), last, False)
+  ext = UOp.concat([z, z.slice(lead + [(0, 1, 1)])], last)   # ext[k] = Z[k mod h], k <= h
+  rev = cm.conj(ext.flip((last,)))                            # conj Z[(h - k) mod h]
+  k = np.arange(h + 1)
+  w = np.exp(-2j * np.pi * k / n) * -0.5j                     # exp(-2 pi i k / n) / 2i
+  w = UOp.buffer(w.astype(c.np)).reshape((1,) * last + (h + 1,)).broadcast(ext.shape)
+  return _scale(ext + rev, 0.5) + (ext - rev) * w
 
 
 def _hermitian(u: UOp, n: int) -> UOp:
@@ -72,15 +94,13 @@ def fft(x, fft_type, fft_lengths) -> Array:
   if fft_type is FftType.RFFT:
     if not a.dtype.is_float: raise TypeError(f"lax.fft: RFFT takes a real floating array, got {a.dtype}")
     u = a.uop.cast(dtypes.float32) if a.dtype.itemsize == 2 else a.uop
-    u = u.alu(Ops.COMPLEX, UOp.const(u.dtype, 0.0, u.shape))
   else:
     if not a.dtype.is_complex: raise TypeError(f"lax.fft: {fft_type.name} takes a complex array, got {a.dtype}")
     u = a.uop
   inverse = fft_type in (FftType.IFFT, FftType.IRFFT)
   axes = range(a.ndim - k, a.ndim)
   if fft_type is FftType.RFFT:   # the last axis first: the others then transform only its n // 2 + 1 outputs
-    u = _along(u, a.ndim - 1, False)
-    u = u.slice([(0, m, 1) for m in u.shape[:-1]] + [(0, lengths[-1] // 2 + 1, 1)])
+    u = _rfft_last(u)
     for ax in list(axes)[:-1]: u = _along(u, ax, False)
     return Array(u)
   if fft_type is FftType.IRFFT:
