@@ -201,9 +201,10 @@ class _Splitter:
       # each part stored whole: fused into a reader (packing's concat selects between the parts), every element would
       # compute both parts' last stage
       store = lambda xs: tuple(UOp(Ops.OPTIMIZATION_BARRIER, r, (x,)) for x in xs)
-      src = P[u.src[0]]
-      if u.src[0].op is Ops.PERMUTE: src = store(src)   # the stages read a transposed input contiguously
-      return store(fft_pairs(*src, u.arg))
+      if (axis := _swapped_last(u.src[0])) is not None:   # along another axis: no transposes, the stages run there
+        perm = u.src[0].arg
+        return tuple(x.permute(perm) for x in store(fft_pairs(*P[u.src[0].src[0]], u.arg, axis)))
+      return store(fft_pairs(*P[u.src[0]], u.arg))
     if op in MOVEMENT and op is not Ops.CONCAT: return tuple(UOp(op, r, (x,), u.arg) for x in P[u.src[0]])
     if op is Ops.CONCAT: return tuple(UOp.concat([P[s][i] for s in u.src], u.arg) for i in (0, 1))
     if op is Ops.GATHER: return tuple(x.gather(self.real[u.src[1]]) for x in P[u.src[0]])
@@ -224,6 +225,15 @@ class _Splitter:
       s = lambda p, q: (p * q).reduce(Ops.REDUCE_SUM, axes)
       return s(a, c) - s(b, d), s(a, d) + s(b, c)
     return tuple(p.reduce(Ops.REDUCE_SUM, axes) for p in self.parts[x])
+
+
+def _swapped_last(u: UOp) -> int | None:
+  """The axis a PERMUTE swaps with the last one (leaving the others in place), else None."""
+  if u.op is not Ops.PERMUTE: return None
+  last, perm = u.ndim - 1, u.arg
+  a = perm[last]
+  ok = perm[a] == last and all(p == i for i, p in enumerate(perm) if i not in (a, last))
+  return a if ok and a != last else None
 
 
 _WITH_GRAPHS = frozenset({Ops.COND, Ops.SCAN, Ops.WHILE})

@@ -29,25 +29,29 @@ Pair = tuple[UOp, UOp]
 RADICES = (4, 2, 3, 5, 7, 11, 13)   # a stage each; a length with another prime factor goes through Bluestein
 
 
-def fft_pairs(re: UOp, im: UOp, inverse: bool) -> Pair:
-  """The unnormalised DFT along the last axis of the complex array re + i im (shape (..., n)):
-  X[k] = sum_j x[j] exp(-2 pi i j k / n) (exp(+...) when inverse, no 1/n factor)."""
+def fft_pairs(re: UOp, im: UOp, inverse: bool, axis: int = -1) -> Pair:
+  """The unnormalised DFT along `axis` (default the last) of the complex array re + i im:
+  X[k] = sum_j x[j] exp(-2 pi i j k / n) (exp(+...) when inverse, no 1/n factor). Along another axis the stages
+  run with the axes after it innermost, so they read and write whole rows without a transpose."""
   if re.dtype not in (dtypes.float32, dtypes.float64) or im.dtype is not re.dtype or im.shape != re.shape:
     raise TypeError(f"fft_pairs: re and im should be float32 or float64 arrays of one shape and dtype, got "
                     f"{re.dtype}{list(re.shape)} and {im.dtype}{list(im.shape)}")
   if not re.shape:
     raise ValueError("fft_pairs: the operands need at least one axis to transform, got scalars")
   if inverse:   # the inverse DFT is the forward one with the parts swapped going in and coming out
-    im, re = fft_pairs(im, re, False)
+    im, re = fft_pairs(im, re, False, axis)
     return re, im
-  shape, n = re.shape, re.shape[-1]
+  shape = re.shape
+  axis %= len(shape)
+  n = shape[axis]
   if n <= 1 or re.size == 0: return re, im
-  return _reshape(_fft(_reshape((re, im), (math.prod(shape[:-1]), n))), shape)
+  view = (math.prod(shape[:axis]), n, math.prod(shape[axis + 1:]))
+  return _reshape(_fft(_reshape((re, im), view)), shape)
 
 
 def _fft(z: Pair) -> Pair:
-  """The forward DFT of z, shape (batch, n), along its last axis."""
-  n = z[0].shape[-1]
+  """The forward DFT of z, shape (batch, n, inner), along its middle axis."""
+  n = z[0].shape[1]
   radices = _factor(n)
   return _bluestein(z) if radices is None else _cooley_tukey(z, radices)
 
@@ -67,30 +71,31 @@ def _factor(n: int) -> list[int] | None:
 def _cooley_tukey(z: Pair, radices: list[int]) -> Pair:
   """The stages, radices[0] the last: x[j0 + r0 j1 + r0 r1 j2 + ...] is first permuted to position (j0, j1, ...), so
   that each stage finds the transforms it combines side by side, as the (r, done) trailing block of a row."""
-  b, n = z[0].shape
+  b, n, c = z[0].shape
   digits = radices[::-1]   # most significant digit first, as the reshape splits the axis
-  perm = [0] + [len(digits) - i for i in range(len(digits))]
-  z = _map(z, lambda u: u.reshape((b, *digits)).permute(perm).reshape((b, n)))
+  perm = [0] + [len(digits) - i for i in range(len(digits))] + [len(digits) + 1]
+  z = _map(z, lambda u: u.reshape((b, *digits, c)).permute(perm).reshape((b, n, c)))
   done = 1
   for r in reversed(radices):
     rest = n // (r * done)
-    z = _map(z, lambda u: u.reshape((b * rest, r, done)))
+    z = _map(z, lambda u: u.reshape((b * rest, r, done, c)))
     z = _stage(z, r, done)
     done *= r
-  return _map(z, lambda u: u.reshape((b, n)))
+  return _map(z, lambda u: u.reshape((b, n, c)))
 
 
 def _stage(z: Pair, r: int, done: int) -> Pair:
-  """One radix-r stage over z of shape (rows, r, done): out[:, k] = sum_j z[:, j, k % done] w^(j k), w = exp(-2 pi i /
-  (r done)), for k < r done, viewed as (rows, r, done). Each output is its own sum of r terms (no output computes
-  its neighbours' values only to drop them), the butterfly's signs folded into the twiddles."""
-  rows = z[0].shape[0]
-  shape = (rows, r, done)
+  """One radix-r stage over z of shape (rows, r, done, inner): out[:, k] = sum_j z[:, j, k % done] w^(j k),
+  w = exp(-2 pi i / (r done)), for k < r done, viewed as (rows, r, done). Each output is its own sum of r terms (no
+  output computes its neighbours' values only to drop them), the butterfly's signs folded into the twiddles."""
+  rows, c = z[0].shape[0], z[0].shape[3]
+  shape = (rows, r, done, c)
   tw = _twiddles(r, done, z[0].dtype)
-  out = _map(z, lambda u: u.slice(((0, rows, 1), (0, 1, 1), (0, done, 1))).broadcast(shape))
+  part = lambda j: ((0, rows, 1), (j, j + 1, 1), (0, done, 1), (0, c, 1))
+  out = _map(z, lambda u: u.slice(part(0)).broadcast(shape))
   for j in range(1, r):
-    y = _map(z, lambda u: u.slice(((0, rows, 1), (j, j + 1, 1), (0, done, 1))).broadcast(shape))
-    w = _map(tw, lambda t: t.slice(((j - 1, j, 1), (0, r * done, 1))).reshape((1, r, done)).broadcast(shape))
+    y = _map(z, lambda u: u.slice(part(j)).broadcast(shape))
+    w = _map(tw, lambda t: t.slice(((j - 1, j, 1), (0, r * done, 1))).reshape((1, r, done, 1)).broadcast(shape))
     out = _add(out, _cmul(y, w))
   return out
 
@@ -106,14 +111,14 @@ def _twiddles(r: int, done: int, dtype) -> Pair:
 def _bluestein(z: Pair) -> Pair:
   """The DFT by the identity jk = (j^2 + k^2 - (k-j)^2) / 2: X[k] = c[k] sum_j (x[j] c[j]) conj(c[k-j]) with the
   chirp c[j] = exp(-pi i j^2 / n), the sum a cyclic convolution of a smooth length m >= 2n - 1 done by FFTs."""
-  b, n = z[0].shape
+  b, n, inner = z[0].shape
   chirp, spectrum = _chirp_tables(n, z[0].dtype)
   m = spectrum[0].shape[0]
-  c = _map(chirp, lambda t: t.reshape((1, n)).broadcast((b, n)))
-  a = _fft(_map(_cmul(z, c), lambda u: u.pad(((0, 0), (0, m - n)))))
-  f = _cmul(a, _map(spectrum, lambda t: t.reshape((1, m)).broadcast((b, m))))
+  c = _map(chirp, lambda t: t.reshape((1, n, 1)).broadcast((b, n, inner)))
+  a = _fft(_map(_cmul(z, c), lambda u: u.pad(((0, 0), (0, m - n), (0, 0)))))
+  f = _cmul(a, _map(spectrum, lambda t: t.reshape((1, m, 1)).broadcast((b, m, inner))))
   im, re = _fft((f[1], f[0]))   # the inverse transform, by swapping the parts
-  return _cmul(_map((re, im), lambda u: u.slice(((0, b, 1), (0, n, 1)))), c)
+  return _cmul(_map((re, im), lambda u: u.slice(((0, b, 1), (0, n, 1), (0, inner, 1)))), c)
 
 
 @functools.lru_cache(maxsize=16)
