@@ -69,6 +69,7 @@ def _max_ident(d):
 def _cast(x: np.ndarray, src, dst) -> np.ndarray:
   """x converted to dst; a float to an integer as XLA converts: NaN to 0, beyond the range to its nearest end, else
   truncated toward zero (numpy's astype leaves those to the platform)."""
+  if src.is_complex and dst.is_bool: return x != 0
   if src.is_complex and not dst.is_complex: x, src = np.real(x), src.real   # the real part, as XLA converts
   if not (src.is_float and dst.is_int): return x.astype(dst.np)
   info, f = np.iinfo(dst.np), np.asarray(x, np.float64)   # exact for every float type

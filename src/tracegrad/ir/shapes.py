@@ -172,7 +172,7 @@ def _scatter(op, dtype, src, arg):
   x, idx, upd = src
   out = _gather(op, dtype, (x, idx), None)
   if arg not in SCATTER_MODES: raise _err(op, f"mode must be one of {SCATTER_MODES}, got {arg!r}")
-  if x.dtype.is_complex and arg not in ("add", "set"): raise _err(op, f"mode {arg!r} is not defined on {x.dtype}")
+  if x.dtype.is_complex and arg not in ("add", "set", "mul"): raise _err(op, f"mode {arg!r} is not defined on {x.dtype}")
   if upd.shape != out or upd.dtype is not x.dtype:
     raise _err(op, f"updates must be {x.dtype}{fmt(out)} for indices {fmt(idx.shape)} into {fmt(x.shape)}, "
                    f"got {upd.dtype}{fmt(upd.shape)}")

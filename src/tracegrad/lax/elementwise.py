@@ -1,7 +1,8 @@
 """Elementwise functions, as jax.lax: operands of one dtype (a Python number takes the other operand's; lax does not
 promote, and raises a TypeError naming the dtypes), a scalar broadcast against an array, and each function only on
 the dtypes jax.lax accepts. Integer division truncates toward zero and rem is C's fmod, as XLA. float16 and bfloat16
-compute transcendental functions in float32 and round back.
+compute transcendental functions in float32 and round back. On complex operands (where jax.lax takes them) the
+functions are the compositions of lax/complex_math.py.
 
 >>> lax.div(tnp.array([7, -7]), 2), lax.rem(tnp.array([7, -7]), 2)
 (Array([ 3, -3], dtype=int32), Array([ 1, -1], dtype=int32))
@@ -17,6 +18,7 @@ import numpy as np
 from ..array import Array, to_array
 from ..ir import Ops, UOp, dtypes
 from ..ir.shapes import fmt
+from . import complex_math as cm
 from . import float_math as fm
 from .ops import _like, _weak_scalar
 
@@ -28,10 +30,14 @@ __all__ = ["RoundingMethod", "abs", "acos", "asin", "atan", "atan2", "acosh", "a
            "le", "gt", "ge", "select_n", "operands", "check_kind", "float_unary"]
 
 F32 = dtypes.float32
-_KINDS = {"float": ("floating", lambda d: d.is_float), "number": ("integer, floating", lambda d: not d.is_bool),
+_KINDS = {"float": ("floating", lambda d: d.is_float), "inexact": ("floating, complexfloating", lambda d: d.is_inexact),
+          "number": ("integer, floating, complexfloating", lambda d: not d.is_bool),
+          "real": ("integer, floating", lambda d: not d.is_bool and not d.is_complex),
           "int": ("integer", lambda d: d.is_int), "signed": ("floating, signedinteger", lambda d: d.kind in "fi"),
-          "int_or_bool": ("bool, integer", lambda d: not d.is_float),
-          "any": ("bool, integer, floating", lambda d: True)}
+          "int_or_bool": ("bool, integer", lambda d: not d.is_inexact),
+          "ordered": ("bool, integer, floating", lambda d: not d.is_complex),
+          "signed_or_complex": ("floating, complexfloating, signedinteger", lambda d: d.kind in "fic"),
+          "any": ("bool, integer, floating, complexfloating", lambda d: True)}
 
 
 def check_kind(fn: str, d: dtypes.DType, kind: str) -> None:
@@ -64,13 +70,17 @@ def _doc(f, fn: str, doc: str):
   return f
 
 
-def float_unary(fn: str, body, doc: str, wide: bool = True):
-  """A function of one float operand; half types compute in float32 when wide."""
+def float_unary(fn: str, body, doc: str, wide: bool = True, complex_body=None):
+  """A function of one float operand (or complex, with complex_body); half types compute in float32 when wide."""
   def f(x) -> Array:
-    (u,), d, weak = operands(fn, x, kind="float")
+    (u,), d, weak = operands(fn, x, kind="float" if complex_body is None else "inexact")
+    if d.is_complex: return Array(complex_body(u), weak)
     if wide and d.itemsize == 2: return Array(body(u.cast(F32)).cast(d), weak)
     return Array(body(u), weak)
   return _doc(f, fn, doc)
+
+
+def _complex_logistic(z: UOp) -> UOp: return cm.ck(z, 1.0).alu(Ops.DIV, cm.exp_(-z) + cm.ck(z, 1.0))
 
 
 def _float_binary(fn: str, body, doc: str):
@@ -92,51 +102,72 @@ _atanh = fm.smooth(fm.atanh, lambda x, y: (fm.div(fm.k(x, 1.0), fm.mul(fm.sub(fm
                    "atanh")
 
 sin = float_unary("sin", lambda u: u.alu(Ops.SIN), "The sine, as jax.lax.sin.\n\n  >>> lax.sin(0.0)\n"
-                  "  Array(0., dtype=float32, weak_type=True)\n  ")
+                  "  Array(0., dtype=float32, weak_type=True)\n  ",
+                  complex_body=cm.BODIES["sin"])
 cos = float_unary("cos", lambda u: u.alu(Ops.COS), "The cosine, as jax.lax.cos.\n\n  >>> lax.cos(tnp.zeros(2))\n"
-                  "  Array([1., 1.], dtype=float32)\n  ")
+                  "  Array([1., 1.], dtype=float32)\n  ",
+                  complex_body=cm.BODIES["cos"])
 tan = float_unary("tan", lambda u: fm.div(u.alu(Ops.SIN), u.alu(Ops.COS)), "The tangent, as jax.lax.tan.\n\n"
-                  "  >>> lax.tan(tnp.zeros(1))\n  Array([0.], dtype=float32)\n  ")
+                  "  >>> lax.tan(tnp.zeros(1))\n  Array([0.], dtype=float32)\n  ",
+                  complex_body=cm.BODIES["tan"])
 asin = float_unary("asin", lambda u: u.alu(Ops.ATAN2, fm.sqrt1mx2(u)), "The inverse sine, as jax.lax.asin.\n\n"
-                   "  >>> lax.asin(tnp.zeros(1))\n  Array([0.], dtype=float32)\n  ")
+                   "  >>> lax.asin(tnp.zeros(1))\n  Array([0.], dtype=float32)\n  ",
+                   complex_body=cm.BODIES["asin"])
 acos = float_unary("acos", lambda u: fm.sqrt1mx2(u).alu(Ops.ATAN2, u), "The inverse cosine, as jax.lax.acos.\n\n"
-                   "  >>> lax.acos(tnp.ones(1))\n  Array([0.], dtype=float32)\n  ")
+                   "  >>> lax.acos(tnp.ones(1))\n  Array([0.], dtype=float32)\n  ",
+                   complex_body=cm.BODIES["acos"])
 atan = float_unary("atan", lambda u: u.alu(Ops.ATAN2, fm.k(u, 1.0)), "The inverse tangent, as jax.lax.atan.\n\n"
-                   "  >>> lax.atan(tnp.zeros(1))\n  Array([0.], dtype=float32)\n  ")
+                   "  >>> lax.atan(tnp.zeros(1))\n  Array([0.], dtype=float32)\n  ",
+                   complex_body=cm.BODIES["atan"])
 atan2 = _float_binary("atan2", lambda a, b: a.alu(Ops.ATAN2, b), "The angle of the point (y, x), as jax.lax.atan2.\n\n"
                       "  >>> lax.atan2(tnp.zeros(1), tnp.ones(1))\n  Array([0.], dtype=float32)\n  ")
 sinh = float_unary("sinh", _sinh, "The hyperbolic sine, as jax.lax.sinh.\n\n  >>> lax.sinh(tnp.zeros(1))\n"
-                   "  Array([0.], dtype=float32)\n  ")
+                   "  Array([0.], dtype=float32)\n  ",
+                   complex_body=cm.BODIES["sinh"])
 cosh = float_unary("cosh", fm.cosh, "The hyperbolic cosine, as jax.lax.cosh.\n\n  >>> lax.cosh(tnp.zeros(1))\n"
-                   "  Array([1.], dtype=float32)\n  ")
+                   "  Array([1.], dtype=float32)\n  ",
+                   complex_body=cm.BODIES["cosh"])
 tanh = float_unary("tanh", _tanh, "The hyperbolic tangent, as jax.lax.tanh.\n\n  >>> lax.tanh(tnp.zeros(1))\n"
-                   "  Array([0.], dtype=float32)\n  ")
+                   "  Array([0.], dtype=float32)\n  ",
+                   complex_body=cm.BODIES["tanh"])
 asinh = float_unary("asinh", _asinh, "The inverse hyperbolic sine, as jax.lax.asinh.\n\n"
-                    "  >>> lax.asinh(tnp.zeros(1))\n  Array([0.], dtype=float32)\n  ")
+                    "  >>> lax.asinh(tnp.zeros(1))\n  Array([0.], dtype=float32)\n  ",
+                    complex_body=cm.BODIES["asinh"])
 acosh = float_unary("acosh", fm.acosh, "The inverse hyperbolic cosine (nan below 1), as jax.lax.acosh.\n\n"
-                    "  >>> lax.acosh(tnp.ones(1))\n  Array([0.], dtype=float32)\n  ")
+                    "  >>> lax.acosh(tnp.ones(1))\n  Array([0.], dtype=float32)\n  ",
+                    complex_body=cm.BODIES["acosh"])
 atanh = float_unary("atanh", _atanh, "The inverse hyperbolic tangent, as jax.lax.atanh.\n\n"
-                    "  >>> lax.atanh(tnp.zeros(1))\n  Array([0.], dtype=float32)\n  ")
+                    "  >>> lax.atanh(tnp.zeros(1))\n  Array([0.], dtype=float32)\n  ",
+                    complex_body=cm.BODIES["atanh"])
 exp = float_unary("exp", fm.exp, "e ** x, as jax.lax.exp.\n\n  >>> lax.exp(tnp.zeros(1))\n"
-                  "  Array([1.], dtype=float32)\n  ")
+                  "  Array([1.], dtype=float32)\n  ",
+                  complex_body=cm.BODIES["exp"])
 exp2 = float_unary("exp2", fm.exp2, "2 ** x, as jax.lax.exp2.\n\n  >>> lax.exp2(tnp.array([3.0]))\n"
-                   "  Array([8.], dtype=float32)\n  ")
+                   "  Array([8.], dtype=float32)\n  ",
+                   complex_body=cm.BODIES["exp2"])
 expm1 = float_unary("expm1", _expm1, "exp(x) - 1, accurate near 0, as jax.lax.expm1.\n\n"
-                    "  >>> lax.expm1(tnp.array([1e-10]))\n  Array([1.e-10], dtype=float32)\n  ")
+                    "  >>> lax.expm1(tnp.array([1e-10]))\n  Array([1.e-10], dtype=float32)\n  ",
+                    complex_body=cm.BODIES["expm1"])
 log = float_unary("log", fm.log, "The natural logarithm, as jax.lax.log.\n\n  >>> lax.log(tnp.ones(1))\n"
-                  "  Array([0.], dtype=float32)\n  ")
+                  "  Array([0.], dtype=float32)\n  ",
+                  complex_body=cm.BODIES["log"])
 log1p = float_unary("log1p", _log1p, "log(1 + x), accurate near 0, as jax.lax.log1p.\n\n"
-                    "  >>> lax.log1p(tnp.array([1e-10]))\n  Array([1.e-10], dtype=float32)\n  ")
+                    "  >>> lax.log1p(tnp.array([1e-10]))\n  Array([1.e-10], dtype=float32)\n  ",
+                    complex_body=cm.BODIES["log1p"])
 logistic = float_unary("logistic", _logistic, "1 / (1 + exp(-x)), as jax.lax.logistic.\n\n"
-                       "  >>> lax.logistic(tnp.zeros(1))\n  Array([0.5], dtype=float32)\n  ")
+                       "  >>> lax.logistic(tnp.zeros(1))\n  Array([0.5], dtype=float32)\n  ",
+                       complex_body=_complex_logistic)
 sqrt = float_unary("sqrt", fm.sqrt, "The square root, as jax.lax.sqrt.\n\n  >>> lax.sqrt(tnp.array([4.0]))\n"
-                   "  Array([2.], dtype=float32)\n  ")
+                   "  Array([2.], dtype=float32)\n  ",
+                   complex_body=cm.BODIES["sqrt"])
 rsqrt = float_unary("rsqrt", lambda u: fm.sqrt(u).alu(Ops.RECIP), "1 / sqrt(x), as jax.lax.rsqrt.\n\n"
-                    "  >>> lax.rsqrt(tnp.array([4.0]))\n  Array([0.5], dtype=float32)\n  ")
+                    "  >>> lax.rsqrt(tnp.array([4.0]))\n  Array([0.5], dtype=float32)\n  ",
+                    complex_body=cm.BODIES["rsqrt"])
 cbrt = float_unary("cbrt", _cbrt, "The real cube root, as jax.lax.cbrt.\n\n  >>> lax.cbrt(tnp.array([-8.0]))\n"
                    "  Array([-2.], dtype=float32)\n  ")
 reciprocal = float_unary("reciprocal", lambda u: u.alu(Ops.RECIP), "1 / x, as jax.lax.reciprocal.\n\n"
-                         "  >>> lax.reciprocal(tnp.array([4.0]))\n  Array([0.25], dtype=float32)\n  ", wide=False)
+                         "  >>> lax.reciprocal(tnp.array([4.0]))\n  Array([0.25], dtype=float32)\n  ", wide=False,
+                         complex_body=cm.BODIES["reciprocal"])
 floor = float_unary("floor", fm.floor, "The largest integer <= x, as jax.lax.floor.\n\n"
                     "  >>> lax.floor(tnp.array([-1.5]))\n  Array([-2.], dtype=float32)\n  ", wide=False)
 ceil = float_unary("ceil", lambda u: -fm.floor(-u), "The smallest integer >= x, as jax.lax.ceil.\n\n"
@@ -181,7 +212,8 @@ def abs(x) -> Array:  # noqa: A001
   >>> lax.abs(tnp.array([-2, 3]))
   Array([2, 3], dtype=int32)
   """
-  (u,), d, weak = operands("abs", x, kind="signed")
+  (u,), d, weak = operands("abs", x, kind="signed_or_complex")
+  if d.is_complex: return Array(cm.abs_(u), weak)
   return Array(fm.fabs(u) if d.is_float else fm.sel(fm.lt(u, 0), -u, u), weak)
 
 
@@ -192,6 +224,7 @@ def sign(x) -> Array:
   Array([-1.,  0.,  1.], dtype=float32)
   """
   (u,), d, weak = operands("sign", x, kind="number")
+  if d.is_complex: return Array(cm.sign(u), weak)
   if d.is_unsigned: return Array(fm.gt(u, 0).cast(d), weak)
   return Array(fm.sel(fm.gt(u, 0), 1, fm.sel(fm.lt(u, 0), -1, u)), weak)
 
@@ -224,7 +257,8 @@ def integer_pow(x, y: int) -> Array:
   """
   (u,), d, weak = operands("integer_pow", x, kind="number")
   n = operator.index(y)
-  if n < 0 and not d.is_float: raise TypeError(f"integer_pow: a negative exponent {n} needs a float x, got {d}")
+  if n < 0 and not d.is_inexact:
+    raise TypeError(f"integer_pow: a negative exponent {n} needs a float or complex x, got {d}")
   out, base, m = None, u, n if n >= 0 else -n
   while m:
     if m & 1: out = base if out is None else out * base
@@ -243,13 +277,14 @@ def pow(x, y) -> Array:  # noqa: A001
   fn = "pow"
   b = to_array(y, fn=fn) if not _weak_scalar(y) else None
   if b is not None and b.dtype.is_int:
-    (u,), d, weak = operands(fn, x, kind="float")
+    (u,), d, weak = operands(fn, x, kind="inexact")
     if b.shape not in ((), u.shape) and u.shape != ():
       raise TypeError(f"lax.pow requires arguments of one shape (or scalars), got {fmt(u.shape)} and {fmt(b.shape)}")
     shape = u.shape if b.shape == () else b.shape
     u, e = u.broadcast(shape), b.uop.cast(d).broadcast(shape)
   else:
-    (u, e), d, weak = operands(fn, x, y, kind="float")
+    (u, e), d, weak = operands(fn, x, y, kind="inexact")
+  if d.is_complex: return Array(cm.power(u, e), weak and (b is None or b.weak_type))
   w = F32 if d.itemsize == 2 else d
   a, e = u.cast(w), e.cast(w)
   r = a.alu(Ops.POW, e)
@@ -270,7 +305,7 @@ def div(x, y) -> Array:
   Array([ 3, -3], dtype=int32)
   """
   (a, b), d, weak = operands("div", x, y, kind="number")
-  if d.is_float: return Array(a.alu(Ops.DIV, b), weak)
+  if d.is_inexact: return Array(a.alu(Ops.DIV, b), weak)
   bs, zero, neg1 = _int_guard(b)
   q = a.alu(Ops.IDIV, bs)
   if neg1 is not None: q = fm.sel(neg1, -a, q)
@@ -283,7 +318,7 @@ def rem(x, y) -> Array:
   >>> lax.rem(tnp.array([7.0, -7.0]), 3.0)
   Array([ 1., -1.], dtype=float32)
   """
-  (a, b), d, weak = operands("rem", x, y, kind="number")
+  (a, b), d, weak = operands("rem", x, y, kind="real")
   if d.is_float: return Array(a.alu(Ops.MOD, b), weak)
   bs, zero, neg1 = _int_guard(b)
   r = fm.sel(zero, a, a.alu(Ops.MOD, bs))
@@ -449,7 +484,7 @@ def bitwise_not(x) -> Array:
 
 def _compare(fn: str, body, doc: str):
   def f(x, y) -> Array:
-    (a, b), _, _ = operands(fn, x, y)
+    (a, b), _, _ = operands(fn, x, y, kind="any" if fn in ("eq", "ne") else "ordered")
     return Array(body(a, b))
   return _doc(f, fn, doc)
 

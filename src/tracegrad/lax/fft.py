@@ -55,7 +55,8 @@ def _rfft_last(x: UOp) -> UOp:
   ext = UOp.concat([z, z.slice(lead + [(0, 1, 1)])], last)   # ext[k] = Z[k mod h], k <= h
   rev = cm.conj(ext.flip((last,)))                            # conj Z[(h - k) mod h]
   k = np.arange(h + 1)
-  w = np.exp(-2j * np.pi * k / n) * -0.5j                     # exp(-2 pi i k / n) / 2i
+  q, rest = np.divmod(4 * k, n)                               # exp(-2 pi i k / n) / 2i, exact on the axes
+  w = np.exp(-0.5j * np.pi * rest / n) * np.array([1, -1j, -1, 1j])[q % 4] * -0.5j
   w = UOp.buffer(w.astype(c.np)).reshape((1,) * last + (h + 1,)).broadcast(ext.shape)
   return _scale(ext + rev, 0.5) + (ext - rev) * w
 

@@ -209,6 +209,7 @@ class _Splitter:
     if op is Ops.CONCAT: return tuple(UOp.concat([P[s][i] for s in u.src], u.arg) for i in (0, 1))
     if op is Ops.GATHER: return tuple(x.gather(self.real[u.src[1]]) for x in P[u.src[0]])
     if op is Ops.SCATTER:
+      if u.arg not in ("add", "set"): raise ComplexUnsupported(f"no pair form for a complex scatter-{u.arg}")
       idx = self.real[u.src[1]]
       return tuple(x.scatter(idx, y, u.arg) for x, y in zip(P[u.src[0]], P[u.src[2]]))
     if op in (Ops.DETACH, Ops.SHARDING_CONSTRAINT, Ops.OPTIMIZATION_BARRIER) or \

@@ -12,9 +12,10 @@ def arr(a, fn: str) -> Array: return arraylike(a, fn)
 
 
 def inexact(fn: str, *xs) -> list[Array]:
-  """The operands promoted to their common dtype, then to the default float if that is not a float (as JAX)."""
+  """The operands promoted to their common dtype, then to the default float if that is not a float or complex type
+  (as JAX)."""
   arrs, dt, weak = promote(fn, *xs)
-  if dt.is_float: return arrs
+  if dt.is_inexact: return arrs
   f = dtypes.default_float()
   return [Array(a.uop.cast(f), weak) for a in arrs]
 

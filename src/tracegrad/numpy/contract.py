@@ -15,6 +15,7 @@ from ..array import Array, to_array
 from ..ir import Ops, UOp, broadcast_shapes, composite, dtypes
 from ..ir.dtypes import DType
 from ..ir.shapes import fmt
+from ..lax import complex_math
 from .core import normalize_axis, promote
 
 __all__ = ["matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "einsum_path", "vecdot", "kron",
@@ -170,7 +171,7 @@ def inner(a, b, *, precision=None, preferred_element_type=None) -> Array:
 
 
 def vdot(a, b, *, precision=None, preferred_element_type=None) -> Array:
-  """The dot product of a and b flattened (no conjugation: tracegrad has no complex dtypes).
+  """The dot product of a and b flattened, a conjugated.
 
   >>> tnp.vdot(tnp.ones((2, 2)), tnp.ones((4,)))
   Array(4., dtype=float32)
@@ -179,12 +180,15 @@ def vdot(a, b, *, precision=None, preferred_element_type=None) -> Array:
   if au.size != bu.size:
     raise TypeError(f"vdot: operands must have the same number of elements, got shapes {fmt(au.shape)} and "
                      f"{fmt(bu.shape)}")
-  au, bu = au.reshape((au.size,)), bu.reshape((bu.size,))
+  au, bu = _conj(au.reshape((au.size,))), bu.reshape((bu.size,))
   return _done(contract_uops(au, ["k"], bu, ["k"], [], "vdot"), dt, weak)
 
 
+def _conj(u: UOp) -> UOp: return complex_math.conj(u) if u.dtype.is_complex else u
+
+
 def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None) -> Array:
-  """The dot product of vectors along `axis`, with the other axes broadcast.
+  """The dot product of vectors along `axis` (x1 conjugated), with the other axes broadcast.
 
   >>> tnp.vecdot(tnp.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), tnp.array([1.0, 1.0, 1.0]))
   Array([ 6., 15.], dtype=float32)
@@ -194,7 +198,7 @@ def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=
     raise ValueError(f"vecdot: operands must have at least one dimension, got {fmt(au.shape)} and {fmt(bu.shape)}")
   ia, ib = normalize_axis(axis, au.ndim, "vecdot"), normalize_axis(axis, bu.ndim, "vecdot")
   if au.shape[ia] != bu.shape[ib]: raise _mismatch("vecdot", au.shape, bu.shape, au.shape[ia], bu.shape[ib], "vecdot")
-  au = au.permute([i for i in range(au.ndim) if i != ia] + [ia])
+  au = _conj(au.permute([i for i in range(au.ndim) if i != ia] + [ia]))
   bu = bu.permute([i for i in range(bu.ndim) if i != ib] + [ib])
   batch = broadcast_shapes(au.shape[:-1], bu.shape[:-1], fn="vecdot")
   nb = len(batch)

@@ -65,6 +65,8 @@ def astype(x, dtype, /, *, copy: bool = False, device=None) -> Array:
   """
   x = x if isinstance(x, Array) else to_array(x, fn="astype")
   d = dtypes.canonicalize(dtypes.as_dtype(dtype, "astype"))
+  if x.dtype.is_complex and d.is_bool:   # true where either part is nonzero, as numpy (a CAST would read the real part)
+    return _on(Array(x.uop.alu(Ops.CMPNE, UOp.const(x.dtype, 0, x.shape))), device)
   return _on(x if x.dtype is d and not x.weak_type else Array(x.uop.cast(d)), device)
 
 
@@ -165,8 +167,11 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
   Array([0. , 0.5, 1. ], dtype=float32)
   """
   if num < 0: raise ValueError(f"linspace: num must be non-negative, got {num}")
-  d = _dt(dtype, "linspace") or dtypes.default_float()
-  ft = d if d.is_float else dtypes.default_float()
+  d = _dt(dtype, "linspace")
+  if d is None:   # complex endpoints give a complex result, as jax.numpy
+    cplx = any(v.dtype.is_complex if isinstance(v, Array) else np.iscomplexobj(v) for v in (start, stop))
+    d = dtypes.default_complex() if cplx else dtypes.default_float()
+  ft = d if d.is_inexact else dtypes.default_float()
   s, e = to_array(start, fn="linspace").astype(ft), to_array(stop, fn="linspace").astype(ft)
   div = (num - 1) if endpoint else num
   shape = np.broadcast_shapes(s.shape, e.shape)

@@ -10,13 +10,16 @@ from ..array import Array
 from ..ir import dtypes
 from ..ir.dtypes import DType
 
-__all__ = ["dtype", "result_type", "iinfo", "finfo", "issubdtype", "can_cast", "isdtype",
+__all__ = ["dtype", "result_type", "iinfo", "finfo", "issubdtype", "can_cast", "isdtype", "iscomplexobj", "isrealobj",
+           "csingle", "cdouble", "complex_",
            "floating", "complexfloating", "integer", "signedinteger", "unsignedinteger", "number", "inexact", "bool", "generic"]
 
 floating, integer, signedinteger, unsignedinteger = np.floating, np.integer, np.signedinteger, np.unsignedinteger
 complexfloating = np.complexfloating
 number, inexact, generic = np.number, np.inexact, np.generic
 bool = dtypes.bool_  # noqa: A001
+csingle, cdouble = dtypes.complex64, dtypes.complex128
+complex_ = dtypes.complex128
 
 
 def dtype(x) -> DType:
@@ -126,3 +129,23 @@ def isdtype(dtype, kind) -> bool:
     elif dtypes.as_dtype(k, "isdtype") is d:
       return True
   return False
+
+
+def iscomplexobj(x) -> builtins.bool:
+  """Whether x has a complex dtype (its values do not matter; None is not complex).
+
+  >>> tnp.iscomplexobj(tnp.array([1 + 0j])), tnp.iscomplexobj(1.0)
+  (True, False)
+  """
+  if x is None: return False
+  d = x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
+  return dtypes.as_dtype(d, "iscomplexobj").is_complex
+
+
+def isrealobj(x) -> builtins.bool:
+  """Whether x does not have a complex dtype.
+
+  >>> tnp.isrealobj(tnp.array([1.0])), tnp.isrealobj(tnp.array([1 + 0j]))
+  (True, False)
+  """
+  return not iscomplexobj(x)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import builtins
 import math
 
+import numpy as np
+
 from ..array import Array
 from ..ir import Ops, UOp, dtypes
 from ..ir.dtypes import DType
@@ -42,7 +44,7 @@ __all__ = [
   # floating point
   "copysign", "nextafter", "maximum", "minimum", "fmax", "fmin", "floor", "ceil", "round", "around", "rint", "trunc", "fix",
   "isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit", "nan_to_num", "heaviside", "clip",
-  "conj", "conjugate", "real", "imag", "angle",
+  "conj", "conjugate", "real", "imag", "angle", "iscomplex", "isreal", "real_if_close",
   # comparison and logic
   "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "logical_xor",
   "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "invert", "bitwise_invert", "left_shift",
@@ -210,6 +212,7 @@ def _float_divmod(a: UOp, b: UOp):
 
 def _divmod_impl(fn: str, x, y, want_div: bool, want_mod: bool):
   us, dt, weak = _args(fn, x, y)
+  _real_only(fn, dt)
   (a, b), dt = _numeric(us, dt)
   if dt.is_int:
     q, r = _int_divmod(a, b, want_div, want_mod)
@@ -256,6 +259,7 @@ def fmod(x, y) -> Array:
   Array([ 1, -1], dtype=int32)
   """
   us, dt, weak = _args("fmod", x, y)
+  _real_only("fmod", dt)
   (a, b), dt = _numeric(us, dt)
   if dt.is_int:
     bs, zero, _ = _int_guard(b)
@@ -581,8 +585,9 @@ def rint(x) -> Array:
   Array([0., 2., 2.], dtype=float32)
   """
   a = _to_float(_arr(x, "rint"))
-  _real_only("rint", a.dtype)
-  return Array(_round_even(a.uop), a.weak_type)
+  u = a.uop
+  if a.dtype.is_complex: return Array(_cm.cx(_round_even(_cm.re(u)), _round_even(_cm.im(u))), a.weak_type)
+  return Array(_round_even(u), a.weak_type)
 
 
 def _int_round(u: UOp, decimals: int) -> UOp:
@@ -608,6 +613,8 @@ def round(a, decimals: int = 0, out=None) -> Array:
   except (AttributeError, TypeError):
     raise TypeError(f"round: decimals must be an integer, got {type(decimals).__name__}") from None
   u, dt = x.uop, x.dtype
+  if dt.is_complex:   # each part rounded, as numpy
+    return Array(_cm.cx(*(round(Array(p(u)), decimals).uop for p in (_cm.re, _cm.im))), x.weak_type)
   if dt.is_bool or (dt.is_int and decimals >= 0): return x
   if dt.is_int: return Array(_int_round(u, decimals), x.weak_type)
   if decimals == 0: return Array(_round_even(u), x.weak_type)
@@ -750,6 +757,41 @@ def angle(z, deg: bool = False) -> Array:
   u = a.uop
   r = _cm.arg(u) if a.dtype.is_complex else _atan2(_k(u, 0.0), u)
   return Array(_mul(r, 180.0 / math.pi) if deg else r, a.weak_type)
+
+
+def iscomplex(x) -> Array:
+  """Whether each element has a nonzero imaginary part (all False for a real array).
+
+  >>> tnp.iscomplex(tnp.array([1 + 0j, 1 + 2j]))
+  Array([False,  True], dtype=bool)
+  """
+  return Array(_ne(imag(x).uop, 0))
+
+
+def isreal(x) -> Array:
+  """Whether each element has a zero imaginary part (all True for a real array).
+
+  >>> tnp.isreal(tnp.array([1 + 0j, 1 + 2j]))
+  Array([ True, False], dtype=bool)
+  """
+  return Array(_eq(imag(x).uop, 0))
+
+
+def real_if_close(a, tol: float = 100) -> Array:
+  """The real part of a complex array whose imaginary parts are all within tol machine epsilons of zero (tol > 1), or
+  of tol itself (tol <= 1); otherwise the array unchanged, as numpy. The result's dtype depends on the values, so a
+  traced array is a TypeError.
+
+  >>> tnp.real_if_close(tnp.array([1 + 1e-9j, 2 + 0j]))
+  Array([1., 2.], dtype=float32)
+  """
+  x = _arr(a, "real_if_close")
+  if not x.dtype.is_complex: return x
+  if x.is_traced:
+    raise TypeError(f"real_if_close: the array ({x.aval_str()}) is traced, but its values decide the result's dtype; "
+                    f"call it outside the transformed function, or use tnp.real")
+  if tol > 1: tol = tol * float(np.finfo(x.dtype.real.np).eps)
+  return real(x) if bool(np.all(np.abs(np.asarray(imag(x))) < tol)) else x
 
 
 # ---------------------------------------------------------------------------------------------------------------

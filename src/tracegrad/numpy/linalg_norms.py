@@ -10,7 +10,7 @@ import numpy as np
 from ..array import Array
 from ..ir.shapes import fmt
 from ..trace import composite
-from .core import normalize_axis
+from .core import arraylike, normalize_axis
 from .creation import zeros
 from .elementwise import isnan, sqrt, where
 from .linalg_decomp import floats, inv, matrices, svdvals
@@ -59,6 +59,16 @@ def _matrix(x: Array, r: int, c: int, ord, keepdims: bool) -> Array:
   return out if keepdims else out.reshape(tuple(n for i, n in enumerate(out.shape) if i not in (r, c)))
 
 
+def _magnitudes(x, ord, fn: str = "norm"):
+  """A complex x as |x|, which has its norms (except those from singular values)."""
+  a = arraylike(x, fn)
+  if not a.dtype.is_complex: return a
+  if ord in ("nuc", 2, -2) and a.ndim >= 2 and fn != "vector_norm":
+    raise NotImplementedError(f"{fn}: ord={ord!r} of a complex matrix needs its singular values, which tracegrad "
+                              f"computes for real matrices only")
+  return abs(a)
+
+
 def norm(x, ord=None, axis=None, keepdims: bool = False) -> Array:
   """A vector norm (one axis) or a matrix norm (two axes), as numpy.linalg.norm: with axis None, the 2-norm of the
   flattened array when ord is None, else x must be 1-D or 2-D.
@@ -68,7 +78,7 @@ def norm(x, ord=None, axis=None, keepdims: bool = False) -> Array:
   >>> tnp.round(tnp.linalg.norm(tnp.array([[1.0, 2.0], [3.0, 4.0]]), ord=2), 4)
   Array(5.465, dtype=float32)
   """
-  (a,), dt = floats("norm", x)
+  (a,), dt = floats("norm", _magnitudes(x, ord))
   if axis is None:
     if ord is None: return sqrt((a * a).sum(keepdims=keepdims)).astype(dt)
     axis = tuple(range(a.ndim))
@@ -87,7 +97,7 @@ def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2) -> Array:
   >>> tnp.linalg.vector_norm(tnp.ones((2, 2)), ord=1)
   Array(4., dtype=float32)
   """
-  (a,), dt = floats("vector_norm", x)
+  (a,), dt = floats("vector_norm", _magnitudes(x, ord, "vector_norm"))
   axes = tuple(range(a.ndim)) if axis is None else _axes("vector_norm", axis, a.ndim)
   return _vector(a, axes, ord, keepdims).astype(dt)
 
@@ -98,7 +108,7 @@ def matrix_norm(x, /, *, keepdims: bool = False, ord="fro") -> Array:
   >>> tnp.linalg.matrix_norm(tnp.ones((2, 2)), ord=1)
   Array(2., dtype=float32)
   """
-  (a,), dt = floats("matrix_norm", matrices("matrix_norm", x, name="x"))
+  (a,), dt = floats("matrix_norm", _magnitudes(matrices("matrix_norm", x, name="x"), ord, "matrix_norm"))
   return _matrix(a, a.ndim - 2, a.ndim - 1, ord, keepdims).astype(dt)
 
 

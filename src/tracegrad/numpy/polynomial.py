@@ -47,8 +47,7 @@ def poly(seq_of_zeros) -> Array:
   z, = inexact("poly", seq_of_zeros)
   z = atleast_1d(z)
   if z.ndim == 2 and z.shape[0] == z.shape[1] and z.shape[0]:
-    a = poly(eigvals(z))   # the characteristic polynomial: real for a real matrix, as numpy's
-    return a if z.dtype.is_complex else a.real
+    return poly(eigvals(z))   # the characteristic polynomial, complex as JAX's (numpy's is real for a real matrix)
   if z.ndim != 1:
     raise ValueError(f"poly: seq_of_zeros must be a 1-d array or a non-empty square 2-d array, got shape {z.shape}")
   if z.shape[0] == 0: return ones((), z.dtype)

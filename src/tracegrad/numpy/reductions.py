@@ -36,7 +36,7 @@ def _upcast_f16(d: DType) -> DType: return dtypes.float32 if d in _SMALL_FLOATS 
 
 
 
-def _inexact(d: DType) -> DType: return d if d.is_float else dtypes.default_float()
+def _inexact(d: DType) -> DType: return d if d.is_inexact else dtypes.default_float()
 
 
 def _drop(u: UOp, axes, keepdims: bool) -> UOp:
@@ -47,6 +47,7 @@ def _const(d: DType, v, shape) -> UOp: return UOp.const(d, v, shape)
 
 
 def _isnan(u: UOp) -> UOp: return u.alu(Ops.CMPNE, u)
+def _nan_of(u: UOp) -> UOp: return _complex_nan(u) if u.dtype.is_complex else _isnan(u)
 
 
 def _not(u: UOp) -> UOp: return u.alu(Ops.XOR, _const(dtypes.bool_, True, u.shape))
@@ -80,6 +81,30 @@ def _scalar_initial(initial, d: DType, shape, fn: str) -> UOp:
 def _empty_axis(x: Array, axes) -> bool: return builtins.any(x.shape[i] == 0 for i in axes)
 
 
+def _tree(u: UOp, axes, combine, ident) -> UOp:
+  """u reduced over axes (kept, with size 1) by a pairwise tree of combine(a, b) -> UOp, padded with ident: for the
+  reductions no REDUCE_* primitive has on complex values (prod, max, min)."""
+  keep = [i for i in range(u.ndim) if i not in axes]
+  lead, n = tuple(u.shape[i] for i in keep), math.prod(u.shape[i] for i in axes)
+  out_shape = tuple(1 if i in axes else d for i, d in enumerate(u.shape))
+  if n == 0: return _const(u.dtype, ident, out_shape)
+  v = u.permute(keep + list(axes)).reshape(lead + (n,))
+  full = [(0, d, 1) for d in lead]
+  while n > 1:
+    if n % 2:
+      v = UOp.concat([v, _const(u.dtype, ident, lead + (1,))], len(lead))
+      n += 1
+    v = v.reshape(lead + (n // 2, 2))
+    a, b = (v.slice(full + [(0, n // 2, 1), (j, j + 1, 1)]).reshape(lead + (n // 2,)) for j in (0, 1))
+    v, n = combine(a, b), n // 2
+  return v.reshape(out_shape)
+
+
+def _complex_nan(u: UOp) -> UOp:
+  """Whether either part of a complex value is nan."""
+  return u.alu(Ops.REAL).alu(Ops.CMPNE, u.alu(Ops.REAL)).alu(Ops.OR, u.alu(Ops.IMAG).alu(Ops.CMPNE, u.alu(Ops.IMAG)))
+
+
 # ---- sum and prod ----
 def _sum_prod(fn, op, a, axis, dtype, keepdims, initial, where, promote_integers=True, nan_fill=None) -> Array:
   x = _arr(a, fn)
@@ -89,7 +114,7 @@ def _sum_prod(fn, op, a, axis, dtype, keepdims, initial, where, promote_integers
   mask = _mask(where, x, fn)
   ident = 0 if op is Ops.REDUCE_SUM else 1
   u = x.uop
-  if nan_fill is not None and u.dtype.is_float: u = _isnan(u).where(_const(u.dtype, nan_fill, u.shape), u)
+  if nan_fill is not None and u.dtype.is_inexact: u = _nan_of(u).where(_const(u.dtype, nan_fill, u.shape), u)
   if out_dt.is_bool:  # a boolean sum is `or`, a boolean product is `and`
     b = _masked(_nonzero(u), mask, op is Ops.REDUCE_PROD)
     r = b.reduce(Ops.REDUCE_MAX if op is Ops.REDUCE_SUM else Ops.REDUCE_MIN, axes)
@@ -98,7 +123,9 @@ def _sum_prod(fn, op, a, axis, dtype, keepdims, initial, where, promote_integers
     return Array(_drop(r, axes, keepdims))
   comp = _upcast_f16(out_dt)
   u = _masked(u.cast(comp), mask, ident)
-  r = u.reduce(op, axes)
+  # REDUCE_PROD takes no complex operand: a tree of complex products
+  if comp.is_complex and op is Ops.REDUCE_PROD: r = _tree(u, axes, lambda p, q: p.alu(Ops.MUL, q), 1)
+  else: r = u.reduce(op, axes)
   if initial is not None:
     r = r.alu(Ops.ADD if op is Ops.REDUCE_SUM else Ops.MUL, _scalar_initial(initial, comp, r.shape, fn))
   return Array(_drop(r.cast(out_dt), axes, keepdims), x.weak_type and d is None and out_dt is x.dtype)
@@ -173,6 +200,7 @@ def _minmax(fn, op, a, axis, keepdims, initial, where, nan_skip=False) -> Array:
     raise ValueError(f"{fn}: zero-size array to reduction operation {name} which has no identity "
                      f"(shape {x.shape}, axis {axis}); pass initial=")
   d = x.dtype
+  if d.is_complex: return _complex_minmax(fn, op, x, axes, keepdims, initial, where, nan_skip)
   ident = dtypes.min_value(d) if op is Ops.REDUCE_MAX else dtypes.max_value(d)
   u = x.uop
   if nan_skip and d.is_float: u = _isnan(u).where(_const(d, ident, u.shape), u)
@@ -183,6 +211,19 @@ def _minmax(fn, op, a, axis, keepdims, initial, where, nan_skip=False) -> Array:
   if nan_skip and d.is_float and initial is None:  # all-NaN slices give NaN
     all_nan = _isnan(x.uop).reduce(Ops.REDUCE_MIN, axes)
     r = all_nan.where(_const(d, float("nan"), r.shape), r)
+  return Array(_drop(r, axes, keepdims), x.weak_type)
+
+
+def _complex_minmax(fn, op, x: Array, axes, keepdims, initial, where, nan_skip) -> Array:
+  """max or min of complex values in numpy's order (by the real parts, then the imaginary ones; nan propagates, or
+  with nan_skip is skipped), by a tree of elementwise maximum or minimum."""
+  from .elementwise import _complex_minmax as pairwise
+  ew = Ops.MAX if op is Ops.REDUCE_MAX else Ops.MIN
+  inf = float("inf") if op is Ops.REDUCE_MIN else -float("inf")
+  ident = complex(inf, inf)
+  u = _masked(x.uop, _mask(where, x, fn), ident)
+  r = _tree(u, axes, lambda a, b: pairwise(ew, a, b, nan_skip), ident)
+  if initial is not None: r = pairwise(ew, r, _scalar_initial(initial, x.dtype, r.shape, fn), nan_skip)
   return Array(_drop(r, axes, keepdims), x.weak_type)
 
 
@@ -253,9 +294,12 @@ def _arg(fn, op, a, axis, keepdims) -> Array:
     u, ax = x.uop, normalize_axis(axis, x.ndim, fn)
   n = u.shape[ax]
   if n == 0: raise ValueError(f"{fn}: attempt to get {fn} of an empty sequence (shape {x.shape}, axis {axis})")
-  ext = u.reduce(op, (ax,)).broadcast(u.shape)
+  if u.dtype.is_complex:   # numpy's order, as max and min
+    ext = _complex_minmax(fn, op, Array(u), (ax,), True, None, None, False).uop.broadcast(u.shape)
+  else:
+    ext = u.reduce(op, (ax,)).broadcast(u.shape)
   hit = u.alu(Ops.CMPEQ, ext)
-  if u.dtype.is_float: hit = hit.alu(Ops.OR, _isnan(u))  # the first NaN wins, as the extreme is then NaN
+  if u.dtype.is_inexact: hit = hit.alu(Ops.OR, _nan_of(u))  # the first NaN wins, as the extreme is then NaN
   it = dtypes.default_int()
   r = hit.where(UOp.iota(u.shape, ax, it), _const(it, n, u.shape)).reduce(Ops.REDUCE_MIN, (ax,))
   if axis is None: return Array(r.reshape((1,) * x.ndim if keepdims else ()))
@@ -351,12 +395,17 @@ def _var(fn, a, axis, dtype, ddof, keepdims, where, correction, nan_skip=False) 
   out_dt = d if d is not None else _inexact(x.dtype)
   comp = _upcast_f16(_inexact(out_dt))
   mask = _mask(where, x, fn)
-  if nan_skip and x.dtype.is_float:
-    ok = _not(_isnan(x.uop))
+  if nan_skip and x.dtype.is_inexact:
+    ok = _not(_nan_of(x.uop))
     mask = ok if mask is None else mask.alu(Ops.AND, ok)
   u = x.uop.cast(comp)
   c = u.alu(Ops.SUB, _mean_keep(x, u, axes, mask).broadcast(u.shape))
-  s = _masked(c.alu(Ops.MUL, c), mask, 0).reduce(Ops.REDUCE_SUM, axes)
+  if c.dtype.is_complex:   # |c|^2, real: the variance of complex values is a real number, as numpy's
+    c = c.alu(Ops.REAL).alu(Ops.MUL, c.alu(Ops.REAL)).alu(Ops.ADD, c.alu(Ops.IMAG).alu(Ops.MUL, c.alu(Ops.IMAG)))
+    comp, out_dt = c.dtype, out_dt.real
+  else:
+    c = c.alu(Ops.MUL, c)
+  s = _masked(c, mask, 0).reduce(Ops.REDUCE_SUM, axes)
   norm = _count(x, axes, mask, comp).alu(Ops.SUB, _const(comp, ddof, s.shape))
   return Array(_drop(s.alu(Ops.DIV, norm).cast(out_dt), axes, keepdims))
 
@@ -392,8 +441,8 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims: bool = False, *, where
   """
   _no_out(out, "nanmean")
   x = _arr(a, "nanmean")
-  if not x.dtype.is_float: return mean(x, axis, dtype, keepdims=keepdims, where=where)
-  ok = _not(_isnan(x.uop))
+  if not x.dtype.is_inexact: return mean(x, axis, dtype, keepdims=keepdims, where=where)
+  ok = _not(_nan_of(x.uop))
   m = _mask(where, x, "nanmean")
   return mean(x, axis, dtype, keepdims=keepdims, where=Array(ok if m is None else m.alu(Ops.AND, ok)))
 
@@ -432,7 +481,7 @@ def average(a, axis=None, weights=None, returned: bool = False, keepdims: bool =
     wsum = Array(_const(avg.dtype, math.prod(x.shape[i] for i in axes), avg.shape))
   else:
     (x, w), dt, _ = promote("average", x, weights)
-    if not dt.is_float:
+    if not dt.is_inexact:
       dt = dtypes.default_float()
       x, w = Array(x.uop.cast(dt)), Array(w.uop.cast(dt))
     if x.shape != w.shape:
@@ -477,7 +526,7 @@ def _cumulative(fn, op, a, axis, dtype, promote_integers=False, nan_fill=None, i
     ax = 0 if axis is None else normalize_axis(axis, 1, fn)
   else:
     u, ax = x.uop, normalize_axis(axis, x.ndim, fn)
-  if nan_fill is not None and u.dtype.is_float: u = _isnan(u).where(_const(u.dtype, nan_fill, u.shape), u)
+  if nan_fill is not None and u.dtype.is_inexact: u = _nan_of(u).where(_const(u.dtype, nan_fill, u.shape), u)
   d = _dtype_arg(dtype, fn)
   if d is None:
     res = comp = sum_dtype(x.dtype) if promote_integers or x.dtype.is_bool else x.dtype

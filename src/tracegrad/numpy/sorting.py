@@ -5,7 +5,8 @@ There is no sort primitive. sort and argsort are bitonic sorting networks writte
 (RESHAPE, SLICE, FLIP, CONCAT) and MIN/MAX or CMPLT/WHERE: the sorted axis is moved last and padded to a
 power of two with sentinels that sort after everything, then log2(n)(log2(n)+1)/2 compare-exchange steps
 run over all pairs at once. Values follow numpy: NaN sorts to the end. argsort compares (key, index)
-pairs lexicographically, so it is stable: equal keys keep their order.
+pairs lexicographically, so it is stable: equal keys keep their order. Complex values sort as numpy's, by the real
+parts, then the imaginary ones, with those holding a nan last: R + Rj < R + nanj < nan + Rj < nan + nanj.
 """
 from __future__ import annotations
 
@@ -16,12 +17,12 @@ import numpy as np
 
 from ..array import Array, to_array
 from ..ir import Ops, UOp, dtypes
-from ..lax.sorting import network
+from ..lax.sorting import _by_keys, network
 from .core import arraylike as _arr, normalize_axis, promote
 from .indexing import take
 
-__all__ = ["sort", "argsort", "searchsorted", "unique", "unique_all", "unique_counts", "unique_inverse", "unique_values",
-           "nonzero", "argwhere", "flatnonzero"]
+__all__ = ["sort", "argsort", "sort_complex", "searchsorted", "unique", "unique_all", "unique_counts", "unique_inverse",
+           "unique_values", "nonzero", "argwhere", "flatnonzero"]
 
 _I32 = dtypes.int32
 
@@ -59,6 +60,38 @@ def _key(u: UOp) -> tuple[UOp, UOp | None]:
   return nan.where(UOp.const(u.dtype, float("inf"), u.shape), u), nan
 
 
+def _complex_keys(u: UOp) -> list[UOp]:
+  """Keys (class, real, imag) that order complex values as numpy: the class is 0 for R + Rj, 1 for R + nanj, 2 for
+  nan + Rj and 3 for nan + nanj, and a nan part reads as 0 (it ties within its class)."""
+  r, i = u.alu(Ops.REAL), u.alu(Ops.IMAG)
+  rn, inn = r.alu(Ops.CMPNE, r), i.alu(Ops.CMPNE, i)
+  cls = rn.cast(_I32).alu(Ops.MUL, _const(2, u.shape)).alu(Ops.ADD, inn.cast(_I32))
+  return [cls, rn.where(UOp.const(r.dtype, 0, r.shape), r), inn.where(UOp.const(i.dtype, 0, i.shape), i)]
+
+
+def _complex_sorted(u: UOp) -> tuple[UOp, UOp]:
+  """u (complex) sorted along its last axis, stable, and the indices that sort it."""
+  n = u.shape[-1]
+  m = _pow2(n)
+  cls, r, i = _complex_keys(u)
+  idx = UOp.iota(u.shape, u.ndim - 1, _I32)
+  xs = [_pad(cls, m, 4), _pad(r, m, 0), _pad(i, m, 0), _pad(idx, m, 2 * m), _pad(u, m, 0)]
+  out = network(xs, _by_keys(3))
+  return _cut(out[4], n), _cut(out[3], n)
+
+
+def _complex_lt(a: UOp, b: UOp) -> UOp:
+  """a < b in numpy's order of complex values (see _complex_keys)."""
+  less, tie = None, None
+  for ka, kb in zip(_complex_keys(a), _complex_keys(b)):
+    step = ka.alu(Ops.CMPLT, kb)
+    step = step if tie is None else tie.alu(Ops.AND, step)
+    less = step if less is None else less.alu(Ops.OR, step)
+    same = ka.alu(Ops.CMPEQ, kb)
+    tie = same if tie is None else tie.alu(Ops.AND, same)
+  return less
+
+
 def _pad(u: UOp, m: int, value) -> UOp:
   n = u.shape[-1]
   return u if m == n else UOp.concat([u, UOp.const(u.dtype, value, (*u.shape[:-1], m - n))], u.ndim - 1)
@@ -82,6 +115,9 @@ def sort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True
   u, inv = _to_last(x, axis, "sort")
   n = u.shape[-1]
   if n <= 1: return Array(_from_last(u, inv), x.weak_type)
+  if u.dtype.is_complex:
+    k = _complex_sorted(u)[0]
+    return Array(_from_last(k.flip((k.ndim - 1,)) if descending else k, inv), x.weak_type)
   k, nan = _key(u)
   m = _pow2(n)
   (k,) = network([_pad(k, m, dtypes.max_value(k.dtype))], _minmax)
@@ -97,6 +133,7 @@ def sort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True
 
 def _argsort_last(u: UOp) -> UOp:
   """Stable ascending argsort (int32) of u's last axis."""
+  if u.dtype.is_complex: return _complex_sorted(u)[1]
   n = u.shape[-1]
   m = _pow2(n)
   k, nan = _key(u)
@@ -130,8 +167,23 @@ def argsort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = T
   return Array(_from_last(i.cast(dtypes.default_int()), inv))
 
 
+def sort_complex(a) -> Array:
+  """a sorted along its last axis in numpy's order of complex values, as a complex array (float16, bfloat16, float32
+  and integers give complex64 unless 64-bit mode is on, as jax.numpy).
+
+  >>> tnp.sort_complex(tnp.array([1 + 2j, 1 - 1j, 0 + 5j]))
+  Array([0.+5.j, 1.-1.j, 1.+2.j], dtype=complex64)
+  """
+  x = _arr(a, "sort_complex")
+  y = sort(x)
+  d = x.dtype
+  c = d if d.is_complex else dtypes.complex_of(d if d.is_float else dtypes.default_float())
+  return Array(y.uop.cast(c))
+
+
 def _lt(a: UOp, b: UOp) -> UOp:
   """a < b with NaN above everything (numpy's sort order)."""
+  if a.dtype.is_complex: return _complex_lt(a, b)
   lt = a.alu(Ops.CMPLT, b)
   if not a.dtype.is_float: return lt
   a_num = a.alu(Ops.CMPEQ, a)

@@ -12,7 +12,7 @@ from ..ir import dtypes
 from ._support import arr, concrete, inexact, static_int
 from .core import normalize_axes, normalize_axis, promote
 from .creation import full, linspace, ones_like, zeros
-from .elementwise import abs as _abs, ceil, clip, floor, isnan, logical_not, remainder, sqrt, where
+from .elementwise import abs as _abs, ceil, clip, conj, floor, imag, isnan, logical_not, real, remainder, sqrt, where
 from .index_tricks import ix_, ravel_multi_index
 from .indexing import take_along_axis
 from .reductions import all as _all, any as _any, argmax, argmin, cumsum, max as _max, min as _min, sum as _sum
@@ -27,9 +27,22 @@ __all__ = ["quantile", "nanquantile", "percentile", "nanpercentile", "median", "
 _METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
+def _inexact(fn: str, *xs) -> list[Array]:
+  """The operands promoted to a common inexact dtype, complex ones kept complex."""
+  arrs, dt, _ = promote(fn, *xs)
+  return arrs if dt.is_complex else inexact(fn, *xs)
+
+
+def _real_input(fn: str, a) -> None:
+  if arr(a, fn).dtype.is_complex:
+    raise TypeError(f"{fn}: complex input is not supported (complex values have no ordering for quantiles); apply it "
+                    f"to tnp.real(a) and tnp.imag(a), or to tnp.abs(a)")
+
+
 def _quantile(fn, a, q, axis, method, keepdims, squash_nans):
   if method not in _METHODS:
     raise ValueError(f"{fn}: method can only be 'linear', 'lower', 'higher', 'midpoint' or 'nearest', got {method!r}")
+  _real_input(fn, a)
   x, qa = inexact(fn, a, q)
   if qa.ndim > 1: raise ValueError(f"{fn}: q must have rank <= 1, got shape {qa.shape}")
   axes = normalize_axes(axis, x.ndim, fn)
@@ -108,6 +121,7 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method: str = "
   Array(2.5, dtype=float32)
   """
   _unsupported("percentile", out, overwrite_input, interpolation)
+  _real_input("percentile", a)
   x, qa = inexact("percentile", a, q)
   return _quantile("percentile", x, qa / 100, axis, method, keepdims, False)
 
@@ -120,6 +134,7 @@ def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method: str 
   Array(3., dtype=float32)
   """
   _unsupported("nanpercentile", out, overwrite_input, interpolation)
+  _real_input("nanpercentile", a)
   x, qa = inexact("nanpercentile", a, q)
   return _quantile("nanpercentile", x, qa / 100, axis, method, keepdims, True)
 
@@ -151,8 +166,8 @@ def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof=None, fweights=
   Array([[ 1., -1.],
          [-1.,  1.]], dtype=float32)
   """
-  if y is not None: m, y = inexact("cov", m, y)
-  else: m, = inexact("cov", m)
+  if y is not None: m, y = _inexact("cov", m, y)
+  else: m, = _inexact("cov", m)
   if m.ndim > 2: raise ValueError(f"cov: m has more than 2 dimensions, got shape {m.shape}")
   X = m.reshape((1, -1)) if m.ndim < 2 else m
   if not rowvar and X.shape[0] != 1: X = X.T
@@ -188,7 +203,7 @@ def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof=None, fweights=
     else: fact = w_sum - ddof * _sum(w * arr(aweights, "cov")) / w_sum
   Xc = X - avg[:, None]
   Xt = (Xc * w).T if w is not None else Xc.T
-  c = dot(Xc, Xt) / fact
+  c = dot(Xc, conj(Xt)) / fact
   return c.reshape(()) if c.shape == (1, 1) else c
 
 
@@ -201,18 +216,19 @@ def corrcoef(x, y=None, rowvar: bool = True) -> Array:
   """
   c = cov(x, y, rowvar)
   if c.ndim == 0: return c / c
-  d = c.diagonal()
+  d = real(c.diagonal())
   sd = sqrt(d)
   c = c / sd[:, None] / sd[None, :]
-  return clip(c, -1, 1)
+  if not c.dtype.is_complex: return clip(c, -1, 1)
+  return (clip(real(c), -1, 1) + 1j * clip(imag(c), -1, 1)).astype(c.dtype)   # each part clipped, as numpy
 
 
 def _nanarg(fn, pick, fill, a, axis, out, keepdims):
   if out is not None: raise NotImplementedError(f"{fn}: the 'out' argument is not supported (arrays are immutable)")
   x = arr(a, fn)
-  if not x.dtype.is_float: return pick(x, axis=axis, keepdims=keepdims)
+  if not x.dtype.is_inexact: return pick(x, axis=axis, keepdims=keepdims)
   nan = isnan(x)
-  res = pick(where(nan, fill, x), axis=axis, keepdims=keepdims)
+  res = pick(where(nan, complex(fill, fill) if x.dtype.is_complex else fill, x), axis=axis, keepdims=keepdims)
   return where(_all(nan, axis=axis, keepdims=keepdims), -1, res)
 
 
@@ -384,7 +400,7 @@ def interp(x, xp, fp, left=None, right=None, period=None) -> Array:
     raise ValueError(f"interp: xp and fp must be one-dimensional arrays of equal size, got {xpa.shape} and "
                      f"{fpa.shape}")
   xa, xpa = inexact("interp", xa, xpa)
-  fpa, = inexact("interp", fpa)
+  fpa, = _inexact("interp", fpa)
   ext_l, ext_r = _extrapolate("left", left), _extrapolate("right", right)
   if period is not None:
     if np.ndim(period) != 0: raise ValueError(f"interp: period must be a scalar, got {period}")
@@ -420,7 +436,7 @@ def gradient(f, *varargs, axis=None, edge_order=None):
   Array([1. , 1.5, 2.5, 3. ], dtype=float32)
   """
   if edge_order is not None: raise NotImplementedError("gradient: the 'edge_order' argument is not supported")
-  a, *spacing = inexact("gradient", f, *varargs)
+  a, *spacing = _inexact("gradient", f, *varargs)
   axes = tuple(range(a.ndim)) if axis is None else tuple(
     normalize_axis(i, a.ndim, "gradient") for i in ((axis,) if isinstance(axis, int) else axis))
   if not axes: return []
@@ -463,13 +479,13 @@ def trapezoid(y, x=None, dx=1.0, axis: int = -1) -> Array:
   Array(4., dtype=float32)
   """
   if x is None:
-    ya, = inexact("trapezoid", y)
+    ya, = _inexact("trapezoid", y)
     d = arr(dx, "trapezoid")
     if d.ndim > 0:
       d = d.reshape((1,) * (ya.ndim - d.ndim) + d.shape)
       d = moveaxis(d, axis, -1)
   else:
-    ya, xa = inexact("trapezoid", y, x)
+    ya, xa = _inexact("trapezoid", y, x)
     d = diff(xa) if xa.ndim == 1 else moveaxis(diff(xa, axis=axis), axis, -1)
   ya = moveaxis(ya, axis, -1)
   if d.ndim == 0 or d.shape[-1] == 1:
