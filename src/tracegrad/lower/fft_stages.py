@@ -1,10 +1,10 @@
 """The complex FFT as stages of real primitive ops, for lowering an FFT once complex values are pairs of reals.
 
-A complex array is a pair (re, im) of real UOps of one shape and dtype. `fft_pairs` transforms the last axis by
-mixed-radix decimation in time: one permute puts the input in digit-reversed order, then a stage per radix r (4, 2,
-3, 5, 7, 11, 13) turns r interleaved transforms of length `done` into one of length r * done. A stage computes each
-output as its own sum of r slices times constant twiddles (the butterfly's signs folded into them), so that no
-output computes its neighbours' values only to drop them. A length with a larger prime factor goes through
+A complex array is a pair (re, im) of real UOps of one shape and dtype. `fft_pairs` transforms an axis by mixed-radix
+stages in Stockham's order (no digit-reversed copy): a stage per radix r (4, 2, 3, 5, 7, 11, 13) turns r interleaved
+transforms of length `done` into one of length r * done. A stage computes each output as its own sum of r slices
+times constant twiddles (the butterfly's signs folded into them), so that no output computes its neighbours' values
+only to drop them. A length with a larger prime factor goes through
 Bluestein's chirp-z transform: a cyclic convolution of a length 2**a 3**b 5**c, done with two such FFTs. The graph
 has a few nodes per stage, whatever the length.
 
@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from ..ir import UOp, dtypes
+from ..ir import Ops, UOp, dtypes
 
 Pair = tuple[UOp, UOp]
 RADICES = (4, 2, 3, 5, 7, 11, 13)   # a stage each; a length with another prime factor goes through Bluestein
@@ -53,7 +53,7 @@ def _fft(z: Pair) -> Pair:
   """The forward DFT of z, shape (batch, n, inner), along its middle axis."""
   n = z[0].shape[1]
   radices = _factor(n)
-  return _bluestein(z) if radices is None else _cooley_tukey(z, radices)
+  return _bluestein(z) if radices is None else _stockham(z, radices)
 
 
 def _factor(n: int) -> list[int] | None:
@@ -66,38 +66,27 @@ def _factor(n: int) -> list[int] | None:
   return out if n == 1 else None
 
 
-# ---- mixed-radix decimation in time ----
+# ---- mixed-radix stages (Stockham: each stage reads its input in place, no digit-reversed copy) ----
 
-def _cooley_tukey(z: Pair, radices: list[int]) -> Pair:
-  """The stages, radices[0] the last: x[j0 + r0 j1 + r0 r1 j2 + ...] is first permuted to position (j0, j1, ...), so
-  that each stage finds the transforms it combines side by side, as the (r, done) trailing block of a row."""
+def _stockham(z: Pair, radices: list[int]) -> Pair:
+  """The stages without a digit-reversed copy: before a stage, row p < m of (batch, m, done, inner) holds the
+  done-point transforms of x[p + m t]; a radix-r stage combines rows p' + (n / (r done)) j, j < r."""
   b, n, c = z[0].shape
-  digits = radices[::-1]   # most significant digit first, as the reshape splits the axis
-  perm = [0] + [len(digits) - i for i in range(len(digits))] + [len(digits) + 1]
-  z = _map(z, lambda u: u.reshape((b, *digits, c)).permute(perm).reshape((b, n, c)))
   done = 1
   for r in reversed(radices):
-    rest = n // (r * done)
-    z = _map(z, lambda u: u.reshape((b * rest, r, done, c)))
-    z = _stage(z, r, done)
+    m2 = n // (r * done)
+    shape = (b, m2, r, done, c)
+    tw = _twiddles(r, done, z[0].dtype)
+    src = _map(z, lambda u: u.reshape((b, r, m2, done, c)))
+    part = lambda j: ((0, b, 1), (j, j + 1, 1), (0, m2, 1), (0, done, 1), (0, c, 1))
+    term = lambda j: _map(src, lambda u: u.slice(part(j)).reshape((b, m2, 1, done, c)).broadcast(shape))
+    out = term(0)
+    for j in range(1, r):
+      w = _map(tw, lambda t: t.slice(((j - 1, j, 1), (0, r * done, 1))).reshape((1, 1, r, done, 1)).broadcast(shape))
+      out = _add(out, _cmul(term(j), w))
     done *= r
-  return _map(z, lambda u: u.reshape((b, n, c)))
-
-
-def _stage(z: Pair, r: int, done: int) -> Pair:
-  """One radix-r stage over z of shape (rows, r, done, inner): out[:, k] = sum_j z[:, j, k % done] w^(j k),
-  w = exp(-2 pi i / (r done)), for k < r done, viewed as (rows, r, done). Each output is its own sum of r terms (no
-  output computes its neighbours' values only to drop them), the butterfly's signs folded into the twiddles."""
-  rows, c = z[0].shape[0], z[0].shape[3]
-  shape = (rows, r, done, c)
-  tw = _twiddles(r, done, z[0].dtype)
-  part = lambda j: ((0, rows, 1), (j, j + 1, 1), (0, done, 1), (0, c, 1))
-  out = _map(z, lambda u: u.slice(part(0)).broadcast(shape))
-  for j in range(1, r):
-    y = _map(z, lambda u: u.slice(part(j)).broadcast(shape))
-    w = _map(tw, lambda t: t.slice(((j - 1, j, 1), (0, r * done, 1))).reshape((1, r, done, 1)).broadcast(shape))
-    out = _add(out, _cmul(y, w))
-  return out
+    z = _map(out, lambda u: u.reshape((b, n, c)))
+  return z
 
 
 @functools.lru_cache(maxsize=64)
