@@ -88,14 +88,15 @@ def test_namespace_info():
   assert tnp.__array_api_version__ == "2024.12"
   assert info.capabilities()["boolean indexing"] is True and "max dimensions" in info.capabilities()
   assert info.default_device() in info.devices()
-  assert info.default_dtypes() == {"real floating": tnp.float32, "integral": tnp.int32, "indexing": tnp.int32}
-  assert set(info.dtypes()) == {"bool", "int8", "int16", "int32", "uint8", "uint16", "uint32", "float32"}
+  assert info.default_dtypes() == {"real floating": tnp.float32, "complex floating": tnp.complex64,
+                                   "integral": tnp.int32, "indexing": tnp.int32}
+  assert set(info.dtypes()) == {"bool", "int8", "int16", "int32", "uint8", "uint16", "uint32", "float32", "complex64"}
   assert set(info.dtypes(kind="integral")) == {"int8", "int16", "int32", "uint8", "uint16", "uint32"}
   assert set(info.dtypes(kind=("bool", "real floating"))) == {"bool", "float32"}
-  assert info.dtypes(kind="complex floating") == {}
+  assert info.dtypes(kind="complex floating") == {"complex64": tnp.complex64}
   with x64():
     assert info.default_dtypes()["real floating"] is tnp.float64
-    assert set(info.dtypes(kind="numeric")) >= {"int64", "uint64", "float64"}
+    assert set(info.dtypes(kind="numeric")) >= {"int64", "uint64", "float64", "complex128"}
   with pytest.raises(ValueError, match="unknown kind"): info.dtypes(kind="float")
 
 

@@ -147,6 +147,9 @@ def test_special_values(dtype):
     rtol = 64 * (EPS32 if dtype == C64 else EPS64)
     for name, got_jit in zip(SPECIAL_FNS, compiled):
       with np.errstate(all="ignore"): want = getattr(np, name)(z)
+      if name == "expm1":   # as JAX (and the Array API) a zero imaginary part stays exact: expm1(x + 0j) = expm1(x) + 0j
+        zero = z.imag == 0
+        with np.errstate(all="ignore"): want[zero] = np.expm1(z.real[zero]) + 1j * z.imag[zero]
       same_parts(getattr(tnp, name)(z), want, f"{name} eager", rtol)
       same_parts(got_jit, want, f"{name} jit", rtol)
     fin = np.isfinite(z)

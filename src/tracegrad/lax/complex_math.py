@@ -116,7 +116,8 @@ def expm1(z: UOp) -> UOp:
   em = _expm1(x)
   # Re = expm1(x) cos y - 2 sin^2(y/2)
   real = sub(mul(em, y.alu(Ops.COS)), mul(mul(s, s), 2.0))
-  return cx(real, mul(exp(x), y.alu(Ops.SIN)))
+  yz = fm.eq(y, 0.0)   # a zero imaginary part stays exact, as JAX (expm1(inf + 0j) is inf + 0j; numpy's is inf + nan j)
+  return cx(sel(yz, em, real), sel(yz, y, mul(exp(x), y.alu(Ops.SIN))))
 
 
 def log_(z: UOp) -> UOp:

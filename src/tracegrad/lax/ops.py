@@ -14,6 +14,7 @@ import operator
 from typing import Sequence
 
 import numpy as np
+from numpy.exceptions import AxisError
 
 from ..array import Array, to_array
 from ..ir import Ops, UOp, dtypes
@@ -24,12 +25,13 @@ __all__ = ["add", "sub", "mul", "max", "min", "convert_element_type", "broadcast
 
 
 def normalize_axis(axis, ndim: int, fn: str, name: str = "axis") -> int:
-  """axis (negative counts from the end) as an index into ndim axes."""
+  """axis (negative counts from the end) as an index into ndim axes; numpy's AxisError (a ValueError and an
+  IndexError) when out of range."""
   if not isinstance(axis, int) and not hasattr(axis, "__index__"):
     raise TypeError(f"{fn}: {name} must be an int, got {type(axis).__name__}")
   axis = int(axis.__index__())
   if not -ndim <= axis < ndim:
-    raise ValueError(f"{fn}: {name} {axis} is out of bounds for an array of dimension {ndim}")
+    raise AxisError(f"{fn}: {name} {axis} is out of bounds for an array of dimension {ndim}")
   return axis % ndim if ndim else 0
 
 

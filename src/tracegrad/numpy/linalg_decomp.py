@@ -60,6 +60,9 @@ def floats(fn: str, *xs) -> tuple[list[Array], DType]:
   """xs promoted together, integers and bools to the default float: (the arrays in the dtype LAPACK computes in,
   the dtype of the result)."""
   arrs, dt, _ = promote(fn, *xs)
+  if dt.is_complex:
+    raise TypeError(f"{fn}: complex matrices ({dt}) are not supported yet; of tracegrad.numpy.linalg's "
+                    f"decompositions only eig and eigvals take them")
   if not dt.is_float: dt = dtypes.default_float()
   return [a.astype(acc_dtype(dt)) for a in arrs], dt
 
