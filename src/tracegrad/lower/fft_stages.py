@@ -69,20 +69,29 @@ def _factor(n: int) -> list[int] | None:
 # ---- mixed-radix stages (Stockham: each stage reads its input in place, no digit-reversed copy) ----
 
 def _stockham(z: Pair, radices: list[int]) -> Pair:
-  """The stages without a digit-reversed copy: before a stage, row p < m of (batch, m, done, inner) holds the
-  done-point transforms of x[p + m t]; a radix-r stage combines rows p' + (n / (r done)) j, j < r."""
+  """The stages without a digit-reversed copy. Before a stage, the done-point transforms of the m = n / done
+  subsequences x[p + m t] are held as (batch, m, done, inner) ("by row") or, along the last axis (inner = 1), as
+  (batch, done, m) ("by column": the runs a stage reads and writes are then m long, not done, which the first stages
+  need; at the start and the end both forms are x's order); a radix-r stage combines subsequences p' + (m / r) j."""
   b, n, c = z[0].shape
-  done = 1
+  done, by_column = 1, c == 1
   for r in reversed(radices):
     m2 = n // (r * done)
-    shape = (b, m2, r, done, c)
     tw = _twiddles(r, done, z[0].dtype)
-    src = _map(z, lambda u: u.reshape((b, r, m2, done, c)))
-    part = lambda j: ((0, b, 1), (j, j + 1, 1), (0, m2, 1), (0, done, 1), (0, c, 1))
-    term = lambda j: _map(src, lambda u: u.slice(part(j)).reshape((b, m2, 1, done, c)).broadcast(shape))
+    if by_column:   # by column in and out: out[q, k, p'] = sum_j w^(j (q done + k)) in[k, j, p']
+      src, shape = _map(z, lambda u: u.reshape((b, done, r, m2, c))), (b, r, done, m2, c)
+      part = lambda j: ((0, b, 1), (0, done, 1), (j, j + 1, 1), (0, m2, 1), (0, c, 1))
+      put = lambda u: u.reshape((b, 1, done, m2, c))
+      wshape = (1, r, done, 1, 1)
+    else:       # by row: out[p', q, k] = sum_j w^(j (q done + k)) in[j, p', k]
+      src, shape = _map(z, lambda u: u.reshape((b, r, m2, done, c))), (b, m2, r, done, c)
+      part = lambda j: ((0, b, 1), (j, j + 1, 1), (0, m2, 1), (0, done, 1), (0, c, 1))
+      put = lambda u: u.reshape((b, m2, 1, done, c))
+      wshape = (1, 1, r, done, 1)
+    term = lambda j: _map(src, lambda u: put(u.slice(part(j))).broadcast(shape))
     out = term(0)
     for j in range(1, r):
-      w = _map(tw, lambda t: t.slice(((j - 1, j, 1), (0, r * done, 1))).reshape((1, 1, r, done, 1)).broadcast(shape))
+      w = _map(tw, lambda t: t.slice(((j - 1, j, 1), (0, r * done, 1))).reshape(wshape).broadcast(shape))
       out = _add(out, _cmul(term(j), w))
     done *= r
     z = _map(out, lambda u: u.reshape((b, n, c)))
