@@ -266,16 +266,16 @@ class PackedRunner:
   array with a trailing axis of 2), which are views of numpy's complex arrays, so they pass without copies."""
 
   def __init__(self, runner, graph: Graph):
-    self._inner = runner
+    from .lower.complex_split import from_packed, to_packed
+    self._inner, self._from, self._to = runner, from_packed, to_packed
     self._ins = [p.dtype.is_complex for p in graph.inputs]
     self._outs = [o.dtype.np if o.dtype.is_complex else None for o in graph.outputs]
 
   def __getattr__(self, name): return getattr(self._inner, name)
 
   def __call__(self, leaves: list[np.ndarray]) -> list[np.ndarray]:
-    from .lower.complex_split import from_packed, to_packed
-    outs = self._inner([to_packed(a) if c else a for a, c in zip(leaves, self._ins)])
-    return [o if d is None else from_packed(o, d) for o, d in zip(outs, self._outs)]
+    outs = self._inner([self._to(a) if c else a for a, c in zip(leaves, self._ins)])
+    return [o if d is None else self._from(o, d) for o, d in zip(outs, self._outs)]
 
 
 _executables: "weakref.WeakKeyDictionary[Graph, dict[str, Executable]]" = weakref.WeakKeyDictionary()

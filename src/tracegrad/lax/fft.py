@@ -9,6 +9,7 @@ Array([1.+0.j, 1.+0.j, 1.+0.j, 1.+0.j], dtype=complex64)
 from __future__ import annotations
 
 import enum
+import math
 import operator
 
 import numpy as np
@@ -100,6 +101,7 @@ def fft(x, fft_type, fft_lengths) -> Array:
     u = a.uop
   inverse = fft_type in (FftType.IFFT, FftType.IRFFT)
   axes = range(a.ndim - k, a.ndim)
+  scale = 1.0 / max(math.prod(lengths), 1)   # of the inverse transforms
   if fft_type is FftType.RFFT:   # the last axis first: the others then transform only its n // 2 + 1 outputs
     u = _rfft_last(u)
     for ax in list(axes)[:-1]: u = _along(u, ax, False)
@@ -107,12 +109,6 @@ def fft(x, fft_type, fft_lengths) -> Array:
   if fft_type is FftType.IRFFT:
     for ax in list(axes)[:-1]: u = _along(u, ax, True)
     u = _along(_hermitian(u, lengths[-1]), a.ndim - 1, True).alu(Ops.REAL)
-    size = 1
-    for n in lengths: size *= n
-    return Array(u * UOp.const(u.dtype, 1.0 / max(size, 1), u.shape))
+    return Array(u * UOp.const(u.dtype, scale, u.shape))
   for ax in axes: u = _along(u, ax, inverse)
-  if inverse:
-    size = 1
-    for n in lengths: size *= n
-    u = _scale(u, 1.0 / max(size, 1))
-  return Array(u)
+  return Array(_scale(u, scale) if inverse else u)

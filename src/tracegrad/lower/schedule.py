@@ -22,7 +22,7 @@ from ..ir.ops import ELEMENTWISE, REDUCE, HostCall
 from ..ir.shapes import multi_avals
 from ..devices import host_linalg
 from ..devices.base import BufferSpec, Program
-from .complex_split import ComplexUnsupported, has_complex, split_complex
+from .complex_split import ComplexUnsupported, split_complex
 from .kernel import Control, Kernel, Loop, Phase, Reduce, Store, acc_dtype
 from .render_c import dot_blocked, interchanged
 from .symbolic import Simplifier, _linear, coefficient, simplify
@@ -917,12 +917,12 @@ def merge_rows(kernels: list, calls: list) -> tuple[list, list]:
 def prepare(graph: Graph) -> Graph:
   """graph as the scheduler takes it: calls inlined, stop_gradient gone, repeated values reduced without copies."""
   outs = graph_rewrite_many(list(graph.outputs), INLINE + FOLD)
-  if has_complex(g := Graph(graph.inputs, tuple(outs), graph.in_tree, graph.out_tree, graph.in_weak, graph.out_weak)):
-    try:
-      graph = split_complex(g)
-    except ComplexUnsupported as e:
-      raise Unsupported(str(e)) from None
-    outs = graph_rewrite_many(list(graph.outputs), FOLD)
+  g = Graph(graph.inputs, tuple(outs), graph.in_tree, graph.out_tree, graph.in_weak, graph.out_weak)
+  try:
+    split = split_complex(g)   # g itself when it holds no complex value
+  except ComplexUnsupported as e:
+    raise Unsupported(str(e)) from None
+  if split is not g: graph, outs = split, graph_rewrite_many(list(split.outputs), FOLD)
   # top-down: a rule sees the sums below it as they were counted, not remade by rewrites under them
   outs = tuple(graph_rewrite_many(outs, TRANSPOSED_SUMS, _uses(outs), bottom_up=False))
   return Graph(graph.inputs, outs, graph.in_tree, graph.out_tree, graph.in_weak, graph.out_weak)
