@@ -198,13 +198,10 @@ class _Splitter:
     if op is Ops.REDUCE_SUM: return self.sum(u)
     if op is Ops.FFT:
       from .fft_stages import fft_pairs
-      # each part stored whole: fused into a reader (packing's concat selects between the parts), every element would
-      # compute both parts' last stage
-      store = lambda xs: tuple(UOp(Ops.OPTIMIZATION_BARRIER, r, (x,)) for x in xs)
       if (axis := _swapped_last(u.src[0])) is not None:   # along another axis: no transposes, the stages run there
         perm = u.src[0].arg
-        return tuple(x.permute(perm) for x in store(fft_pairs(*P[u.src[0].src[0]], u.arg, axis)))
-      return store(fft_pairs(*P[u.src[0]], u.arg))
+        return tuple(x.permute(perm) for x in fft_pairs(*P[u.src[0].src[0]], u.arg, axis))
+      return fft_pairs(*P[u.src[0]], u.arg)
     if op in MOVEMENT and op is not Ops.CONCAT: return tuple(UOp(op, r, (x,), u.arg) for x in P[u.src[0]])
     if op is Ops.CONCAT: return tuple(UOp.concat([P[s][i] for s in u.src], u.arg) for i in (0, 1))
     if op is Ops.GATHER: return tuple(x.gather(self.real[u.src[1]]) for x in P[u.src[0]])

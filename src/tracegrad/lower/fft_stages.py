@@ -72,34 +72,89 @@ def _stockham(z: Pair, radices: list[int]) -> Pair:
   """The stages without a digit-reversed copy. Before a stage, the done-point transforms of the m = n / done
   subsequences x[p + m t] are held as (batch, m, done, inner) ("by row") or, along the last axis (inner = 1), as
   (batch, done, m) ("by column": the runs a stage reads and writes are then m long, not done, which the first stages
-  need; at the start and the end both forms are x's order); a radix-r stage combines subsequences p' + (m / r) j."""
+  need; at the start and the end both forms are x's order); a radix-r stage combines subsequences p' + (m / r) j.
+  A stage but the last computes its r outputs together, a concatenation of parts one long that the scheduler stores
+  from one iteration (a butterfly); the last computes each output alone, so that a reader (packing the parts) can
+  take its values where they are made."""
   b, n, c = z[0].shape
   done, by_column = 1, c == 1
-  for r in reversed(radices):
+  for i, r in enumerate(reversed(radices)):
     m2 = n // (r * done)
-    tw = _twiddles(r, done, z[0].dtype)
     if by_column:   # by column in and out: out[q, k, p'] = sum_j w^(j (q done + k)) in[k, j, p']
-      src, shape = _map(z, lambda u: u.reshape((b, done, r, m2, c))), (b, r, done, m2, c)
+      src, axis = _map(z, lambda u: u.reshape((b, done, r, m2, c))), 1
       part = lambda j: ((0, b, 1), (0, done, 1), (j, j + 1, 1), (0, m2, 1), (0, c, 1))
       put = lambda u: u.reshape((b, 1, done, m2, c))
-      wshape = (1, r, done, 1, 1)
     else:       # by row: out[p', q, k] = sum_j w^(j (q done + k)) in[j, p', k]
-      src, shape = _map(z, lambda u: u.reshape((b, r, m2, done, c))), (b, m2, r, done, c)
+      src, axis = _map(z, lambda u: u.reshape((b, r, m2, done, c))), 2
       part = lambda j: ((0, b, 1), (j, j + 1, 1), (0, m2, 1), (0, done, 1), (0, c, 1))
       put = lambda u: u.reshape((b, m2, 1, done, c))
-      wshape = (1, 1, r, done, 1)
-    term = lambda j: _map(src, lambda u: put(u.slice(part(j))).broadcast(shape))
-    out = term(0)
-    for j in range(1, r):
-      w = _map(tw, lambda t: t.slice(((j - 1, j, 1), (0, r * done, 1))).reshape(wshape).broadcast(shape))
-      out = _add(out, _cmul(term(j), w))
+    terms = [_map(src, lambda u: put(u.slice(part(j)))) for j in range(r)]
+    if i == len(radices) - 1:
+      out = _summed(terms, r, done, axis)
+    else:
+      wshape = tuple(done if a == axis + 1 else 1 for a in range(5))
+      tw = _twiddles(r, done, z[0].dtype)
+      for j in range(1, r if done > 1 else 1):
+        w = _map(tw, lambda t: t.slice(((j - 1, j, 1), (0, done, 1))).reshape(wshape).broadcast(terms[0][0].shape))
+        terms[j] = _cmul(terms[j], w)
+      outs = _dft(terms)
+      out = tuple(UOp.concat([x[p] for x in outs], axis) for p in (0, 1))
     done *= r
     z = _map(out, lambda u: u.reshape((b, n, c)))
   return z
 
 
+def _summed(terms: list[Pair], r: int, done: int, axis: int) -> Pair:
+  """The stage's outputs each as its own sum: out[q, k] = sum_j w^(j (q done + k)) term_j[k], the butterfly's signs
+  folded into the twiddles w^(j k) of the length r done."""
+  shape = list(terms[0][0].shape)
+  shape[axis] = r
+  wshape = tuple(r if a == axis else done if a == axis + 1 else 1 for a in range(5))
+  tw = _twiddles_full(r, done, terms[0][0].dtype)
+  out = _map(terms[0], lambda u: u.broadcast(tuple(shape)))
+  for j in range(1, r):
+    w = _map(tw, lambda t: t.slice(((j - 1, j, 1), (0, r * done, 1))).reshape(wshape).broadcast(tuple(shape)))
+    out = _add(out, _cmul(_map(terms[j], lambda u: u.broadcast(tuple(shape))), w))
+  return out
+
+
+def _dft(t: list[Pair]) -> list[Pair]:
+  """The DFT of the r values t (pairs of one shape), as a butterfly on them: X[q] = sum_j t[j] exp(-2 pi i j q / r)."""
+  r = len(t)
+  if r == 2: return [_add(t[0], t[1]), _sub(t[0], t[1])]
+  if r == 4:
+    s0, d0, s1, d1 = _add(t[0], t[2]), _sub(t[0], t[2]), _add(t[1], t[3]), _sub(t[1], t[3])
+    d1 = (d1[1], -d1[0])   # -i d1
+    return [_add(s0, s1), _add(d0, d1), _sub(s0, s1), _sub(d0, d1)]
+  # odd r: t[j] and t[r - j] enter X[q] as (t[j] + t[r - j]) cos(2 pi j q / r) - i (t[j] - t[r - j]) sin(...)
+  half = (r - 1) // 2
+  sums = [_add(t[j], t[r - j]) for j in range(1, half + 1)]
+  diffs = [_sub(t[j], t[r - j]) for j in range(1, half + 1)]
+  dtype = t[0][0].dtype
+  k = lambda v: UOp.const(dtype, float(v), t[0][0].shape)
+  x0 = t[0]
+  for s in sums: x0 = _add(x0, s)
+  out = [x0] + [None] * (r - 1)
+  for q in range(1, half + 1):
+    re, im = t[0]
+    ri, ii = None, None
+    for j, (s, d) in enumerate(zip(sums, diffs), start=1):
+      c, sn = math.cos(2 * math.pi * j * q / r), math.sin(2 * math.pi * j * q / r)
+      re, im = re + s[0] * k(c), im + s[1] * k(c)
+      ri = d[1] * k(sn) if ri is None else ri + d[1] * k(sn)
+      ii = d[0] * k(sn) if ii is None else ii + d[0] * k(sn)
+    out[q], out[r - q] = (re + ri, im - ii), (re - ri, im + ii)
+  return out
+
+
 @functools.lru_cache(maxsize=64)
 def _twiddles(r: int, done: int, dtype) -> Pair:
+  """w^(j k) for 0 < j < r, k < done, w = exp(-2 pi i / (r done)), as two constant tables of shape (r - 1, done)."""
+  return _table(_roots(np.outer(np.arange(1, r), np.arange(done)), r * done), dtype)
+
+
+@functools.lru_cache(maxsize=64)
+def _twiddles_full(r: int, done: int, dtype) -> Pair:
   """w^(j k) for 0 < j < r, k < r done, w = exp(-2 pi i / (r done)), as two constant tables of shape (r - 1, r done)."""
   return _table(_roots(np.outer(np.arange(1, r), np.arange(r * done)), r * done), dtype)
 
@@ -116,7 +171,9 @@ def _bluestein(z: Pair) -> Pair:
   a = _fft(_map(_cmul(z, c), lambda u: u.pad(((0, 0), (0, m - n), (0, 0)))))
   f = _cmul(a, _map(spectrum, lambda t: t.reshape((1, m, 1)).broadcast((b, m, inner))))
   im, re = _fft((f[1], f[0]))   # the inverse transform, by swapping the parts
-  return _cmul(_map((re, im), lambda u: u.slice(((0, b, 1), (0, n, 1), (0, inner, 1)))), c)
+  # stored whole: a reader of the slice would compute the last stage at indices that split into no loops
+  kept = _map((re, im), lambda u: UOp(Ops.OPTIMIZATION_BARRIER, u.dtype, (u,)))
+  return _cmul(_map(kept, lambda u: u.slice(((0, b, 1), (0, n, 1), (0, inner, 1)))), c)
 
 
 @functools.lru_cache(maxsize=16)
@@ -161,5 +218,6 @@ def _table(values: np.ndarray, dtype) -> Pair:
 def _map(z: Pair, f) -> Pair: return f(z[0]), f(z[1])
 def _reshape(z: Pair, shape) -> Pair: return z[0].reshape(shape), z[1].reshape(shape)
 def _add(a: Pair, b: Pair) -> Pair: return a[0] + b[0], a[1] + b[1]
+def _sub(a: Pair, b: Pair) -> Pair: return a[0] - b[0], a[1] - b[1]
 def _cmul(a: Pair, b: Pair) -> Pair: return a[0] * b[0] - a[1] * b[1], a[0] * b[1] + a[1] * b[0]
 

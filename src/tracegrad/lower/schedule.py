@@ -43,6 +43,7 @@ STEPS, REPEATS = 3, 8
 PACK_MIN = 8   # a sum's last output loop and innermost reduction loop both this long at least, for packing to pay
 PACK_MAX_RATIO = 4   # and the packed operand at most this many times the output's size
 TILE = 16   # a packing copy's tiles: TILE x TILE elements
+STACK_MAX = 16   # parts of a concatenation computed as one store each at most
 
 
 class Unsupported(NotImplementedError):
@@ -699,6 +700,12 @@ class _Scheduler:
         value = substitute([value], {again: out.gather(here.reshape((1,)))})[0]
       self._emit(name, kb, loops, [Store(out, here, value)], Reduce(r.op, acc, tuple(rloops), inner.cast(ad), kept),
                  epilogue=tuple(eloops))
+    elif _stacked(u):   # one store per part, each iteration computing the parts' shared work once
+      a = u.arg
+      loops, idx = self._loops(u.shape[:a] + (1,) + u.shape[a + 1:])
+      kb = _KernelBuilder(self, {l.var: l.extent for l in loops})
+      at = lambda j: _ravel([*idx[:a], _i(j), *idx[a + 1:]], u.shape)
+      self._emit(name, kb, loops, [Store(kb.buf(n), kb.ix(at(j)), kb.value(s, idx)) for j, s in enumerate(u.src)])
     else:
       loops, idx = self._loops(u.shape)
       kb = _KernelBuilder(self, {l.var: l.extent for l in loops})
@@ -745,6 +752,12 @@ class _Scheduler:
   def _const_output(self, o: UOp):
     self._new(o)
     self.kernel_for(o)
+
+
+def _stacked(u: UOp) -> bool:
+  """A concatenation of a few parts one long along its axis (a complex value's packed parts), which a kernel
+  computes as one store per part, rather than a select between the parts at every element."""
+  return u.op is Ops.CONCAT and len(u.src) <= STACK_MAX and all(s.shape[u.arg] == 1 for s in u.src)
 
 
 # ---- after scheduling: elementwise kernels over one shape run as one (an optimizer's updates of one parameter) ----
