@@ -21,13 +21,15 @@ _DEFAULTS = {
   "jax_spmd_mode": "allow_all", "jax_use_shardy_partitioner": True, "jax_dynamic_shapes": False,
 }
 _X64 = ("jax_enable_x64", "enable_x64")
+# tracegrad's own: check every jitted function's jaxtyping annotations when it is traced (tracegrad.typing)
+_OWN = {"tracegrad_typecheck": os.environ.get("TRACEGRAD_TYPECHECK", "").lower() in ("1", "true")}
 
 
 class Config:
   """The settings: `update(name, value)`, `read(name)`, and each setting as an attribute (`config.jax_enable_x64`)."""
 
   def __init__(self):
-    self._values = dict(_DEFAULTS)
+    self._values = dict(_DEFAULTS) | _OWN
     env = os.environ.get("TRACEGRAD_ENABLE_X64", os.environ.get("JAX_ENABLE_X64", "")).lower()
     if env in ("1", "true"): dtypes.set_x64(True)
     self._renew()
@@ -61,9 +63,9 @@ class Config:
 
   def _renew(self) -> None:
     # trace_key: the settings a traced graph depends on (x64, the random bits' scheme, whether implicit rank
-    # promotion is allowed), part of jit's cache keys
+    # promotion is allowed, whether annotations are checked when tracing), part of jit's cache keys
     self.__dict__["trace_key"] = (dtypes.x64_enabled(), self._values["jax_threefry_partitionable"],
-                                  self._values["jax_numpy_rank_promotion"])
+                                  self._values["jax_numpy_rank_promotion"], self._values["tracegrad_typecheck"])
 
   @property
   def jax_enable_x64(self) -> bool: return dtypes.x64_enabled()

@@ -48,6 +48,15 @@ class DType:
   def __hash__(self) -> int: return hash(self.np)
 
   @property
+  def type(self) -> type:
+    """The numpy scalar type, as numpy's and JAX's dtypes have it (jaxtyping reads the dtype's name from it).
+
+    >>> float32.type.__name__
+    'float32'
+    """
+    return self.np.type
+
+  @property
   def dtype(self) -> np.dtype:
     """The numpy dtype, so that numpy takes a DType wherever it takes a dtype.
 

@@ -13,6 +13,7 @@ from ..array import Array
 from ..scipy.special import logsumexp
 from ..trace import composite
 from ..transforms import custom_jvp
+from ..typing import Inexact, Matrices
 
 __all__ = ["relu", "relu6", "sigmoid", "softplus", "log_sigmoid", "silu", "swish", "gelu", "elu", "selu", "leaky_relu",
            "hard_tanh", "softmax", "log_softmax", "logsumexp", "standardize", "one_hot", "dot_product_attention",
@@ -178,8 +179,9 @@ def one_hot(x, num_classes: int, dtype=tnp.float32, axis=-1) -> Array:
   return tnp.moveaxis(out, -1, axis)
 
 
-def dot_product_attention(query, key, value, bias=None, mask=None, *, scale: float | None = None,
-                          is_causal: bool = False) -> Array:
+def dot_product_attention(query: Inexact[Matrices, "*batch t n h"], key: Inexact[Matrices, "*batch s n h"],
+                          value: Inexact[Matrices, "*batch s n h"], bias=None, mask=None, *, scale: float | None = None,
+                          is_causal: bool = False) -> Inexact[Array, "*batch t n h"]:
   """softmax(query . key * scale + bias, masked) . value over inputs of shape (batch..., T, heads, head_dim), as
   jax.nn.dot_product_attention; `mask` is True where attention is allowed, is_causal keeps only S <= T."""
   q, k, v = tnp.asarray(query), tnp.asarray(key), tnp.asarray(value)

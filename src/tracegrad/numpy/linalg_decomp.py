@@ -15,6 +15,7 @@ from ..ir.dtypes import DType
 from ..ir.shapes import fmt
 from ..lax import linalg as lla
 from ..trace import composite
+from ..typing import Inexact, Matrices, Num, Shaped
 from ..transforms.custom import custom_jvp
 from .contract import acc_dtype
 from .core import arraylike, promote
@@ -97,7 +98,7 @@ def lu_solve(lu: Array, perm: Array, b: Array) -> Array:
 
 # ---- solve and inv ----
 
-def solve(a, b) -> Array:
+def solve(a: Num[Matrices, "*#batch n n"], b: Num[Matrices, "..."]) -> Inexact[Array, "..."]:
   """The x with a @ x = b: b is a vector (n,) or a stack of matrices (..., n, k), the batch axes of a and b
   broadcast; LU with partial pivoting (a singular a gives inf/nan).
 
@@ -142,7 +143,7 @@ def _solve_matrix_jvp(primals, tangents):
   return x, lu_solve(lu, perm, db - da @ x)
 
 
-def inv(a) -> Array:
+def inv(a: Num[Matrices, "*batch n n"]) -> Inexact[Array, "*batch n n"]:
   """The inverse of a square matrix (or of each in a stack), by LU; a singular matrix gives inf/nan.
 
   >>> tnp.linalg.inv(tnp.array([[2.0, 0.0], [0.0, 4.0]]))
@@ -160,7 +161,7 @@ def _inv(a: Array) -> Array:
 
 # ---- det and slogdet ----
 
-def det(a) -> Array:
+def det(a: Num[Matrices, "*batch n n"]) -> Inexact[Array, "*batch"]:
   """The determinant of a square matrix (or of each in a stack): the product of LU's pivots, signed by the row swaps
   (a closed formula for n <= 3). Its derivative is the adjugate, right at matrices of rank n - 1 too.
 
@@ -219,7 +220,7 @@ def _adjugate_times(a: Array, g: Array) -> tuple[Array, Array]:
   return full, where(bad, 0, x)
 
 
-def slogdet(a, *, method: str | None = None) -> SlogdetResult:
+def slogdet(a: Num[Matrices, "*batch n n"], *, method: str | None = None) -> SlogdetResult:
   """The sign and the natural log of the absolute value of the determinant (det = sign * exp(logabsdet)), from LU
   (method None or 'lu'; closed formulas for n <= 2) or from QR's diagonal (method 'qr').
 
@@ -270,7 +271,8 @@ def _slogdet_jvp(qr, primals, tangents):
 
 # ---- decompositions ----
 
-def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True) -> Array:
+def cholesky(a: Num[Matrices, "*batch n n"], *, upper: bool = False, symmetrize_input: bool = True
+             ) -> Inexact[Array, "*batch n n"]:
   """The Cholesky factor of a symmetric positive definite matrix: lower l with a = l lᵀ, or upper u = lᵀ with
   upper=True; NaN where a is not positive definite. a is first replaced by (a + aᵀ) / 2 unless symmetrize_input is
   False.
@@ -320,7 +322,7 @@ def _uplo(fn: str, UPLO) -> bool:
   return UPLO != "U"
 
 
-def eigh(a, UPLO: str | None = None, symmetrize_input: bool = True) -> EighResult:
+def eigh(a: Num[Matrices, "*batch n n"], UPLO: str | None = None, symmetrize_input: bool = True) -> EighResult:
   """The eigenvalues (ascending) and eigenvectors (columns) of a symmetric matrix, read from its lower ('L', the
   default) or upper ('U') triangle; a is first replaced by (a + aᵀ) / 2 unless symmetrize_input is False.
 
@@ -346,7 +348,7 @@ def _general(fn: str, a) -> Array:
   return a
 
 
-def eig(a) -> EigResult:
+def eig(a: Num[Matrices, "*batch n n"]) -> EigResult:
   """The eigenvalues and right eigenvectors (columns, of unit length) of a general square matrix, both complex, as
   jnp.linalg.eig.
 
@@ -358,7 +360,7 @@ def eig(a) -> EigResult:
   return EigResult(w, v)
 
 
-def eigvals(a) -> Array:
+def eigvals(a: Num[Matrices, "*batch n n"]) -> Shaped[Array, "*batch n"]:
   """The complex eigenvalues of a general square matrix, as jnp.linalg.eigvals.
 
   >>> tnp.linalg.eigvals(tnp.array([[0.0, -1.0], [1.0, 0.0]]))
@@ -367,7 +369,8 @@ def eigvals(a) -> Array:
   return lla.eig(_general("eigvals", a), compute_left_eigenvectors=False, compute_right_eigenvectors=False)[0]
 
 
-def eigvalsh(a, UPLO: str | None = "L", *, symmetrize_input: bool = True) -> Array:
+def eigvalsh(a: Num[Matrices, "*batch n n"], UPLO: str | None = "L", *, symmetrize_input: bool = True
+             ) -> Inexact[Array, "*batch n"]:
   """The eigenvalues (ascending) of a symmetric matrix, as eigh.
 
   >>> tnp.round(tnp.linalg.eigvalsh(tnp.array([[2.0, 1.0], [1.0, 2.0]])), 4)
@@ -412,7 +415,7 @@ def _svd(a: Array, *, full: bool, uv: bool, hermitian: bool):
   return SVDResult(u.astype(dt), s.astype(dt), vh.astype(dt))
 
 
-def svdvals(x, /) -> Array:
+def svdvals(x: Num[Matrices, "*batch m n"], /) -> Inexact[Array, "*batch k"]:
   """The singular values of a matrix (or of each in a stack), descending.
 
   >>> tnp.round(tnp.linalg.svdvals(tnp.array([[0.0, 2.0], [1.0, 0.0]])), 4)

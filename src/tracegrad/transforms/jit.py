@@ -256,10 +256,15 @@ class Jitted:
     idx, dyn, dkw = where
     n = len(args)
 
+    fun = self.fun
+    if config._values["tracegrad_typecheck"]:
+      from ..typing import typechecked
+      fun = typechecked(fun)
+
     def f(*d, **kw):
       it = iter(d)
       full = [args[i] if i in idx else next(it) for i in range(n)]
-      return self.fun(*full, **kw, **{k: v for k, v in kwargs.items() if k in self.names})
+      return fun(*full, **kw, **{k: v for k, v in kwargs.items() if k in self.names})
 
     t0 = time.perf_counter()
     g, _ = trace(f, dyn, dkw, fn=self.name)
