@@ -3,6 +3,7 @@
 >>> import tracegrad, tracegrad.numpy as tnp
 >>> print(tracegrad.make_graph(lambda x: tnp.sin(x) + 1.0)(tnp.ones(3)))
 """
+import os as _os
 import sys
 
 from . import errors, tree, tree_util
@@ -38,6 +39,14 @@ from .devices import Device
 from .parallel.sharding import P, Shard
 
 jacobian = jacrev
+
+if _os.environ.get("TRACEGRAD_VIZ"):   # TRACEGRAD_VIZ=<port>: record and serve the VIZ page from the start
+  from . import viz as _viz
+  try:
+    _viz.serve(int(_os.environ["TRACEGRAD_VIZ"]))
+  except ValueError:
+    raise ValueError(f"TRACEGRAD_VIZ must be a port number (0 for a free one), got {_os.environ['TRACEGRAD_VIZ']!r}") \
+      from None
 
 # tracegrad.sharding and tracegrad.distributed, as jax.sharding and jax.distributed, live in parallel/
 sys.modules[__name__ + ".sharding"], sys.modules[__name__ + ".distributed"] = sharding, distributed

@@ -14,6 +14,7 @@ from .devices.base import Layout
 from .ir import Buffer, Graph, UOp
 from .ir.shapes import INT64_MAX, fmt
 from .parallel import distributed
+from .viz import record
 
 _DEVICES: dict[str, list[Device]] = {}
 _realized: "weakref.WeakKeyDictionary[UOp, np.ndarray]" = weakref.WeakKeyDictionary()
@@ -159,11 +160,12 @@ class Executable:
     self.backend, self._program, self.source, self._runner = backend, None, None, None
     self.resident = False   # whether run_buffers leaves outputs in the device's memory (a GPU backend's program)
     self._device = local_devices(backend)[0]
+    self._viz = record.bound(graph)   # VIZ records this program: its lowering, kernels and their times
     if backend == "interp": return
     t0 = time.perf_counter()
     width = search_width() if search is None else search
     prepared, key = None, None
-    if backend not in GPU_BACKENDS and not width and _DEBUG < 2 and not _CHECK_PTX:
+    if backend not in GPU_BACKENDS and not width and _DEBUG < 2 and not _CHECK_PTX and self._viz is None:
       # the graph as traced where it has a stable form, so that a program found on disk skips prepare too
       key = fingerprint(graph)
       if key is None: key = fingerprint(prepared := prepare(graph))
@@ -174,7 +176,8 @@ class Executable:
         debug(1, f"compile: {layout.kernels} kernels from the disk cache in {1e3 * (time.perf_counter() - t0):.1f} ms")
         return
     try:
-      self._program = schedule(prepare(graph) if prepared is None else prepared, prepared=True)
+      with record.lowering(graph):
+        self._program = schedule(prepare(graph) if prepared is None else prepared, prepared=True)
     except Unsupported as e:
       debug(1, f"compile: {e}; this graph runs on interp")
       return
@@ -189,9 +192,10 @@ class Executable:
       _show_source(self.source, render_gpu_prelude(backend))
       functions = self._device.compile(src.source, [name for name, _ in src.launches.values()])
       self._runner = self._device.runner(self._program, functions, src.launches)
-      self._runner.timed = _DEBUG >= 2
+      self._runner.timed = self._timed
       self.resident = not complex_io(graph)   # complex arrays go in and out as packed views, through the host
       self._runner = self._packed(self._runner)
+      record.kernels(self._viz, self._program.kernels)
       debug(1, f"compile: {len(self._program.kernels)} kernels for {backend} in "
                f"{1e3 * (time.perf_counter() - t0):.1f} ms")
       return
@@ -200,12 +204,16 @@ class Executable:
       from .lower import render_gpu
       check_ptx(render_gpu.render_program(self._program, "cuda").source)
     from .lower.render_c import program_prelude, render_program
-    self.source = render_program(self._program, timed=_DEBUG >= 2)
+    self.source = render_program(self._program, timed=self._timed)
+    record.kernels(self._viz, self._program.kernels)
     _show_source(self.source, program_prelude())
     layout = Layout.of(self._program)
     self._runner = self._packed(self._device.runner(layout, self._device.compile(self.source, tiered=True)))
     if key is not None: self._device.keep_program(key, self.source, layout)
     debug(1, f"compile: {len(self._program.kernels)} kernels in {1e3 * (time.perf_counter() - t0):.1f} ms")
+
+  @property
+  def _timed(self) -> bool: return _DEBUG >= 2 or self._viz is not None
 
   def _packed(self, runner):
     """runner, taking and giving numpy's complex arrays where the graph does (its program reads them packed)."""
@@ -224,18 +232,18 @@ class Executable:
   def run_buffers(self, buffers: list[Buffer]) -> list[Buffer]:
     """The outputs as Buffers for input Buffers of the graph's input shapes; on a GPU backend they stay in its
     memory until read, and inputs already there are not copied."""
-    if self.resident and not _DEBUG: return self._runner.resident(buffers)
+    if self.resident and not _DEBUG and self._viz is None: return self._runner.resident(buffers)
     return [Buffer(v) for v in self([b.data for b in buffers])]
 
   @property
   def runner(self) -> Callable | None:
     """What `run` calls when nothing is checked or timed: the compiled program on host arrays, or None (interp, a
     GPU backend's program, TRACEGRAD_DEBUG)."""
-    return None if self.resident or _DEBUG else self._runner
+    return None if self.resident or _DEBUG or self._viz is not None else self._runner
 
   def run(self, leaves: list[np.ndarray]) -> list[np.ndarray]:
     """The outputs for input leaves already of the graph's input shapes and dtypes."""
-    if self._runner is not None and not _DEBUG: return self._runner(leaves)
+    if self._runner is not None and not _DEBUG and self._viz is None: return self._runner(leaves)
     return self(leaves)
 
   def __call__(self, leaves: list[np.ndarray]) -> list[np.ndarray]:
@@ -244,9 +252,10 @@ class Executable:
     leaves = [v if type(v) is np.ndarray and v.dtype == p.dtype.np and v.shape == p.shape
               else np.asarray(v, dtype=p.dtype.np).reshape(p.shape) for p, v in zip(self.graph.inputs, leaves)]
     if self._runner is not None:
-      if not _DEBUG: return self._runner(leaves)
+      if not _DEBUG and self._viz is None: return self._runner(leaves)
       t0 = time.perf_counter()
       out = self._runner(leaves)
+      if self._viz is not None: record.times(self._viz, self._runner.kernel_ns())
       debug(2, f"run: {len(self.program.kernels)} kernels in {1e6 * (time.perf_counter() - t0):.1f} us")
       if _DEBUG >= 2:
         for k, ns in zip(self.program.kernels, self._runner.kernel_ns()):

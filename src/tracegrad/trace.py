@@ -9,6 +9,7 @@ import numpy as np
 from . import tree as tree_util
 from .array import KNOWN, Array, to_array
 from .ir import Graph, Ops, UOp, dtypes
+from .viz import record
 
 
 class ShapeDtypeStruct:
@@ -36,12 +37,13 @@ def abstractify(x, fn: str) -> ShapeDtypeStruct:
 
 
 def trace(f: Callable, args: Sequence, kwargs: dict | None = None, fn: str = "make_graph",
-          known: bool = False, taps: list | None = None) -> tuple[Graph, Any]:
+          known: bool = False, taps: list | None = None, step: bool = True) -> tuple[Graph, Any]:
   """The Graph of f(*args, **kwargs) over fresh placeholders for every array leaf; also f's output pytree. With
   `known`, the placeholders stand for the arguments' values while f runs (array.KNOWN): Python control flow on
   values computed from them works, as under JAX's grad and jvp outside jit, and the graph follows the branch taken.
   Given a `taps` list, the values that host callbacks (tap) read become outputs after f's, and `taps` receives
-  (run, number of values) per callback in order, for the caller to run once those outputs are known."""
+  (run, number of values) per callback in order, for the caller to run once those outputs are known. With `step`,
+  VIZ shows the graph as a step (not for the bodies of composites, custom rules and control flow)."""
   kwargs = kwargs or {}
   leaves, in_tree = tree_util.flatten((tuple(args), kwargs))
   avals = [abstractify(x, fn) for x in leaves]
@@ -76,6 +78,9 @@ def trace(f: Callable, args: Sequence, kwargs: dict | None = None, fn: str = "ma
              recorded, [to_array(x, fn=fn) for x in leaves])
   g = Graph(tuple(params), tuple(o.uop for o in outs), in_tree, out_tree,
             tuple(a.weak_type for a in avals), tuple(o.weak_type for o in outs))
+  if step:
+    name = fn if "(" in fn else f"{fn} {getattr(f, '__name__', '')}".rstrip()
+    record.step(f"trace {name}", g.outputs, g.inputs)
   return g, out
 
 
@@ -242,7 +247,7 @@ def composite(name: str, fun: Callable, *args, **static):
 
 def _composite_body(name: str, fun: Callable, static: tuple, avals: tuple) -> tuple[Graph, list[UOp]]:
   """fun's closed Graph on placeholders of avals, and the outside values it closes over."""
-  g, _ = trace(lambda *xs: fun(*xs, **dict(static)), [ShapeDtypeStruct(*a) for a in avals], fn=name)
+  g, _ = trace(lambda *xs: fun(*xs, **dict(static)), [ShapeDtypeStruct(*a) for a in avals], fn=name, step=False)
   return g.closed()
 
 

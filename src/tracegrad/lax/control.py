@@ -101,7 +101,7 @@ def _branch_graphs(branches: Sequence[Callable], operands: tuple, fn: str, label
   """Each branch traced on the operands and closed, all taking (every branch's free values, operands). Every branch
   also returns the values of every branch's host callbacks (zeros for the others'), after its own outputs; returned
   with the graphs: the free values and, per branch, its callbacks as trace(taps=) lists them."""
-  traced = [(trace(b, operands, fn=fn, taps=(t := []))[0], t) for b in branches]
+  traced = [(trace(b, operands, fn=fn, taps=(t := []), step=False)[0], t) for b in branches]
   mine = [len(g.outputs) - sum(n for _, n in t) for g, t in traced]
   graphs = [Graph(g.inputs, g.outputs[:m], g.in_tree, g.out_tree, g.in_weak, g.out_weak[:m])
             for (g, _), m in zip(traced, mine)]
@@ -213,7 +213,7 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
       raise TypeError(f"scan: {_name(f)} must return a pair (carry, y), got {type(out).__name__}")
     return out
 
-  g, _ = trace(body, (c_avals, x_avals), fn="scan", taps=(taps := []))
+  g, _ = trace(body, (c_avals, x_avals), fn="scan", taps=(taps := []), step=False)
   nc, n_out = len(carry), len(g.outputs) - sum(k for _, k in taps)
   pair = tree_util.unflatten(g.out_tree, list(range(n_out)))
   c_out_tree, y_tree = tree_util.structure(pair[0]), tree_util.structure(pair[1])
@@ -237,10 +237,10 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
   """
   carry, tree = _avals(init_val, "while_loop")
   avals = tree_util.unflatten(tree, [ShapeDtypeStruct(c.shape, c.dtype, c.weak_type) for c in carry])
-  cg, _ = trace(cond_fun, (avals,), fn="while_loop")
+  cg, _ = trace(cond_fun, (avals,), fn="while_loop", step=False)
   if len(cg.outputs) != 1 or cg.outputs[0].shape != () or not (cg.outputs[0].dtype.is_bool or cg.outputs[0].dtype.is_int):
     raise TypeError(f"while_loop: {_name(cond_fun)} must return a bool scalar, got {_types(cg)}")
-  bg, _ = trace(body_fun, (avals,), fn="while_loop", taps=(taps := []))
+  bg, _ = trace(body_fun, (avals,), fn="while_loop", taps=(taps := []), step=False)
   if taps: cg, bg = _tapping_body(cg, bg, taps)
   _carry_check("while_loop", "carry", carry, tree, list(bg.outputs[:len(carry)]), bg.out_tree, body_fun)
   p = cg.outputs[0]

@@ -22,6 +22,7 @@ from ..ir.ops import ELEMENTWISE, REDUCE, HostCall
 from ..ir.shapes import multi_avals
 from ..devices import host_linalg
 from ..devices.base import BufferSpec, Program
+from ..viz import record
 from .complex_split import ComplexUnsupported, split_complex
 from .kernel import Control, Kernel, Loop, Phase, Reduce, Store, acc_dtype
 from .render_c import dot_blocked, interchanged
@@ -930,14 +931,18 @@ def merge_rows(kernels: list, calls: list) -> tuple[list, list]:
 def prepare(graph: Graph) -> Graph:
   """graph as the scheduler takes it: calls inlined, stop_gradient gone, repeated values reduced without copies."""
   outs = graph_rewrite_many(list(graph.outputs), INLINE + FOLD)
+  record.step("lower: calls inlined, folded", outs, graph.inputs)
   g = Graph(graph.inputs, tuple(outs), graph.in_tree, graph.out_tree, graph.in_weak, graph.out_weak)
   try:
     split = split_complex(g)   # g itself when it holds no complex value
   except ComplexUnsupported as e:
     raise Unsupported(str(e)) from None
-  if split is not g: graph, outs = split, graph_rewrite_many(list(split.outputs), FOLD)
+  if split is not g:
+    graph, outs = split, graph_rewrite_many(list(split.outputs), FOLD)
+    record.step("lower: complex values as pairs of reals", outs, graph.inputs)
   # top-down: a rule sees the sums below it as they were counted, not remade by rewrites under them
   outs = tuple(graph_rewrite_many(outs, TRANSPOSED_SUMS, _uses(outs), bottom_up=False))
+  record.step("lower: sums of transposes rewritten", outs, graph.inputs)
   return Graph(graph.inputs, outs, graph.in_tree, graph.out_tree, graph.in_weak, graph.out_weak)
 
 

@@ -89,7 +89,7 @@ class custom_jvp:
     def dyn_rule(primals, tangents): return rule(*static, tuple(primals), tuple(tangents))
 
     dyn_rule.__name__ = getattr(rule, "__name__", "rule")
-    g, _ = trace(lambda *d: self.fun(*merge(d)), dyn, fn=f"custom_jvp({name})", known=True)
+    g, _ = trace(lambda *d: self.fun(*merge(d)), dyn, fn=f"custom_jvp({name})", known=True, step=False)
     outs = _call(Ops.CUSTOM_JVP, g, dyn, lambda cg, in_tree, n_free: (cg, dyn_rule, in_tree, g.out_tree, n_free),
                  len(g.outputs), name)
     return tree_util.unflatten(g.out_tree, outs)
@@ -125,7 +125,7 @@ class custom_vjp:
     def dyn_bwd(res, ct): return bwd(*static, res, ct)
 
     dyn_fwd.__name__, dyn_bwd.__name__ = getattr(fwd, "__name__", "fwd"), getattr(bwd, "__name__", "bwd")
-    g, _ = trace(lambda *d: self.fun(*merge(d)), dyn, fn=f"custom_vjp({name})", known=True)
+    g, _ = trace(lambda *d: self.fun(*merge(d)), dyn, fn=f"custom_vjp({name})", known=True, step=False)
     outs = _call(Ops.CUSTOM_VJP, g, dyn,
                  lambda cg, in_tree, n_free: (cg, dyn_fwd, dyn_bwd, in_tree, g.out_tree, n_free, None), len(g.outputs), name)
     return tree_util.unflatten(g.out_tree, outs)

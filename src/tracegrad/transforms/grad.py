@@ -19,6 +19,7 @@ from ..ir.shapes import multi_avals
 from ..ir.ops import COMPARE, INT_ONLY, INT_OR_BOOL
 from ..run import concrete
 from ..trace import trace
+from ..viz import record
 from . import build as B
 from .build import instantiate
 from .jvp import host_call_has_no_derivative
@@ -462,6 +463,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False, _realize: bool = True):
     outs, cts = backward(outs, [c if o.dtype.is_inexact else None for c, o in zip(cps, outs)], list(g.inputs))
   finally:
     KNOWN.reset(outer)
+  record.step(f"grad {_fname(fun)}", outs + [c for c in cts if c is not None], list(g.inputs) + cps)
   fwd = outs + [g.outputs[i] for i in aux_idx]
   prim = substitute(fwd, args)
   if _realize and not any(a.is_traced for a in leaves):
@@ -530,6 +532,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
       full = list(args)
       for a, d in zip(nums, diff): full[a] = d
       return fun(*full, **kwargs)
+    f.__name__ = _fname(fun)
 
     res = vjp(f, *[args[a] for a in nums], has_aux=has_aux, _realize=False)
     out, vjp_fn = res[0], res[1]

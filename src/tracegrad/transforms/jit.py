@@ -29,6 +29,7 @@ from ..ir import Buffer, Graph, Ops, UOp
 from ..parallel import spmd
 from ..parallel.sharding import NamedSharding, P
 from ..trace import trace
+from ..viz import record
 from . import shard
 from .vmap import _broadcast_prefix, _per_leaf
 
@@ -267,7 +268,9 @@ class Jitted:
       return fun(*full, **kw, **{k: v for k, v in kwargs.items() if k in self.names})
 
     t0 = time.perf_counter()
-    g, _ = trace(f, dyn, dkw, fn=self.name)
+    with record.recording(self.name) as rec:
+      g, _ = trace(f, dyn, dkw, fn=self.name)
+    record.bind(g, rec)
     why = "first call" if not self.cache else _reason(next(reversed(self.cache)), gkey)
     run.debug(1, f"trace {self.name}: {1e3 * (time.perf_counter() - t0):.1f} ms ({why})")
     if not g.closed()[1]: self.cache[gkey] = g

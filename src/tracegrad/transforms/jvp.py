@@ -18,6 +18,7 @@ from ..ir.dtypes import void
 from ..ir.ops import COMPARE, INT_ONLY, INT_OR_BOOL
 from ..run import concrete
 from ..trace import trace
+from ..viz import record
 from . import build as B
 from .build import add, instantiate, neg, scale
 
@@ -364,6 +365,8 @@ def _linearized(fun: Callable, primals: tuple, has_aux: bool, fn: str):
   outs0, aux0 = [g.outputs[i] for i in out_idx], [g.outputs[i] for i in aux_idx]
   tps = [UOp.param(p.shape, p.dtype) for p in g.inputs]
   outs, touts = jvp_nodes(outs0, {p: t for p, t in zip(g.inputs, tps) if p.dtype.is_inexact})
+  record.step(f"{fn} {getattr(fun, '__name__', '')}".rstrip(), outs + [t for t in touts if t is not None],
+              list(g.inputs) + tps)
   touts = [B.instantiate(t, o) if o.dtype.is_inexact else B.zeros(o) for t, o in zip(touts, outs)]
   args = {p: a.uop for p, a in zip(g.inputs, leaves)}
 

@@ -28,6 +28,7 @@ from ..ir import Graph, Ops, PatternMatcher, UOp, UPat, dtypes, toposort
 from ..ir.ops import BINARY, COLLECTIVE, UNARY
 from ..parallel import spmd
 from ..parallel.sharding import Mesh, NamedSharding, P, ShardedBuffers, spec_axes
+from ..viz import record
 from . import build as B
 
 __all__ = ["Layout", "partition", "run_on_mesh"]
@@ -423,7 +424,10 @@ def partition(graph: Graph, mesh: Mesh, in_shardings: list[NamedSharding],
     outs.append(p.convert(o, want))
     shardings.append(s or NamedSharding(mesh, P(*(names[0] if len(names) == 1 else names or None
                                                   for names in want.dims))))
-  return Graph(tuple(params), tuple(outs), graph.in_tree, graph.out_tree, graph.in_weak, graph.out_weak), shardings
+  local = Graph(tuple(params), tuple(outs), graph.in_tree, graph.out_tree, graph.in_weak, graph.out_weak)
+  record.step_for(graph, f"shard over {dict(mesh.shape)}", local.outputs, local.inputs)
+  record.bind(local, record.bound(graph))
+  return local, shardings
 
 
 def run_on_mesh(plan: spmd.Plan, mesh: Mesh, args: list[Array], in_shardings: list[NamedSharding],

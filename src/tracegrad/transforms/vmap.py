@@ -21,6 +21,7 @@ from ..ir import Graph, Ops, PatternMatcher, UOp, UPat, dtypes, substitute, topo
 from ..ir.ops import BINARY, COLLECTIVE, UNARY, HostCall
 from ..run import concrete
 from ..trace import ShapeDtypeStruct, named_axis, tap_outputs, trace
+from ..viz import record
 from . import build as B
 
 
@@ -357,6 +358,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name: str | None = None, axi
                                             if a is not None}, size)
     finally:
       _BATCHING.pop()
+    record.step(fn, [t if t is not None else o for t, o in zip(twins, g.outputs)], g.inputs)
     args_map = {p: l.uop for p, l, a in zip(g.inputs, leaves, norm) if a is None}
     outs = concrete(substitute([t if t is not None else o for t, o in zip(twins, g.outputs)], args_map))
     n_out = len(outs) - sum(n for _, n in taps)
