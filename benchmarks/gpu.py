@@ -9,10 +9,15 @@ size, upcast tiles with vector loads, 2-d grids), beside the default mapping.
 
 --peak-gbs and --peak-tflops give the chip's figures for the ratios (defaults: an H200's 4800 GB/s and dense
 float32 67 TFLOPS / float16 989 TFLOPS).
+
+--compare times the same work in PyTorch and JAX on the same GPU when they are installed (device-to-device copy
+bandwidth, the fused chain under jax.jit, the matmuls, and a cached jitted call of a tiny function, end to end).
 """
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import time
 
 import numpy as np
 
@@ -34,6 +39,75 @@ def kernel_seconds(f, args, backend: str, repeats: int = 5, search: int = 0) -> 
   return best, out
 
 
+def _have(mod: str) -> bool: return importlib.util.find_spec(mod) is not None
+
+
+def torch_seconds(fn, repeats: int = 10) -> float:
+  """The best time of fn() on the GPU by CUDA events (after a warm-up call)."""
+  import torch
+  fn()
+  best = float("inf")
+  for _ in range(repeats):
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn()
+    end.record()
+    end.synchronize()
+    best = min(best, start.elapsed_time(end) / 1e3)
+  return best
+
+
+def wall_seconds(fn, repeats: int = 10) -> float:
+  """The best wall time of fn() (which waits for its result), after a warm-up call."""
+  fn()
+  best = float("inf")
+  for _ in range(repeats):
+    t0 = time.perf_counter()
+    fn()
+    best = min(best, time.perf_counter() - t0)
+  return best
+
+
+def compare(a, x: np.ndarray, m: np.ndarray) -> None:
+  """The references on the same GPU: PyTorch's copy bandwidth and matmuls, JAX's fused chain, matmuls and tiny call."""
+  if _have("torch"):
+    import torch
+    if torch.cuda.is_available():
+      tx = torch.from_numpy(x).cuda()
+      ty = torch.empty_like(tx)
+      t = torch_seconds(lambda: ty.copy_(tx))
+      print(f"torch: device-to-device copy {x.size} float32: {2 * x.nbytes / t / 1e9:.0f} GB/s", flush=True)
+      for dtype in ("float32", "float16", "bfloat16"):
+        d = getattr(torch, dtype)
+        u = torch.from_numpy(m).cuda().to(d)
+        t = torch_seconds(lambda: u @ u, repeats=5)
+        print(f"torch: matmul {a.n}^2 {dtype}: {t * 1e3:.2f} ms, {2 * a.n ** 3 / t / 1e12:.1f} TFLOPS", flush=True)
+      big = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+      t = torch_seconds(lambda: big @ big, repeats=5)
+      print(f"torch: matmul 8192^2 bfloat16: {2 * 8192 ** 3 / t / 1e12:.1f} TFLOPS", flush=True)
+  if _have("jax"):
+    import jax
+    import jax.numpy as jnp
+    print(f"jax: {jax.devices()}", flush=True)
+    jx = jax.device_put(x)
+    chain = jax.jit(lambda x: jnp.tanh(1.5 * x + 0.5) * jnp.exp(-x * x) + x / (1 + jnp.abs(x)))
+    t = wall_seconds(lambda: chain(jx).block_until_ready())
+    print(f"jax: elementwise {x.size} float32 (end to end): {t * 1e3:.3f} ms, {2 * x.nbytes / t / 1e9:.0f} GB/s",
+          flush=True)
+    for dtype in ("float32", "float16", "bfloat16"):
+      u = jax.device_put(m.astype(getattr(jnp, dtype)))
+      mm = jax.jit(lambda u: jnp.matmul(u, u, preferred_element_type=jnp.float32))
+      t = wall_seconds(lambda: mm(u).block_until_ready(), repeats=5)
+      print(f"jax: matmul {a.n}^2 {dtype} (end to end): {t * 1e3:.2f} ms, {2 * a.n ** 3 / t / 1e12:.1f} TFLOPS",
+            flush=True)
+    tiny, s = jax.jit(lambda v: v * 2 + 1), jax.device_put(np.ones(8, np.float32))
+    print(f"jax: cached jitted call of a tiny function: {wall_seconds(lambda: tiny(s).block_until_ready(), 200) * 1e6:.1f}"
+          f" us", flush=True)
+  tiny, s = tg.jit(lambda v: v * 2 + 1), tg.device_put(np.ones(8, np.float32))
+  print(f"tracegrad: cached jitted call of a tiny function: "
+        f"{wall_seconds(lambda: tiny(s).block_until_ready(), 200) * 1e6:.1f} us", flush=True)
+
+
 def main() -> None:
   p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   p.add_argument("--backend", default="cuda", choices=("cuda", "opencl"))
@@ -42,6 +116,7 @@ def main() -> None:
   p.add_argument("--peak-gbs", type=float, default=4800.0)
   p.add_argument("--peak-tflops", type=float, nargs=2, default=(67.0, 989.0), metavar=("F32", "F16"))
   p.add_argument("--search", type=int, default=0, help="beam width of a kernel search to time as well (0: none)")
+  p.add_argument("--compare", action="store_true", help="time the same work in PyTorch and JAX (when installed)")
   a = p.parse_args()
   searches = (0, a.search) if a.search else (0,)
   print(f"{a.backend}: {tg.devices(a.backend)}", flush=True)
@@ -65,6 +140,7 @@ def main() -> None:
       err = float(np.abs(c[:64, :64] - m[:64] @ m[:, :64]).max())
       print(f"matmul {a.n}^2 {dtype} (float32 accumulation){_searched(width)}: {t * 1e3:.2f} ms, {tflops:.2f} TFLOPS "
             f"({tflops / peak:.1%} of {peak:.0f}), max |error| on a corner {err:.2g}", flush=True)
+  if a.compare: compare(a, x, rng.standard_normal((a.n, a.n)).astype(np.float32))
 
 
 def _searched(width: int) -> str: return f", searched (beam {width})" if width else ""

@@ -12,6 +12,7 @@ import tracegrad.numpy as tnp
 from tracegrad.viz import record
 
 pytest.importorskip("igraph")
+COMPILED = tracegrad.default_backend() != "interp"   # the interp device runs graphs as they are: no kernels
 
 
 def _get(url: str):
@@ -52,7 +53,7 @@ def test_steps_kernels_and_times(server):
   p = progs[0]
   names = [s["name"] for s in p["steps"]]
   assert names[:3] == ["trace vjp _loss", "grad _loss", "trace jit(grad(_loss))"], names
-  assert any(n.startswith("lower:") for n in names)
+  assert any(n.startswith("lower:") for n in names) is COMPILED
   grad_step = p["steps"][1]
   assert grad_step["changed"] and set(grad_step["changed"]) <= set(grad_step["ids"])
   ops = {n["op"] for n in grad_step["nodes"]}
@@ -60,7 +61,7 @@ def test_steps_kernels_and_times(server):
   # the trace of jit reuses the grad step's nodes: their numbers carry over, so few are new
   jit_step = p["steps"][2]
   assert len(jit_step["changed"]) < len(jit_step["ids"])
-  assert p["runs"] == 3 and p["kernels"]
+  assert (p["runs"], bool(p["kernels"])) == ((3, True) if COMPILED else (0, False))
   for k in p["kernels"]:
     assert k["source"].strip() and k["ns"] >= 0
 
@@ -89,7 +90,7 @@ def test_server_html_and_json(server):
     assert set(pos) == {str(n["id"]) for n in s["nodes"]}
     for n in s["nodes"]:   # sources above their users
       assert all(pos[str(src)][1] < pos[str(n["id"])][1] for src in n["src"])
-  assert prog["kernels"] and all(k["us"] >= 0 and "gflops" in k and "gbps" in k for k in prog["kernels"])
+  assert bool(prog["kernels"]) is COMPILED and all(k["us"] >= 0 and "gflops" in k and "gbps" in k for k in prog["kernels"])
   status, headers, body = _get(server.url + "api/all.json")
   assert "attachment" in headers["Content-Disposition"] and json.loads(body)[0]["name"] == "jit(<lambda>)"
   for bad in ("api/program/999", "api/program/x", "../pyproject.toml", "nothing.html"):
@@ -133,7 +134,7 @@ def test_page_draws_the_graph_in_chromium(server, tmp_path):
   nodes = record.programs()[0]["steps"][1]["nodes"]
   assert dom.count('class="node') == len(nodes), out.stderr[-2000:]
   assert dom.count('class="edge"') >= len(nodes) - 4
-  assert "changed" in dom and "grad _loss" in dom and "k0_" in dom
+  assert "changed" in dom and "grad _loss" in dom and ("k0_" in dom) is COMPILED
   shot = tmp_path / "viz.png"
   subprocess.run(flags + [f"--screenshot={shot}", url], capture_output=True, timeout=120)
   assert shot.exists() and shot.stat().st_size > 10_000

@@ -21,6 +21,7 @@ X = RNG.standard_normal((64, 48)).astype(np.float32)
 W = RNG.standard_normal((48, 40)).astype(np.float32)
 I = RNG.integers(-100, 100, (64, 48)).astype(np.int32)
 IDX = RNG.integers(-3, 70, 20).astype(np.int32)
+A, B = RNG.standard_normal((128, 96)).astype(np.float32), RNG.standard_normal((96, 192)).astype(np.float32)
 
 PROGRAMS = {
   # name -> (f, args)
@@ -33,6 +34,9 @@ PROGRAMS = {
                                     tnp.int64(1 << 40) + i, i.astype(tnp.float32)), (I,)),
   "bitcast": (lambda x: (lax.bitcast_convert_type(x, tnp.int32) ^ 0x1234, lax.bitcast_convert_type(x.astype(tnp.float16), tnp.uint16)), (X,)),
   "matmul_and_plain_reductions": (lambda x, w: (x @ w, x.sum(1), x.max(0), tnp.prod(x[:8] / 2 + 1, 1), tnp.argmax(x, 1)), (X, W)),
+  # big enough for register tiles staged through double-buffered local memory (opt.gpu_default)
+  "staged_matmul": (lambda a, b: (a @ b, tnp.matmul(a.astype(tnp.float16), b.astype(tnp.float16),
+                                                    preferred_element_type=tnp.float32)), (A, B)),
   "group_reductions": (lambda x: (x.sum(), x.min(), tnp.all(x > -10), tnp.mean(x * x)), (X,)),
   "nan_extrema": (lambda x: (tnp.where(x > 2, tnp.nan, x).max(1), tnp.where(x > 2, tnp.nan, x).min()), (X,)),
   "softmax": (lambda x: tg.nn.softmax(x, axis=1), (X,)),

@@ -198,11 +198,19 @@ def test_actions_are_legal_only_where_they_fit():
 
 
 def test_a_big_matmul_runs_in_register_tiles_by_default():
-  big = schedule(tg.make_graph(lambda x, w: x @ w)(np.zeros((128, 64), np.float32), np.zeros((64, 128), np.float32))).kernels[0]
-  assert opt.gpu_default(big) == {"upcast": 4, "upcast_rows": 4}
-  src, launch = render_kernel(big, "cuda")
-  assert "acc15" in src and launch == ((128 * 128 // 16,), (64,))
-  assert {"upcast": 1, "upcast_rows": 4} in opt.neighbours(big, {}, "cuda")   # search starts from the tile
+  mm = lambda m, n: schedule(tg.make_graph(lambda x, w: x @ w)(np.zeros((m, 64), np.float32),
+                                                               np.zeros((64, n), np.float32))).kernels[0]
+  big, ragged = mm(128, 128), mm(256, 80)   # 80 columns: no whole groups of 16 x 4 columns to stage
+  tile = {"upcast": 4, "upcast_rows": 4}
+  assert opt.gpu_default(ragged) == tile
+  src, launch = render_kernel(ragged, "cuda")
+  assert "acc15" in src and launch == ((256 * 80 // 16,), (64,))
+  assert {"upcast": 1, "upcast_rows": 4} in opt.neighbours(ragged, {}, "cuda")   # search starts from the tile
+  assert opt.gpu_default(big) == {**tile, "local": 256, "grid": 16, "stage": 16}
+  src, launch = render_kernel(big, "cuda")   # staged through double-buffered shared memory, read as vectors
+  assert launch == ((32, 32), (16, 16)) and src.count("__syncthreads();") == 2 and "__shared__ float sh1[2048]" in src
+  assert "(1 - sel) * 1024 + e] = pf1[q]" in src and "*(const float4 *)(sh1 + " in src
+  assert {**tile, "local": 256, "grid": 16, "stage": 8} in opt.neighbours(big, {}, "cuda")
   small = schedule(tg.make_graph(lambda x, w: x @ w)(X, W)).kernels[0]
   assert opt.gpu_default(small) == {} and "acc1" not in render_kernel(small, "opencl")[0]
 

@@ -62,6 +62,9 @@ STAGE_BYTES = 32768   # local memory a staged reduction may take
 TILE = 4             # a matmul-like kernel's default register tile: TILE x TILE outputs per item
 TILE_MIN_ITEMS = 1024   # ... when that leaves this many items or more
 TILE_MIN_STEPS = 16     # ... and its reduction is this long or longer
+# ... and where the edges allow, groups of 16 x 16 such items sharing 16-step chunks of the operands through local
+# memory (a 64 x 64 block of outputs per group)
+STAGED = {"local": 256, "grid": 16, "stage": 16}
 
 
 def groupable(k: Kernel) -> bool:
@@ -81,14 +84,18 @@ def grouped(k: Kernel, opts: dict) -> bool:
 
 def gpu_default(k: Kernel) -> dict:
   """The GPU actions of a kernel without opts: a register tile for a matmul-like kernel big enough to keep the chip
-  busy with a tile per item, else none (one point per item, GPU_DEFAULTS)."""
+  busy with a tile per item, staged through local memory where its edges allow (STAGED), else none (one point per
+  item, GPU_DEFAULTS)."""
   r = k.reduce
   if r is None or len(k.loops) < 2 or not k.parallel or not r.loops or k.phases: return {}
   acts = gpu_actions(k, {})
   if TILE not in acts.get("upcast", ()) or TILE not in acts.get("upcast_rows", ()): return {}
   items = math.prod(l.extent for l in k.loops) // TILE ** 2
   if items < TILE_MIN_ITEMS or math.prod(l.extent for l in r.loops) < TILE_MIN_STEPS: return {}
-  return {"upcast": TILE, "upcast_rows": TILE}
+  tile = {"upcast": TILE, "upcast_rows": TILE}
+  staged = {**tile, **STAGED}
+  legal = gpu_actions(k, {a: v for a, v in staged.items() if a != "stage"})
+  return staged if all(v in legal.get(a, ()) for a, v in staged.items()) else tile
 
 
 def stage_loads(k: Kernel) -> list[UOp]:
@@ -127,7 +134,7 @@ def _stages(k: Kernel, opts: dict) -> tuple:
     return ()   # a group with items past the edge would leave before a barrier
   def fits(c):
     o = {**opts, "grid": g, "stage": c}
-    return sum(math.prod(stage_shape(k, o, u)) * u.dtype.itemsize for u in loads) <= STAGE_BYTES
+    return 2 * sum(math.prod(stage_shape(k, o, u)) * u.dtype.itemsize for u in loads) <= STAGE_BYTES   # two halves
   return tuple(c for c in GPU_AMOUNTS["stage"] if c == 0 or (steps % c == 0 and fits(c)))
 
 

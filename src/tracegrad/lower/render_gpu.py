@@ -284,7 +284,10 @@ def _items(b: _GPUBody, k: Kernel, t: Target, opts: dict) -> tuple:
 
 class _Stage:
   """A reduction whose last loop runs in chunks, the loads that a group shares (opt.stage_loads) copied into local
-  arrays for each chunk by all its items together: `value` is the reduction's value reading them from there."""
+  arrays for each chunk by all its items together: `value` is the reduction's value reading them from there. The
+  arrays are double-buffered: while the group computes on one half, each item holds its share of the next chunk in
+  registers (loaded before the compute, stored to the other half after it), so one barrier per chunk suffices and
+  the loads overlap the arithmetic."""
 
   def __init__(self, b: _GPUBody, k: Kernel, t: Target, opts: dict, rows: UOp, cols: UOp):
     r, i64 = k.reduce, dtypes.int64
@@ -295,36 +298,57 @@ class _Stage:
     self.steps = r.loops[-1].extent
     g, ly = opts["grid"], self.local // opts["grid"]
     R, C, K = k.loops[-2].var, k.loops[-1].var, r.loops[-1].var
-    self.kc, self.kk = UOp.param((), i64), UOp.param((), i64)
-    b.names[self.kc], b.names[self.kk] = "kc", "kk"
+    self.kc, self.kk, self.kn, self.sel = (UOp.param((), i64) for _ in range(4))
+    b.names[self.kc], b.names[self.kk], b.names[self.kn], b.names[self.sel] = "kc", "kk", "kn", "sel"
     row0 = (rows - mod(rows, ly)) * c(opts.get("upcast_rows", 1))   # the group's first row and column
     col0 = (cols - mod(cols, g)) * c(opts.get("upcast", 1))
-    ranges = {rows: k.loops[-2].extent, cols: k.loops[-1].extent, self.kc: self.steps // self.chunk}
+    ranges = {rows: k.loops[-2].extent, cols: k.loops[-1].extent, self.kn: self.steps // self.chunk}
     b.line(f"const int64_t lid = {t.lid2};")
     self.copies, swap = [], {K: self.kc * c(self.chunk) + self.kk}
     for j, load in enumerate(stage_loads(k)):
       nr, nc = stage_shape(k, opts, load)
-      arr, e = UOp.param((nr * nc,), load.src[0].dtype), UOp.param((), i64)
+      arr, e = UOp.param((2 * nr * nc,), load.src[0].dtype), UOp.param((), i64)
       b.bufs[arr] = f"sh{j}"
-      b.line(f"{t.local} {'uint8_t' if arr.dtype.is_bool else MEMTYPE[arr.dtype]} sh{j}[{nr * nc}];")
+      b.vector |= {arr}   # a tile's consecutive reads of it go as vectors too
+      b.line(f"{t.local} {'uint8_t' if arr.dtype.is_bool else MEMTYPE[arr.dtype]} sh{j}[{2 * nr * nc}];")
       if R in load.src[1].src[0].toposort():
-        at, here = {R: row0 + div(e, nc), K: self.kc * c(nc) + mod(e, nc)}, (R - row0) * c(nc) + self.kk
+        at, here = {R: row0 + div(e, nc), K: self.kn * c(nc) + mod(e, nc)}, (R - row0) * c(nc) + self.kk
       else:
-        at, here = {C: col0 + mod(e, nc), K: self.kc * c(nr) + div(e, nc)}, self.kk * c(nc) + (C - col0)
+        at, here = {C: col0 + mod(e, nc), K: self.kn * c(nr) + div(e, nc)}, self.kk * c(nc) + (C - col0)
       index = simplify(substitute([load.src[1].src[0]], at)[0], {**ranges, e: nr * nc})
-      self.copies.append((arr, e, index, load.src[0]))
-      swap[load] = arr.gather(here.reshape((1,)))
+      self.copies.append((arr, e, index, load.src[0], nr * nc))
+      swap[load] = arr.gather((here + self.sel * c(nr * nc)).reshape((1,)))
     self.value = substitute([r.value], swap)[0]
 
+  def _each(self, b: _GPUBody, arr: UOp, e: UOp, size: int, body) -> None:
+    """body(q) for each element e = lid + q * local of a chunk that is this item's, q counting them."""
+    b.line("#pragma unroll")   # the registers of a chunk's share stay registers
+    with b.block(f"for (int64_t q = 0; q < {-(-size // self.local)}; q++)"):
+      b.line(f"const int64_t e = lid + q * {self.local};")
+      b.names[e] = "e"
+      with b.block(f"if (e < {size})"): body()
+
   def emit(self, b: _GPUBody, step, lo: str = "0", hi: str | None = None) -> None:
-    """The chunk loop (chunks lo to hi): copies, a barrier, the chunk's steps, a barrier."""
-    with b.block(f"for (int64_t kc = {lo}; kc < {hi or self.steps // self.chunk}; kc++)"):
-      for arr, e, index, buf in self.copies:
-        with b.block(f"for (int64_t e = lid; e < {arr.shape[0]}; e += {self.local})"):
-          b.names[e] = "e"
-          b.line(f"{b.bufs[arr]}[e] = {b.bufs[buf]}[{b.emit([index])[0]}];")
-      b.line(self.t.barrier)
+    """The chunks lo to hi: the first copied before the loop; in the loop, the next one's loads, the chunk's steps,
+    the next one's stores into the other half, a barrier."""
+    hi = hi or str(self.steps // self.chunk)
+    with b.block(""):
+      b.line(f"const int64_t kn = {lo};")
+      for arr, e, index, buf, size in self.copies:
+        self._each(b, arr, e, size, lambda: b.line(f"{b.bufs[arr]}[e] = {b.bufs[buf]}[{b.emit([index])[0]}];"))
+    b.line(self.t.barrier)
+    with b.block(f"for (int64_t kc = {lo}; kc < {hi}; kc++)"):
+      b.line(f"const int64_t sel = (kc - ({lo})) & 1, kn = kc + 1;")
+      held = [(f"pf{j}", MEMTYPE[arr.dtype] if not arr.dtype.is_bool else "uint8_t", -(-size // self.local))
+              for j, (arr, _, _, _, size) in enumerate(self.copies)]
+      for name, ctype, n in held: b.line(f"{ctype} {name}[{n}];")
+      with b.block(f"if (kn < {hi})"):
+        for (name, _, _), (arr, e, index, buf, size) in zip(held, self.copies):
+          self._each(b, arr, e, size, lambda: b.line(f"{name}[q] = {b.bufs[buf]}[{b.emit([index])[0]}];"))
       with b.block(_loop("kk", self.chunk)): step()
+      with b.block(f"if (kn < {hi})"):
+        for (name, _, _), (arr, e, index, buf, size) in zip(held, self.copies):
+          self._each(b, arr, e, size, lambda: b.line(f"{b.bufs[arr]}[(1 - sel) * {size} + e] = {name}[q];"))
       b.line(self.t.barrier)
 
 
@@ -333,7 +357,7 @@ def _emit_tile(b: _GPUBody, k: Kernel, tile: list[dict], ranges: dict, stage: _S
   point, their reduction steps emitted together (what the points share is computed once), then their stores."""
   r = k.reduce
   ranges = {**ranges, **{l.var: l.extent for l in (r.loops if r else ()) + k.epilogue}}
-  if stage is not None: ranges.update({stage.kc: stage.steps // stage.chunk, stage.kk: stage.chunk})
+  if stage is not None: ranges.update({stage.kc: stage.steps // stage.chunk, stage.kk: stage.chunk, stage.sel: 2})
 
   def sub(u: UOp, m: dict) -> UOp:   # u at one point, its load indexes simplified (the rest is the compiler's)
     u = substitute([u], m)[0]
