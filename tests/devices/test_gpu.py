@@ -206,3 +206,44 @@ def test_a_runner_names_an_input_of_the_wrong_size_or_count():
   with pytest.raises(ValueError, match=r"run_program: the program takes 1 inputs, got 2"):
     ex.run_buffers([Buffer(X), Buffer(X)])
   np.testing.assert_array_equal(ex.run_buffers([Buffer(X.copy())])[0].data, X * 2)   # the pool survives the errors
+
+
+def test_a_program_called_again_on_the_same_buffers_replays_one_capture(monkeypatch):
+  """A queue that captures (CUDA's graphs) records a program of kernels once its buffer addresses come round again,
+  then replays it instead of launching kernel by kernel; here a recording queue over PoCL stands in for the graph."""
+  _opencl()
+  events = []
+  dev = tg.devices("opencl")[0]
+  dev._context()
+  base = type(dev._queue)
+
+  class Recording(base):
+    captures = True
+    def address(self, buf): return buf.int_ptr
+
+    def launch(self, function, args, size):
+      events.append("launch")
+      base.launch(self, function, args, size)
+
+    def capture(self, launches):
+      events.append("capture")
+      return list(launches)
+
+    def replay(self, captured):
+      events.append("replay")
+      for f, a, size in captured: base.launch(self, f, a, size)
+
+  monkeypatch.setattr(dev._queue, "__class__", Recording)
+  g, args = _graph("softmax")
+  ex, want = run.executable(g, "opencl"), run.executable(g, "interp")(args)
+  n = len(ex.program.kernels)
+  for call in range(4):
+    events.clear()
+    _same(ex._runner(args), want)
+    assert events == (["launch"] * n if call == 0 else ["capture", "replay"] if call == 1 else ["replay"]), (call, events)
+  control, cargs = _graph("control_flow")   # control flow runs from the host: never captured
+  cx = run.executable(control, "opencl")
+  for _ in range(3):
+    events.clear()
+    _same(cx._runner(cargs), run.executable(control, "interp")(cargs))
+    assert "capture" not in events and "replay" not in events

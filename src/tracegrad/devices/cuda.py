@@ -91,9 +91,30 @@ def missing() -> str:
 
 
 class _CUDAQueue(Queue):
+  captures = True
+
   def __init__(self, stream):
     from cuda.bindings import driver
     self.d, self.stream = driver, stream
+
+  def address(self, buf) -> int: return int(buf.ptr)
+
+  def capture(self, launches: list[tuple]) -> "_Graph":
+    """The launches as a CUDA graph (captured from the stream, so each keeps the arguments it was given)."""
+    d = self.d
+    _check(d.cuStreamBeginCapture(self.stream, d.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+           "cuStreamBeginCapture")
+    try:
+      for f, args, size in launches: self.launch(f, args, size)
+    finally:
+      graph = _check(d.cuStreamEndCapture(self.stream), "cuStreamEndCapture")
+    try:
+      return _Graph(_check(d.cuGraphInstantiate(graph, 0), "cuGraphInstantiate"))
+    finally:
+      d.cuGraphDestroy(graph)
+
+  def replay(self, captured: "_Graph") -> None:
+    _check(self.d.cuGraphLaunch(captured.exec, self.stream), "cuGraphLaunch")
 
   def alloc(self, nbytes: int): return _Memory(_check(self.d.cuMemAlloc(nbytes), "cuMemAlloc"))
 
@@ -128,6 +149,17 @@ class _CUDAQueue(Queue):
       return _check(self.d.cuEventElapsedTime(start, end), "cuEventElapsedTime") * 1e-3
     finally:
       for e in (start, end): self.d.cuEventDestroy(e)
+
+
+class _Graph:
+  """An instantiated CUDA graph, destroyed with the last reference."""
+
+  def __init__(self, exec_): self.exec = exec_
+
+  def __del__(self):
+    from cuda.bindings import driver
+    try: driver.cuGraphExecDestroy(self.exec)
+    except Exception: pass
 
 
 class _Memory:

@@ -5,6 +5,11 @@ callbacks, their operands read back and their results sent to the device.
 
 A device gives a `Queue`: buffers of bytes, uploads, downloads, copies between buffers (at byte offsets) and
 launches. The Program and its Kernels are read by their fields only (devices do not import the lowering).
+
+A queue that `captures` (CUDA's, as a CUDA graph) records a program of kernels alone once for a set of buffer
+addresses and replays it as one launch each time a call uses those addresses again: a jitted step called in a loop
+on the buffers it keeps costs one launch, not one per kernel. A set is captured when seen a second time, so calls
+whose buffers change every time (fresh outputs) launch kernel by kernel and pay no capture.
 """
 from __future__ import annotations
 
@@ -22,6 +27,15 @@ from .interp import InterpDevice
 class Queue:
   """One device's memory and work, in the order asked."""
 
+  captures = False   # whether capture() records launches to replay as one
+
+  def capture(self, launches: list[tuple]):
+    """The launches ((function, args, size) each) recorded, not run, as one thing `replay` runs."""
+    raise NotImplementedError
+
+  def replay(self, captured) -> None: raise NotImplementedError
+  def address(self, buf) -> int: raise NotImplementedError   # where buf's memory is (what a capture holds)
+
   def alloc(self, nbytes: int): raise NotImplementedError
   def upload(self, buf, data: np.ndarray) -> None: raise NotImplementedError
   def download(self, buf, out: np.ndarray) -> None: raise NotImplementedError
@@ -38,6 +52,9 @@ class Queue:
     self.launch(function, args, size)
     self.finish()
     return time.perf_counter() - t0
+
+
+CAPTURES = 4   # buffer-address sets whose capture a runner keeps (the oldest goes first)
 
 
 class Resident:
@@ -81,6 +98,9 @@ class Runner:
     self.consts = {n: self._upload(b) for n, b in enumerate(prog.buffers) if b.data is not None and n not in written}
     self.fresh_consts = [n for n, b in enumerate(prog.buffers) if b.data is not None and n in written]
     self._free: list[list] = []   # buffer sets of finished calls, for the next ones (one set per concurrent call)
+    # a program of kernels alone on a queue that captures: buffer addresses -> its capture (None: seen once)
+    self._captures: dict[tuple, object] | None = {} if queue.captures and all(
+        getattr(k, "bodies", None) is None for k in prog.kernels) else None
 
   def _upload(self, spec):
     buf = self.queue.alloc(max(spec.size * spec.dtype.itemsize, 1))
@@ -160,6 +180,9 @@ class Runner:
     return list(self.ns)
 
   def run(self, prog: Program, bufs: list, timed: bool = False) -> None:
+    if self._captures is not None and prog is self.prog and not timed and (c := self._captured(bufs)) is not None:
+      self.queue.replay(c)
+      return
     for k, nums in zip(prog.kernels, prog.calls):
       t0 = time.perf_counter_ns()
       if getattr(k, "bodies", None) is not None:
@@ -170,6 +193,19 @@ class Runner:
       if timed:
         self.queue.finish()
         self.ns.append(float(time.perf_counter_ns() - t0))
+
+  def _captured(self, bufs: list):
+    """The capture of this program on these buffers, made on their second call (None before)."""
+    key = tuple(self.queue.address(b) for b in bufs)
+    if key not in self._captures:
+      if len(self._captures) >= CAPTURES: del self._captures[next(iter(self._captures))]
+      self._captures[key] = None
+      return None
+    if self._captures[key] is None:
+      self._captures[key] = self.queue.capture(
+          [(self.functions[name], [bufs[n] for n in nums], size) for k, nums in zip(self.prog.kernels, self.prog.calls)
+           for name, size in (self.launches[k],) if all(size[0])])
+    return self._captures[key]
 
   def copy_out(self, results, body: Program, bufs: list) -> None:
     for r, (o, _) in zip(results, body.outputs):
