@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from ..devices.base import Program
 from ..ir import Ops, UOp, dtypes, substitute
 from .kernel import Control, Kernel, Loop, Store
+from . import render_mma
 from .opt import gpu_default, grouped, stage_loads, stage_shape
 from .render_c import CTYPE, HELPERS, LOAD, MEMTYPE, REDUCE_ALU, STORE, _Body, _combine, _emit_reduce, _emit_store, \
     _identity, _loop, _order, add_error, add_exactly, block_loop, c_name, is_product, open_blocks, render_const, \
@@ -220,7 +221,10 @@ def render_kernel(k: Kernel, target: str, name: str | None = None, restrict: boo
                      f"*{t.restrict + ' ' if restrict else ''}{n}" for p, n in b.bufs.items())
   local = opts.get("local", LOCAL)
   if k.reduce is not None and (is_product(k.reduce.value) or opts.get("stage")): b.sum_block = PRODUCT_BLOCK
-  if grouped(k, opts):
+  if target == "cuda" and (mma := render_mma.plan(k)) is not None:   # tensor cores
+    launch = render_mma.launch(k)
+    render_mma.emit(b, k, mma)
+  elif grouped(k, opts):
     launch = ((math.prod(l.extent for l in k.loops) * local,), (local,))
     _grouped_body(b, k, t, local)
   elif k.parallel and k.loops:

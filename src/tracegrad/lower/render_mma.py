@@ -1,0 +1,141 @@
+"""Tensor cores for the CUDA target: a matmul-like kernel over float16 or bfloat16 operands with a float32 sum runs as
+warp-wide `mma.sync.aligned.m16n8k16` instructions (sm_80 and newer; Hopper runs them too).
+
+A kernel qualifies (`plan`) when its reduction is one float32 sum over one loop K of a product x * y, each a half
+value widened (a half buffer's load, or a float32 value rounded to a half type: `astype` fused into the matmul),
+x reading along the rows and K, y along K and the columns, no other outer loop but batch loops in front, and the
+rows, columns and K multiples of 64, 64 and 16. A group of four warps computes a 64 x 64 block of outputs, each warp
+32 x 32 of it as 2 x 4 tiles of 16 x 8; every 16 steps of K a thread packs the halves it holds of each operand, as
+the instruction's fragments lay them out (row-major A, column-major B), into 32-bit registers. The stores, with what
+the kernel computes from each sum, run per accumulator at its row and column. A GPU older than sm_80 compiles the
+same kernel with each accumulator summed by float32 multiply-adds instead, so the launch stays the same everywhere.
+
+>>> import numpy as np, tracegrad, tracegrad.numpy as tnp
+>>> from tracegrad.lower.schedule import schedule
+>>> f = lambda a, b: tnp.matmul(a.astype(tnp.bfloat16), b.astype(tnp.bfloat16), preferred_element_type=tnp.float32)
+>>> k = schedule(tracegrad.make_graph(f)(np.ones((128, 64), np.float32), np.ones((64, 128), np.float32))).kernels[0]
+>>> print(plan(k).half)
+bfloat16
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..ir import Ops, UOp, dtypes
+from .kernel import Kernel
+from .render_c import HALF, STORE, _Body, _emit_store
+
+WARPS, BLOCK, WARP_TILE = 4, 64, 32   # warps of a group (2 x 2), outputs per group side, per warp side
+M_TILES, N_TILES = WARP_TILE // 16, WARP_TILE // 8   # a warp's 16 x 8 tiles down and across
+INSTRUCTION = {dtypes.float16: "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+               dtypes.bfloat16: "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"}
+
+
+@dataclass(frozen=True)
+class Plan:
+  x: UOp          # the row operand's half value (rows, K)
+  y: UOp          # the column operand's half value (K, columns)
+  half: object    # their dtype
+  rows: UOp
+  cols: UOp
+  k: UOp
+  steps: int
+
+
+def plan(k: Kernel) -> Plan | None:
+  """The tensor-core plan of k, or None when it does not qualify (see the module's docstring)."""
+  r = k.reduce
+  if r is None or not k.parallel or k.phases or k.epilogue or r.stores or k.opts or len(k.loops) < 2: return None
+  if r.op is not Ops.REDUCE_SUM or r.acc.dtype is not dtypes.float32 or len(r.loops) != 1: return None
+  v = r.value
+  if v.op is not Ops.MUL or v.dtype is not dtypes.float32: return None
+  halves = [s.src[0] if s.op is Ops.CAST and s.src[0].dtype in HALF else None for s in v.src]
+  if None in halves or halves[0].dtype is not halves[1].dtype: return None
+  rows, cols, kv = k.loops[-2].var, k.loops[-1].var, r.loops[0].var
+  batch = {l.var for l in k.loops[:-2]}
+  uses = lambda u: {x for x in u.toposort() if x.op is Ops.PARAM and x.shape == ()}
+  (x, ux), (y, uy) = ((h, uses(h)) for h in halves)
+  if ux - batch != {rows, kv}: (x, ux), (y, uy) = (y, uy), (x, ux)
+  if ux - batch != {rows, kv} or uy - batch != {kv, cols}: return None
+  if any(u.op is Ops.GATHER and u.src[0] in {s.buf for s in k.stores} for h in (x, y) for u in h.toposort()): return None
+  if k.loops[-2].extent % BLOCK or k.loops[-1].extent % BLOCK or r.loops[0].extent % 16: return None
+  if any(s.mode is not None for s in k.stores): return None
+  return Plan(x, y, x.dtype, rows, cols, kv, r.loops[0].extent)
+
+
+def launch(k: Kernel) -> tuple:
+  """(global items, items per group) of the tensor-core kernel: a group per 64 x 64 block, per batch point."""
+  batch = math.prod(l.extent for l in k.loops[:-2])
+  return ((k.loops[-1].extent // BLOCK * 32 * WARPS, k.loops[-2].extent // BLOCK, batch), (32 * WARPS, 1, 1))
+
+
+def emit(b: _Body, k: Kernel, p: Plan) -> None:
+  """The kernel's body: fragments, instructions (or their float32 stand-in before sm_80), then the stores."""
+  r = k.reduce
+  b.line("const int64_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;")
+  b.line(f"const int64_t row0 = (int64_t)blockIdx.y * {BLOCK} + (warp >> 1) * {WARP_TILE}, "
+         f"col0 = (int64_t)blockIdx.x * {BLOCK} + (warp & 1) * {WARP_TILE};")
+  stride = math.prod(l.extent for l in k.loops[:-2])
+  for j, l in enumerate(k.loops[:-2]):   # batch loops from blockIdx.z, row-major
+    stride //= l.extent
+    b.line(f"const int64_t i{j} = ((int64_t)blockIdx.z / {stride}) % {l.extent};")
+    b.names[l.var] = f"i{j}"
+  b.line(f"float acc[{M_TILES}][{N_TILES}][4] = {{}};")
+  bits = STORE[p.half]
+
+  def value(u: UOp, at: dict[UOp, str], out: str) -> None:   # out = u's half bits at the loop values `at`
+    with b.block(""):
+      for var, e in at.items(): b.names[var] = e
+      b.line(f"{out} = {bits}({b.emit([u])[0]});")
+
+  with b.block(f"for (int64_t kb = 0; kb < {p.steps}; kb += 16)"):
+    b.line("#if __CUDA_ARCH__ >= 800")
+    b.line(f"uint32_t fa[{M_TILES}][4], fb[{N_TILES}][2];")
+    b.line("uint32_t lo, hi;")
+    b.line("#pragma unroll")
+    with b.block(f"for (int64_t mi = 0; mi < {M_TILES}; mi++)"):
+      b.line("#pragma unroll")
+      with b.block("for (int64_t q = 0; q < 4; q++)"):   # A's registers: rows g and g + 8, columns 2t and 2t + 8
+        b.line("const int64_t row = row0 + mi * 16 + g + (q & 1) * 8, kx = kb + 2 * t + (q >> 1) * 8;")
+        b.line("const int64_t kx1 = kx + 1;")
+        value(p.x, {p.rows: "row", p.k: "kx"}, "lo")
+        value(p.x, {p.rows: "row", p.k: "kx1"}, "hi")
+        b.line("fa[mi][q] = lo | (hi << 16);")
+    b.line("#pragma unroll")
+    with b.block(f"for (int64_t ni = 0; ni < {N_TILES}; ni++)"):
+      b.line("#pragma unroll")
+      with b.block("for (int64_t q = 0; q < 2; q++)"):   # B's registers: rows (of K) 2t and 2t + 8, column g
+        b.line("const int64_t col = col0 + ni * 8 + g, ky = kb + 2 * t + q * 8, ky1 = ky + 1;")
+        value(p.y, {p.k: "ky", p.cols: "col"}, "lo")
+        value(p.y, {p.k: "ky1", p.cols: "col"}, "hi")
+        b.line("fb[ni][q] = lo | (hi << 16);")
+    b.line("#pragma unroll")
+    with b.block(f"for (int64_t mi = 0; mi < {M_TILES}; mi++)"):
+      b.line("#pragma unroll")
+      with b.block(f"for (int64_t ni = 0; ni < {N_TILES}; ni++)"):
+        b.line(f'asm volatile("{INSTRUCTION[p.half]} {{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, '
+               f'{{%0, %1, %2, %3}};"')
+        b.line('  : "+f"(acc[mi][ni][0]), "+f"(acc[mi][ni][1]), "+f"(acc[mi][ni][2]), "+f"(acc[mi][ni][3])')
+        b.line('  : "r"(fa[mi][0]), "r"(fa[mi][1]), "r"(fa[mi][2]), "r"(fa[mi][3]), "r"(fb[ni][0]), "r"(fb[ni][1]));')
+    b.line("#else")   # before sm_80: each accumulator of the same layout summed by multiply-adds
+    with b.block("for (int64_t kk = kb; kk < kb + 16; kk++)"):
+      with b.block(f"for (int64_t mi = 0; mi < {M_TILES}; mi++)"):
+        with b.block(f"for (int64_t ni = 0; ni < {N_TILES}; ni++)"):
+          with b.block("for (int64_t q = 0; q < 4; q++)"):
+            b.line("const int64_t row = row0 + mi * 16 + g + (q >> 1) * 8, col = col0 + ni * 8 + 2 * t + (q & 1);")
+            with b.block(""):
+              b.names[p.rows], b.names[p.cols], b.names[p.k] = "row", "col", "kk"
+              b.line(f"acc[mi][ni][q] = fmaf({b.emit([r.value.src[0]])[0]}, {b.emit([r.value.src[1]])[0]}, "
+                     f"acc[mi][ni][q]);")
+    b.line("#endif")
+  # the stores: accumulator q of tile (mi, ni) is the sum at row g (+ 8 for q >= 2), column 2t (+ 1 for odd q)
+  b.line("#pragma unroll")
+  with b.block(f"for (int64_t mi = 0; mi < {M_TILES}; mi++)"):
+    b.line("#pragma unroll")
+    with b.block(f"for (int64_t ni = 0; ni < {N_TILES}; ni++)"):
+      b.line("#pragma unroll")
+      with b.block("for (int64_t q = 0; q < 4; q++)"):
+        b.line("const int64_t row = row0 + mi * 16 + g + (q >> 1) * 8, col = col0 + ni * 8 + 2 * t + (q & 1);")
+        b.names[p.rows], b.names[p.cols], b.names[r.acc] = "row", "col", "acc[mi][ni][q]"
+        for s in k.stores: _emit_store(b, s)
