@@ -84,32 +84,28 @@ def emit(b: _Body, k: Kernel, p: Plan) -> None:
   b.line(f"float acc[{M_TILES}][{N_TILES}][4] = {{}};")
   bits = STORE[p.half]
 
-  def value(u: UOp, at: dict[UOp, str], out: str) -> None:   # out = u's half bits at the loop values `at`
-    with b.block(""):
-      for var, e in at.items(): b.names[var] = e
-      b.line(f"{out} = {bits}({b.emit([u])[0]});")
+  def fragments(dest: str, tile: str, tiles: int, regs: int, at: str, u: UOp, lo: dict, hi: dict) -> None:
+    """dest[tile][q]: each register q of each tile, two halves of u (at the loop values `lo`, then `hi`, given the
+    C declarations `at`) packed low first."""
+    b.line("#pragma unroll")
+    with b.block(f"for (int64_t {tile} = 0; {tile} < {tiles}; {tile}++)"):
+      b.line("#pragma unroll")
+      with b.block(f"for (int64_t q = 0; q < {regs}; q++)"):
+        b.line(at)
+        for half, where in (("lo", lo), ("hi", hi)):
+          with b.block(""):
+            for var, e in where.items(): b.names[var] = e
+            b.line(f"{half} = {bits}({b.emit([u])[0]});")
+        b.line(f"{dest}[{tile}][q] = lo | (hi << 16);")
 
   with b.block(f"for (int64_t kb = 0; kb < {p.steps}; kb += 16)"):
     b.line("#if __CUDA_ARCH__ >= 800")
-    b.line(f"uint32_t fa[{M_TILES}][4], fb[{N_TILES}][2];")
-    b.line("uint32_t lo, hi;")
-    b.line("#pragma unroll")
-    with b.block(f"for (int64_t mi = 0; mi < {M_TILES}; mi++)"):
-      b.line("#pragma unroll")
-      with b.block("for (int64_t q = 0; q < 4; q++)"):   # A's registers: rows g and g + 8, columns 2t and 2t + 8
-        b.line("const int64_t row = row0 + mi * 16 + g + (q & 1) * 8, kx = kb + 2 * t + (q >> 1) * 8;")
-        b.line("const int64_t kx1 = kx + 1;")
-        value(p.x, {p.rows: "row", p.k: "kx"}, "lo")
-        value(p.x, {p.rows: "row", p.k: "kx1"}, "hi")
-        b.line("fa[mi][q] = lo | (hi << 16);")
-    b.line("#pragma unroll")
-    with b.block(f"for (int64_t ni = 0; ni < {N_TILES}; ni++)"):
-      b.line("#pragma unroll")
-      with b.block("for (int64_t q = 0; q < 2; q++)"):   # B's registers: rows (of K) 2t and 2t + 8, column g
-        b.line("const int64_t col = col0 + ni * 8 + g, ky = kb + 2 * t + q * 8, ky1 = ky + 1;")
-        value(p.y, {p.k: "ky", p.cols: "col"}, "lo")
-        value(p.y, {p.k: "ky1", p.cols: "col"}, "hi")
-        b.line("fb[ni][q] = lo | (hi << 16);")
+    b.line(f"uint32_t fa[{M_TILES}][4], fb[{N_TILES}][2], lo, hi;")
+    # A's registers: rows g and g + 8, columns 2t and 2t + 8; B's: rows (of K) 2t and 2t + 8, column g
+    fragments("fa", "mi", M_TILES, 4, "const int64_t row = row0 + mi * 16 + g + (q & 1) * 8, "
+              "kx = kb + 2 * t + (q >> 1) * 8, kx1 = kx + 1;", p.x, {p.rows: "row", p.k: "kx"}, {p.rows: "row", p.k: "kx1"})
+    fragments("fb", "ni", N_TILES, 2, "const int64_t col = col0 + ni * 8 + g, ky = kb + 2 * t + q * 8, ky1 = ky + 1;",
+              p.y, {p.k: "ky", p.cols: "col"}, {p.k: "ky1", p.cols: "col"})
     b.line("#pragma unroll")
     with b.block(f"for (int64_t mi = 0; mi < {M_TILES}; mi++)"):
       b.line("#pragma unroll")
