@@ -27,6 +27,7 @@ from .kernel import Kernel
 from .render_c import HALF, STORE, _Body, _emit_store
 
 WARPS, BLOCK, WARP_TILE = 4, 64, 32   # warps of a group (2 x 2), outputs per group side, per warp side
+MAX_GRID = 65535   # groups along a launch's second and third dimensions
 M_TILES, N_TILES = WARP_TILE // 16, WARP_TILE // 8   # a warp's 16 x 8 tiles down and across
 INSTRUCTION = {dtypes.float16: "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
                dtypes.bfloat16: "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"}
@@ -60,6 +61,7 @@ def plan(k: Kernel) -> Plan | None:
   if ux - batch != {rows, kv} or uy - batch != {kv, cols}: return None
   if any(u.op is Ops.GATHER and u.src[0] in {s.buf for s in k.stores} for h in (x, y) for u in h.toposort()): return None
   if k.loops[-2].extent % BLOCK or k.loops[-1].extent % BLOCK or r.loops[0].extent % 16: return None
+  if k.loops[-2].extent // BLOCK > MAX_GRID or math.prod(l.extent for l in k.loops[:-2]) > MAX_GRID: return None
   if any(s.mode is not None for s in k.stores): return None
   return Plan(x, y, x.dtype, rows, cols, kv, r.loops[0].extent)
 
