@@ -64,6 +64,17 @@ def test_steps_kernels_and_times(server):
   assert (p["runs"], bool(p["kernels"])) == ((3, True) if COMPILED else (0, False))
   for k in p["kernels"]:
     assert k["source"].strip() and k["ns"] >= 0
+  if COMPILED:   # the schedule: each node with the kernel that stores it, or computes it where it is read
+    last = p["steps"][-1]
+    assert last["name"] == f"schedule: {len(p['kernels'])} kernels"
+    owners = {n["kernel"] for n in last["nodes"] if "kernel" in n}
+    assert owners == {k["name"] for k in p["kernels"]}
+
+
+def test_a_control_flow_body_lowers_inside_its_program_unrecorded(server):
+  tracegrad.jit(lambda x: tracegrad.lax.scan(lambda c, v: (c + v.sum(), c), 0.0, x))(tnp.ones((5, 3)))
+  names = [s["name"] for s in record.programs()[0]["steps"]]
+  assert len(names) == len(set(names)), names
 
 
 def test_transforms_outside_jit_are_programs_of_their_own(server):

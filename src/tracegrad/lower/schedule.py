@@ -716,7 +716,8 @@ class _Scheduler:
     """A COND, SCAN or WHILE as a Control item over sub-programs scheduled into this schedule's buffers; a CALLBACK
     as one with no sub-program, its arg the HostCall and the operands' shapes; a LINALG as a CALLBACK into LAPACK
     (devices/host_linalg.py)."""
-    def sub(g: Graph) -> Program: return _Scheduler(prepare(g), self.buffers, fresh_outputs=True).program()
+    def sub(g: Graph) -> Program:
+      with record.quiet(): return _Scheduler(prepare(g), self.buffers, fresh_outputs=True).program()
     op = h.op
     if op is Ops.LINALG:
       avals = tuple(multi_avals(op, h.src, h.arg))
@@ -740,7 +741,20 @@ class _Scheduler:
       if self.fresh and n in own: n = self._copy(o)
       outputs.append((n, o.shape))
     kernels, calls = merge_rows(*merge_elementwise(self.kernels, self.calls))
+    if record.on() and not self.fresh: self._record(kernels, calls)
     return Program(kernels, calls, self.buffers, self.inputs, outputs)
+
+  def _record(self, kernels: list, calls: list) -> None:
+    """VIZ's schedule step: each node with the kernel that stores it, or (computed where it is read) of its first
+    reader's."""
+    writer = {n: k.name for k, nums in zip(kernels, calls)
+              for n in (_written(k, nums) if isinstance(k, Kernel) else k.results)}
+    owner = {u: writer[n] for u, n in self.bufnum.items() if n in writer}
+    for u in reversed(toposort(self.outs)):
+      if u in owner or u.op in (Ops.PARAM, Ops.BUFFER): continue
+      reader = next((v for v in self.users.get(u, ()) if v in owner), None)
+      if reader is not None: owner[u] = owner[reader]
+    record.step(f"schedule: {len(kernels)} kernels", self.outs, [u for u in self.bufnum if u.op is Ops.PARAM], owner)
 
   def _copy(self, o: UOp) -> int:
     n = self._spec(o.size, o.dtype)

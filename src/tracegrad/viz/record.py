@@ -123,19 +123,26 @@ def bound(graph: Graph) -> Program | None:
 def lowering(graph: Graph):
   """Lowering passes inside are steps of the program graph was traced for (none: they are not recorded)."""
   p = bound(graph)
-  if p is None:
-    _stack().append(False)
-  else:
-    _stack().append(p)
+  _stack().append(False if p is None else p)
   try:
     yield p
   finally:
     _stack().pop()
 
 
-def step(name: str, outputs, inputs=()) -> None:
-  """A pass's result: the graph computing outputs (UOps) from inputs. Outside any program, a step starts one of its
-  own (a transform applied outside jit)."""
+@contextlib.contextmanager
+def quiet():
+  """Nothing inside is recorded (the lowering of a control-flow body, inside its program's)."""
+  _stack().append(False)
+  try:
+    yield
+  finally:
+    _stack().pop()
+
+
+def step(name: str, outputs, inputs=(), kernels: dict | None = None) -> None:
+  """A pass's result: the graph computing outputs (UOps) from inputs; `kernels` names the kernel that stores each
+  node it holds (a schedule). Outside any program, a step starts one of its own (a transform applied outside jit)."""
   if not _ON: return
   stack = _stack()
   p = stack[-1] if stack else None
@@ -149,6 +156,9 @@ def step(name: str, outputs, inputs=()) -> None:
     ids = [p.number(u) for u in nodes]
     rec["ids"] = ids
     rec["nodes"] = [_node(p, u, i) for u, i in zip(nodes, ids)]
+    if kernels:
+      for n, u in zip(rec["nodes"], nodes):
+        if u in kernels: n["kernel"] = kernels[u]
     rec["outputs"] = [p.number(u) for u in outputs]
     rec["inputs"] = [p.number(u) for u in inputs]
     rec["changed"] = [] if prev is None else [i for i in ids if i not in prev]

@@ -70,7 +70,8 @@ function showStep(i, fit) {
   }
   const changed = new Set(s.changed), outs = new Set(s.outputs), ins = new Set(s.inputs);
   const pos = s.layout, byId = new Map(s.nodes.map((n) => [n.id, n]));
-  $("stepinfo").textContent = `${s.nodes.length} nodes, ${s.changed.length} made by this step`;
+  $("stepinfo").textContent = `${s.nodes.length} nodes, ${s.changed.length} made by this step` +
+    (s.nodes.some((n) => n.kernel) ? "; coloured by the kernel computing each" : "");
   const edges = el("g", {}, vp);
   for (const n of s.nodes) {
     const [x2, y2] = pos[n.id];
@@ -86,7 +87,8 @@ function showStep(i, fit) {
     const cls = ["node", changed.has(n.id) ? "changed" : "", outs.has(n.id) ? "output" : "",
                  ins.has(n.id) || n.op === "param" ? "input" : ""].join(" ").trim();
     const g = el("g", { class: cls, transform: `translate(${x - W / 2},${y - H / 2})`, "data-id": n.id }, vp);
-    el("rect", { width: W, height: H }, g);
+    const rect = el("rect", { width: W, height: H }, g);
+    if (n.kernel) rect.style.fill = kernelColour(n.kernel);
     const t1 = el("text", { x: W / 2, y: 16, class: "op" }, g);
     t1.textContent = n.op + (n.arg && n.op !== "param" && n.arg.length < 14 ? ` ${n.arg}` : "");
     const t2 = el("text", { x: W / 2, y: 31 }, g);
@@ -100,7 +102,13 @@ function showStep(i, fit) {
 
 function details(n) {
   $("details").textContent = `%${n.id} = ${n.op}${n.arg ? "[" + n.arg + "]" : ""} : ${n.dtype}[${n.shape.join(",")}]` +
-    (n.src.length ? `  <- ${n.src.map((s) => "%" + s).join(", ")}` : "");
+    (n.src.length ? `  <- ${n.src.map((s) => "%" + s).join(", ")}` : "") + (n.kernel ? `  stored by ${n.kernel}` : "");
+}
+
+function kernelColour(name) {   // a light colour of its own for each kernel of a schedule
+  let h = 0;
+  for (const c of name) h = (h * 31 + c.charCodeAt(0)) % 360;
+  return `hsl(${h}, 70%, 82%)`;
 }
 
 function fitView(s) {
