@@ -95,6 +95,20 @@ def test_calls_on_concrete_arrays_take_the_direct_path_and_match_the_general_one
   assert not g._direct
 
 
+def test_direct_calls_on_containers_of_arrays_keep_the_pytree_order():
+  """A dict, tuple or list of Arrays goes straight to the program, its leaves in pytree order (a dict's keys sorted);
+  anything else (nested, non-str keys) takes the flattening path; each gives the traced function's values."""
+  f = tg.jit(lambda p, q: p["b"] - 2 * p["a"] + q[0] * q[1])
+  a, b, c, d = (tnp.asarray(np.full(3, v, np.float32)) for v in (1.0, 10.0, 2.0, 3.0))
+  compiled = tg.default_backend() == "cpu"
+  for args in (({"b": b, "a": a}, (c, d)), ({"a": a, "b": b}, [c, d]), ({"a": a, "b": b}, (c, d))):
+    for _ in range(2): np.testing.assert_array_equal(np.asarray(f(*args)), np.full(3, 14.0, np.float32))
+  assert len(f._direct) == (2 if compiled else 0)   # the tuple and the list; dict order does not matter
+  g = tg.jit(lambda p: p[1]["x"] + p[2])
+  for _ in range(2): np.testing.assert_array_equal(np.asarray(g({1: {"x": a}, 2: b})), np.full(3, 11.0, np.float32))
+  assert len(g._direct) == (1 if compiled else 0)
+
+
 def test_lower_and_compile_expose_the_graph_and_kernels():
   f = tg.jit(lambda x: tnp.exp(x - x.max(1, keepdims=True)) / tnp.exp(x - x.max(1, keepdims=True)).sum(1, keepdims=True))
   lowered = f.lower(X)

@@ -114,17 +114,47 @@ def _direct_key(args: tuple):
   buffers: the key holds the backend, the tree when there is one, and each leaf's shape, dtype and weak type; the
   arrays are the buffers' values. None for any other call."""
   key, arrays = [run.default_backend(), config.trace_key], []
-  leaves = args
-  for a in args:
-    if type(a) is not Array:
-      leaves, tree = tree_util.flatten(args)
-      key.append(tree)
-      break
+  leaves = _flat_leaves(args, key)
   for a in leaves:
     if type(a) is not Array or a._shards is not None or (u := a._u).op is not _BUFFER: return None
     key += u.shape, u.dtype, a.weak_type
     arrays.append(u.arg.data)
   return tuple(key), arrays
+
+
+def _flat_leaves(args: tuple, key: list) -> list:
+  """args' leaves, in the order pytrees flatten them, adding their structure to key: without flattening a pytree
+  when each argument is an Array or a dict, tuple or list of Arrays (a parameter dict: the common call)."""
+  leaves = []
+  for a in args:
+    t = type(a)
+    if t is Array:
+      leaves.append(a)
+      continue
+    if t is dict:
+      try:
+        names = sorted(a)   # as pytrees order a dict's entries (str keys)
+      except TypeError:
+        break
+      key.append(("dict", *names))
+      for n in names:
+        if type(n) is not str or type(v := a[n]) is not Array: break
+        leaves.append(v)
+      else: continue
+      break
+    if t is tuple or t is list:
+      key.append((t, len(a)))
+      for v in a:
+        if type(v) is not Array: break
+        leaves.append(v)
+      else: continue
+    break
+  else:
+    return leaves
+  del key[2:]
+  leaves, tree = tree_util.flatten(args)
+  key.append(tree)
+  return leaves
 
 
 def _direct(g: Graph, ex: run.Executable) -> Callable | None:
