@@ -117,7 +117,7 @@ def _direct_key(args: tuple):
   leaves = _flat_leaves(args, key)
   for a in leaves:
     if type(a) is not Array or a._shards is not None or (u := a._u).op is not _BUFFER: return None
-    key += u.shape, u.dtype, a.weak_type
+    key += u.shape, u.dtype.name, a.weak_type   # a name: its hash is kept, a DType's is computed
     arrays.append(u.arg.data)
   return tuple(key), arrays
 
