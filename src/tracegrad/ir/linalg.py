@@ -21,12 +21,16 @@ from .dtypes import complex_of, int32
 from .ops import Ops
 
 
+COMPLEX_KINDS = frozenset({"eig", "lu", "triangular_solve"})   # the kinds that take complex matrices
+
+
 def _err(kind: str, msg: str) -> ValueError: return ValueError(f"linalg {kind}: {msg}")
 
 
 def _float_matrix(kind: str, a, name: str = "a", square: bool = False) -> tuple[int, int]:
   if len(a.shape) < 2: raise _err(kind, f"{name} must have at least 2 dimensions, got shape {a.shape}")
-  if not (a.dtype.is_float or kind == "eig" and a.dtype.is_complex): raise _err(kind, f"{name} must be floating point, got {a.dtype}")
+  if not (a.dtype.is_float or kind in COMPLEX_KINDS and a.dtype.is_complex):
+    raise _err(kind, f"{name} must be floating point{' or complex' if kind in COMPLEX_KINDS else ''}, got {a.dtype}")
   m, n = a.shape[-2:]
   if square and m != n: raise _err(kind, f"{name} must be square in its last two axes, got shape {a.shape}")
   return m, n

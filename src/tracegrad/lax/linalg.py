@@ -27,11 +27,12 @@ def _prim(kind: str, operands, **params) -> list[Array]:
   return [Array(o) for o in outs]
 
 
-def _matrix(fn: str, x, square: bool = False) -> Array:
+def _matrix(fn: str, x, square: bool = False, complex_ok: bool = False) -> Array:
   a = to_array(x, fn=fn)
   if a.ndim < 2: raise ValueError(f"{fn}: x must have at least 2 dimensions (a batch of matrices), got shape {a.shape}")
-  if not a.dtype.is_float:
-    raise TypeError(f"{fn}: x must be floating point, got {a.dtype}; convert it with .astype(float32)")
+  if not (a.dtype.is_float or complex_ok and a.dtype.is_complex):
+    raise TypeError(f"{fn}: x must be floating point{' or complex' if complex_ok else ''}, got {a.dtype}; convert "
+                    f"it with .astype(float32)")
   if square and a.shape[-1] != a.shape[-2]:
     raise ValueError(f"{fn}: x must be square in its last two axes, got shape {a.shape}")
   return a
@@ -63,15 +64,17 @@ def _symmetrized(a: Array) -> Array: return (a + _t(a)) * _c(a, 0.5)
 
 def triangular_solve(a, b, *, left_side: bool = False, lower: bool = False, transpose_a: bool = False,
                      conjugate_a: bool = False, unit_diagonal: bool = False) -> Array:
-  """x with op(a) x = b (left_side) or x op(a) = b, op(a) = aᵀ when transpose_a, reading only a's lower (or upper)
-  triangle, its diagonal taken as ones when unit_diagonal; as lax.linalg.triangular_solve.
+  """x with op(a) x = b (left_side) or x op(a) = b, op(a) = aᵀ when transpose_a (conjugated too when conjugate_a),
+  reading only a's lower (or upper) triangle, its diagonal taken as ones when unit_diagonal; as
+  lax.linalg.triangular_solve.
 
   >>> lax.linalg.triangular_solve(tnp.array([[2.0, 0.0], [1.0, 1.0]]), tnp.array([[2.0], [3.0]]), left_side=True,
   ...                             lower=True)
   Array([[1.],
          [2.]], dtype=float32)
   """
-  a, b = _matrix("triangular_solve", a, square=True), to_array(b, fn="triangular_solve")
+  a, b = _matrix("triangular_solve", a, square=True, complex_ok=True), to_array(b, fn="triangular_solve")
+  if conjugate_a and a.dtype.is_complex: a = Array(cm.conj(a.uop))
   if b.ndim < 2:
     raise ValueError(f"triangular_solve: b must have at least 2 dimensions (a batch of matrices), got shape {b.shape}")
   if b.dtype is not a.dtype:
@@ -127,7 +130,7 @@ def lu(x) -> tuple[Array, Array, Array]:
   >>> perm
   Array([1, 0], dtype=int32)
   """
-  return tuple(_lu(_matrix("lu", x)))
+  return tuple(_lu(_matrix("lu", x, complex_ok=True)))
 
 
 @custom_jvp

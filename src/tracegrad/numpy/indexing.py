@@ -53,8 +53,9 @@ def _norm_concrete(i: np.ndarray, n: int, axis: int, mode) -> np.ndarray:
 
 
 def _fill_default(d):
-  """JAX's fill for out-of-bounds reads: NaN, the smallest signed int, the largest unsigned int, True."""
+  """JAX's fill for out-of-bounds reads: NaN (NaN + 0j), the smallest signed int, the largest unsigned int, True."""
   if d.is_float: return float("nan")
+  if d.is_complex: return complex(float("nan"), 0.0)
   if d.is_bool: return True
   return dtypes.min_value(d) if not d.is_unsigned else dtypes.max_value(d)
 

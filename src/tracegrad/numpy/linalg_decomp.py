@@ -57,13 +57,14 @@ class SVDResult(NamedTuple):
 
 # ---- shared helpers ----
 
-def floats(fn: str, *xs) -> tuple[list[Array], DType]:
+def floats(fn: str, *xs, complex_ok: bool = False) -> tuple[list[Array], DType]:
   """xs promoted together, integers and bools to the default float: (the arrays in the dtype LAPACK computes in,
-  the dtype of the result)."""
+  the dtype of the result). Complex matrices where complex_ok (the functions on LU), else a TypeError."""
   arrs, dt, _ = promote(fn, *xs)
   if dt.is_complex:
+    if complex_ok: return [a.astype(dt) for a in arrs], dt
     raise TypeError(f"{fn}: complex matrices ({dt}) are not supported yet; of tracegrad.numpy.linalg's "
-                    f"decompositions only eig and eigvals take them")
+                    f"decompositions only solve, inv, det, slogdet, eig and eigvals take them")
   if not dt.is_float: dt = dtypes.default_float()
   return [a.astype(acc_dtype(dt)) for a in arrs], dt
 
@@ -122,7 +123,7 @@ def solve(a: Num[Matrices, "*#batch n n"], b: Num[Matrices, "..."]) -> Inexact[A
 
 
 def _solve(a: Array, b: Array, *, vec: bool) -> Array:
-  (a, b), dt = floats("solve", a, b)
+  (a, b), dt = floats("solve", a, b, complex_ok=True)
   if vec: b = b[:, None]
   x = _solve_matrix(a, b) if a.shape[-1] else zeros(broadcast_shapes(a.shape[:-2], b.shape[:-2]) + b.shape[-2:],
                                                      a.dtype)
@@ -154,7 +155,7 @@ def inv(a: Num[Matrices, "*batch n n"]) -> Inexact[Array, "*batch n n"]:
 
 
 def _inv(a: Array) -> Array:
-  (a,), dt = floats("inv", a)
+  (a,), dt = floats("inv", a, complex_ok=True)
   if not a.shape[-1]: return a.astype(dt)
   return _solve_matrix(a, broadcast_to(eye(a.shape[-1], dtype=a.dtype), a.shape)).astype(dt)
 
@@ -182,7 +183,7 @@ def _small_det(a: Array) -> Array:
 
 
 def _det(a: Array) -> Array:
-  (a,), dt = floats("det", a)
+  (a,), dt = floats("det", a, complex_ok=True)
   return (_small_det(a) if a.shape[-1] <= 3 else _det_lu(a)).astype(dt)
 
 
@@ -226,17 +227,22 @@ def slogdet(a: Num[Matrices, "*batch n n"], *, method: str | None = None) -> Slo
 
   >>> tnp.linalg.slogdet(tnp.array([[1.0, 2.0], [3.0, 4.0]])).sign
   Array(-1., dtype=float32)
+
+  Of a complex matrix, sign is the determinant's phase (complex) and logabsdet real.
   """
   a = matrices("slogdet", a, square=True)
   if method not in (None, "lu", "qr"):
     raise ValueError(f"slogdet: unknown method {method!r}; use None or 'lu' (LU factorisation) or 'qr'")
+  if method == "qr" and a.dtype.is_complex:
+    raise TypeError(f"slogdet: method='qr' takes real matrices, got {a.dtype}; use the default method (LU) for "
+                    f"complex ones")
   return composite("slogdet", _slogdet_named, a, qr=method == "qr")
 
 
 def _slogdet_named(a: Array, *, qr: bool) -> SlogdetResult:
-  (a,), dt = floats("slogdet", a)
+  (a,), dt = floats("slogdet", a, complex_ok=not qr)
   s, logdet = _slogdet(a, qr)
-  return SlogdetResult(s.astype(dt), logdet.astype(dt))
+  return SlogdetResult(s.astype(dt), logdet.astype(dt.real if dt.is_complex else dt))
 
 
 def _slogdet_fun(a: Array, qr: bool) -> tuple[Array, Array]:
@@ -253,7 +259,7 @@ def _slogdet_fun(a: Array, qr: bool) -> tuple[Array, Array]:
     return sign(d), log(abs(d))
   d = diagonal(lu, 0, -2, -1)
   zero = (d == 0).any(-1)
-  s = _pivot_sign(piv, a.dtype) * (1 - 2 * ((d < 0).sum(-1) % 2)).astype(a.dtype)
+  s = _pivot_sign(piv, a.dtype) * sign(d).prod(-1)   # of complex pivots, the product of their phases
   return where(zero, 0, s), where(zero, -np.inf, log(abs(d)).sum(-1))
 
 
@@ -266,7 +272,9 @@ def _slogdet_jvp(qr, primals, tangents):
   s, logdet = _slogdet(a, qr)
   if not a.shape[-1]: return (s, logdet), (zeros(s.shape, s.dtype), zeros(s.shape, s.dtype))
   lu, _, perm = lla.lu(a)
-  return (s, logdet), (zeros(s.shape, s.dtype), mtrace(lu_solve(lu, perm, da)))
+  t = mtrace(lu_solve(lu, perm, da))   # the derivative of log det: its real part moves logabsdet, its imaginary the phase
+  if a.dtype.is_complex: return (s, logdet), (s * (t - t.real), t.real)
+  return (s, logdet), (zeros(s.shape, s.dtype), t)
 
 
 # ---- decompositions ----

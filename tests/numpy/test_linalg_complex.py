@@ -1,0 +1,99 @@
+"""Complex matrices through LU: solve, inv, det and slogdet against numpy (values, both precisions, eager and jitted,
+batched) and JAX (dtypes, derivatives); lax.linalg.lu and triangular_solve (conjugate_a too); what still refuses
+complex input."""
+import numpy as np
+import pytest
+
+import tracegrad
+import tracegrad.numpy as tnp
+from tracegrad import lax
+from tracegrad.test_util import check_grads
+from oracles import x64
+
+
+def _c(r, *shape, dtype=np.complex64):
+  return (r.randn(*shape) + 1j * r.randn(*shape)).astype(dtype)
+
+
+def _close(got, want, dtype, ulps=64):
+  eps = np.finfo(np.float32 if dtype == np.complex64 else np.float64).eps
+  got = np.asarray(got)
+  assert got.dtype == want.dtype, (got.dtype, want.dtype)
+  assert np.abs(got - want).max() <= ulps * eps * max(np.abs(want).max(), 1), np.abs(got - want).max()
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+@pytest.mark.parametrize("jit", [False, True])
+@pytest.mark.parametrize("n", [1, 3, 6])
+def test_lu_functions_match_numpy(dtype, jit, n):
+  r = np.random.RandomState(n)
+  a, b, v = _c(r, 3, n, n, dtype=dtype), _c(r, 3, n, 2, dtype=dtype), _c(r, n, dtype=dtype)
+  wrap = tracegrad.jit if jit else (lambda f: f)
+  with x64(dtype == np.complex128):
+    _close(wrap(tnp.linalg.solve)(a, b), np.linalg.solve(a, b), dtype)
+    _close(wrap(tnp.linalg.solve)(a[0], v), np.linalg.solve(a[0], v), dtype)
+    _close(wrap(tnp.linalg.inv)(a), np.linalg.inv(a), dtype)
+    _close(wrap(tnp.linalg.det)(a), np.linalg.det(a), dtype)
+    sign, logabs = wrap(tnp.linalg.slogdet)(a)
+    want_sign, want_log = np.linalg.slogdet(a)
+    _close(sign, want_sign, dtype)
+    _close(logabs, want_log, dtype)
+
+
+def test_mixed_real_and_complex_promote():
+  r = np.random.RandomState(0)
+  a, b = r.randn(4, 4).astype(np.float32), _c(r, 4)
+  _close(tnp.linalg.solve(a, b), np.linalg.solve(a, b).astype(np.complex64), np.complex64)
+
+
+def test_derivatives_in_both_modes():
+  r = np.random.RandomState(1)
+  a, b = tnp.asarray(_c(r, 4, 4)), tnp.asarray(_c(r, 4, 2))
+  for f in (lambda m: tnp.linalg.solve(m, b), tnp.linalg.inv, tnp.linalg.det, lambda m: tnp.linalg.slogdet(m)[0],
+            lambda m: tnp.linalg.slogdet(m)[1], lambda m: tnp.linalg.solve(a, m @ m)):
+    check_grads(f, (a,), order=1, modes=("fwd", "rev"))
+
+
+def test_gradients_match_jax():
+  jax = pytest.importorskip("jax")
+  jnp = jax.numpy
+  r = np.random.RandomState(2)
+  a, b = _c(r, 5, 5), _c(r, 5, 3)
+  loss = lambda m, lib: (lib.abs(lib.linalg.det(m)) + lib.real(lib.linalg.solve(m, b).sum())
+                         + lib.imag(lib.linalg.slogdet(m)[0]) + lib.linalg.slogdet(m)[1])
+  got = np.asarray(tracegrad.grad(lambda m: loss(m, tnp))(tnp.asarray(a)))
+  want = np.asarray(jax.grad(lambda m: loss(m, jnp))(jnp.asarray(a)))
+  assert got.dtype == want.dtype and np.abs(got - want).max() <= 256 * np.finfo(np.float32).eps * np.abs(want).max()
+  got = np.asarray(tracegrad.grad(lambda m: tnp.linalg.det(m), holomorphic=True)(tnp.asarray(a)))
+  want = np.asarray(jax.grad(lambda m: jnp.linalg.det(m), holomorphic=True)(jnp.asarray(a)))
+  assert np.abs(got - want).max() <= 256 * np.finfo(np.float32).eps * np.abs(want).max()
+
+
+def test_vmap_matches_slices():
+  r = np.random.RandomState(3)
+  a, b = _c(r, 4, 3, 3), _c(r, 4, 3)
+  got = np.asarray(tracegrad.vmap(tnp.linalg.solve)(a, b))
+  want = np.stack([np.asarray(tnp.linalg.solve(a[i], b[i])) for i in range(4)])
+  assert np.abs(got - want).max() <= 16 * np.finfo(np.float32).eps * np.abs(want).max()
+
+
+def test_lax_lu_and_triangular_solve():
+  r = np.random.RandomState(4)
+  a = _c(r, 4, 4)
+  lu, piv, perm = lax.linalg.lu(a)
+  lu = np.asarray(lu)
+  l, u = np.tril(lu, -1) + np.eye(4), np.triu(lu)
+  assert lu.dtype == np.complex64 and np.abs(l @ u - a[np.asarray(perm)]).max() <= 64 * np.finfo(np.float32).eps * 4
+  t, b = np.triu(_c(r, 3, 3)) + 3 * np.eye(3, dtype=np.complex64), _c(r, 3, 2)
+  for transpose, conjugate, op in ((False, False, t), (True, False, t.T), (True, True, t.conj().T)):
+    x = np.asarray(lax.linalg.triangular_solve(t, b, left_side=True, lower=False, transpose_a=transpose,
+                                               conjugate_a=conjugate))
+    assert np.abs(op @ x - b).max() <= 64 * np.finfo(np.float32).eps * 3, (transpose, conjugate)
+
+
+def test_what_still_refuses_complex_input():
+  a = _c(np.random.RandomState(5), 3, 3)
+  for f in (tnp.linalg.cholesky, tnp.linalg.qr, tnp.linalg.eigh, tnp.linalg.svd):
+    with pytest.raises(TypeError, match="complex matrices"): f(a)
+  with pytest.raises(TypeError, match="method='qr' takes real matrices"): tnp.linalg.slogdet(a, method="qr")
+  with pytest.raises(TypeError, match="floating point, got complex64"): lax.linalg.cholesky(a)
