@@ -21,7 +21,7 @@ from .dtypes import complex_of, int32
 from .ops import Ops
 
 
-COMPLEX_KINDS = frozenset({"eig", "lu", "triangular_solve"})   # the kinds that take complex matrices
+COMPLEX_KINDS = frozenset({"eig", "lu", "triangular_solve", "cholesky", "eigh"})   # the kinds that take complex matrices
 
 
 def _err(kind: str, msg: str) -> ValueError: return ValueError(f"linalg {kind}: {msg}")
@@ -72,7 +72,7 @@ def _qr(src, p):
 def _eigh(src, p):
   (a,) = src
   _, n = _float_matrix("eigh", a, square=True)
-  return [(a.shape, a.dtype), ((*a.shape[:-2], n), a.dtype)]
+  return [(a.shape, a.dtype), ((*a.shape[:-2], n), a.dtype.real)]   # a Hermitian matrix's eigenvalues are real
 
 
 def _svd(src, p):

@@ -57,7 +57,8 @@ def _diag(a: Array) -> Array:
   return Array((a * _eye(a.shape[-1], a)).uop.reduce(Ops.REDUCE_SUM, (a.ndim - 1,)).reshape(a.shape[:-1]))
 
 
-def _symmetrized(a: Array) -> Array: return (a + _t(a)) * _c(a, 0.5)
+def _h(a: Array) -> Array: return Array(cm.conj(B.mT(a.uop))) if a.dtype.is_complex else _t(a)   # aᴴ
+def _symmetrized(a: Array) -> Array: return (a + _h(a)) * _c(a, 0.5)
 
 
 # ---- triangular solve ----
@@ -93,14 +94,14 @@ def triangular_solve(a, b, *, left_side: bool = False, lower: bool = False, tran
 # ---- Cholesky ----
 
 def cholesky(x, *, symmetrize_input: bool = True) -> Array:
-  """The lower Cholesky factor l of the symmetric positive definite x (l lᵀ = x), NaN where x is not positive
-  definite; as lax.linalg.cholesky (symmetrize_input: x is first replaced by (x + xᵀ) / 2).
+  """The lower Cholesky factor l of the symmetric (Hermitian) positive definite x (l lᴴ = x), NaN where x is not
+  positive definite; as lax.linalg.cholesky (symmetrize_input: x is first replaced by (x + xᴴ) / 2).
 
   >>> lax.linalg.cholesky(tnp.array([[1.0, 0.0], [0.0, 9.0]]))
   Array([[1., 0.],
          [0., 3.]], dtype=float32)
   """
-  a = _matrix("cholesky", x, square=True)
+  a = _matrix("cholesky", x, square=True, complex_ok=True)
   return _cholesky(_symmetrized(a) if symmetrize_input else a)
 
 
@@ -112,8 +113,8 @@ def _cholesky(a: Array) -> Array: return _prim("cholesky", (a,))[0]
 def _cholesky_jvp(primals, tangents):
   (a,), (da,) = primals, tangents
   l = _cholesky(a)
-  # dl = l Φ(l⁻¹ da l⁻ᵀ), Φ keeping the strict lower triangle and half the diagonal
-  inner = triangular_solve(l, triangular_solve(l, da, left_side=False, lower=True, transpose_a=True),
+  # dl = l Φ(l⁻¹ da l⁻ᴴ), Φ keeping the strict lower triangle and half the diagonal
+  inner = triangular_solve(l, triangular_solve(l, da, left_side=False, lower=True, transpose_a=True, conjugate_a=True),
                            left_side=True, lower=True)
   phi = _tri(inner, True, -1) + _tri(_tri(inner, True), False) * _c(inner, 0.5)
   return l, _mm(l, phi)
@@ -245,14 +246,15 @@ def _qr_jvp(full, primals, tangents):
 
 def eigh(x, *, lower: bool = True, symmetrize_input: bool = True, sort_eigenvalues: bool = True,
          subset_by_index=None) -> tuple[Array, Array]:
-  """(v, w): eigenvectors (columns of v) and ascending eigenvalues w of the symmetric x, as lax.linalg.eigh.
+  """(v, w): eigenvectors (columns of v) and ascending eigenvalues w of the symmetric (Hermitian) x, as
+  lax.linalg.eigh; w is real.
 
   >>> v, w = lax.linalg.eigh(tnp.array([[2.0, 0.0], [0.0, 1.0]]))
   >>> w
   Array([1., 2.], dtype=float32)
   """
   if subset_by_index is not None: raise NotImplementedError("eigh: subset_by_index is not implemented")
-  a = _matrix("eigh", x, square=True)
+  a = _matrix("eigh", x, square=True, complex_ok=True)
   return tuple(_eigh(_symmetrized(a) if symmetrize_input else a, bool(lower)))
 
 
@@ -267,9 +269,11 @@ def _eigh_jvp(lower, primals, tangents):
   eye = _eye(n, a)
   wr = Array(w.uop.reshape((*w.shape[:-1], 1, n)).broadcast(a.shape))
   gaps = wr - _t(wr)   # w_j - w_i
-  f = Array(UOp.const(a.dtype, 1, a.shape)) / (gaps + eye) - eye
-  vdv = _mm(_t(v), _mm(da, v))
-  return (v, w), (_mm(v, f * vdv), _diag(vdv))
+  real_eye = _eye(n, wr)
+  f = Array(UOp.const(w.dtype, 1, a.shape)) / (gaps + real_eye) - real_eye
+  vdv = _mm(_h(v), _mm(da, v))
+  dw = _diag(vdv)
+  return (v, w), (_mm(v, f.astype(vdv.dtype) * vdv), Array(cm.re(dw.uop)) if dw.dtype.is_complex else dw)
 
 
 # ---- singular value decomposition ----

@@ -64,7 +64,7 @@ def floats(fn: str, *xs, complex_ok: bool = False) -> tuple[list[Array], DType]:
   if dt.is_complex:
     if complex_ok: return [a.astype(dt) for a in arrs], dt
     raise TypeError(f"{fn}: complex matrices ({dt}) are not supported yet; of tracegrad.numpy.linalg's "
-                    f"decompositions only solve, inv, det, slogdet, eig and eigvals take them")
+                    f"decompositions only solve, inv, det, slogdet, cholesky, eigh, eigvalsh, eig and eigvals take them")
   if not dt.is_float: dt = dtypes.default_float()
   return [a.astype(acc_dtype(dt)) for a in arrs], dt
 
@@ -294,9 +294,9 @@ def cholesky(a: Num[Matrices, "*batch n n"], *, upper: bool = False, symmetrize_
 
 
 def _cholesky(a: Array, *, upper: bool, symmetrize: bool) -> Array:
-  (a,), dt = floats("cholesky", a)
+  (a,), dt = floats("cholesky", a, complex_ok=True)
   lo = lla.cholesky(a, symmetrize_input=symmetrize)
-  return (lo.mT if upper else lo).astype(dt)
+  return (lo.mT.conj() if upper else lo).astype(dt)
 
 
 _QR_MODES = ("reduced", "complete", "r", "full")
@@ -344,9 +344,9 @@ def eigh(a: Num[Matrices, "*batch n n"], UPLO: str | None = None, symmetrize_inp
 
 
 def _eigh(a: Array, *, lower: bool, symmetrize: bool) -> EighResult:
-  (a,), dt = floats("eigh", a)
+  (a,), dt = floats("eigh", a, complex_ok=True)
   v, w = lla.eigh(a, lower=lower, symmetrize_input=symmetrize)
-  return EighResult(w.astype(dt), v.astype(dt))
+  return EighResult(w.astype(dt.real), v.astype(dt))
 
 
 def _general(fn: str, a) -> Array:
