@@ -1,4 +1,4 @@
-"""Complex matrices: solve, inv, det and slogdet (LU), eigh, eigvalsh and cholesky of Hermitian matrices, against numpy
+"""Complex matrices: solve, inv, det and slogdet (LU), eigh, eigvalsh and cholesky of Hermitian matrices, qr, against numpy
 (values, both precisions, eager and jitted, batched) and JAX (dtypes, derivatives); lax.linalg.lu and
 triangular_solve (conjugate_a too); what still refuses complex input."""
 import numpy as np
@@ -130,9 +130,31 @@ def test_hermitian_derivatives_match_jax():
     check_grads(lambda a: tnp.abs(tnp.linalg.eigh(a)[1][:, 0]), (h,), order=1, modes=("fwd", "rev"))
 
 
-def test_what_still_refuses_complex_input():
+@pytest.mark.parametrize("shape", [(4, 4), (2, 6, 3)])
+def test_qr_matches_numpy_and_jax(shape):
+  r = np.random.RandomState(8)
+  a = _c(r, *shape)
+  q, rr = map(np.asarray, tnp.linalg.qr(a))
+  eps = np.finfo(np.float32).eps
+  assert q.dtype == rr.dtype == np.complex64 and np.abs(q @ rr - a).max() <= 64 * eps * np.abs(a).max() * shape[-1]
+  assert not np.imag(np.diagonal(rr, 0, -2, -1)).any()   # LAPACK's r has a real diagonal
+  assert np.abs(np.abs(rr) - np.abs(np.linalg.qr(a)[1])).max() <= 64 * eps * np.abs(a).max() * shape[-1]
+  jax = pytest.importorskip("jax")
+  jnp = jax.numpy
+  loss = lambda m, lib: (lambda f: lib.abs(f[0]).sum() + lib.real(f[1]).sum() + lib.imag(f[1] ** 2).sum())(
+    lib.linalg.qr(m))
+  got = np.asarray(tracegrad.grad(lambda m: loss(m, tnp))(tnp.asarray(a)))
+  want = np.asarray(jax.grad(lambda m: loss(m, jnp))(jnp.asarray(a)))
+  assert np.abs(got - want).max() <= 512 * eps * np.abs(want).max()
+  with x64(True):
+    check_grads(lambda m: tnp.linalg.qr(m)[0], (tnp.asarray(a.astype(np.complex128)),), order=1, modes=("fwd", "rev"))
+
+
+def test_what_still_refuses_complex_input_and_slogdet_by_qr():
   a = _c(np.random.RandomState(5), 3, 3)
-  for f in (tnp.linalg.qr, tnp.linalg.svd):
+  for f in (tnp.linalg.svd, tnp.linalg.pinv):
     with pytest.raises(TypeError, match="complex matrices"): f(a)
-  with pytest.raises(TypeError, match="method='qr' takes real matrices"): tnp.linalg.slogdet(a, method="qr")
-  with pytest.raises(TypeError, match="floating point, got complex64"): lax.linalg.qr(a)
+  sign, logabs = tnp.linalg.slogdet(a, method="qr")   # the sign from LU, |det| from QR's diagonal
+  _close(sign, np.linalg.slogdet(a)[0], np.complex64)
+  _close(logabs, np.linalg.slogdet(a)[1], np.complex64)
+  with pytest.raises(TypeError, match="floating point, got complex64"): lax.linalg.svd(a)

@@ -131,7 +131,7 @@ def run(kind: str, params: tuple, vals: list[np.ndarray], avals: list) -> list[n
     if kind == "lu": outs[2][...] = np.arange(avals[2][0][-1], dtype=np.int32)
     if kind in ("qr", "svd", "eigh"):   # identities where the factors are square
       for o in outs:
-        if o.ndim >= 2 and o.shape[-1] == o.shape[-2] and o.dtype.kind == "f": o[...] = np.eye(o.shape[-1])
+        if o.ndim >= 2 and o.shape[-1] == o.shape[-2] and o.dtype.kind in "fc": o[...] = np.eye(o.shape[-1])
     return outs
   outs = _each(lambda *a: fn(p, *a), ins, avals)
   if kind == "cholesky" and np.isnan(outs[0]).any(): outs[0] = np.tril(outs[0])   # NaN in the lower triangle only

@@ -21,7 +21,7 @@ from .dtypes import complex_of, int32
 from .ops import Ops
 
 
-COMPLEX_KINDS = frozenset({"eig", "lu", "triangular_solve", "cholesky", "eigh"})   # the kinds that take complex matrices
+COMPLEX_KINDS = frozenset({"eig", "lu", "triangular_solve", "cholesky", "eigh", "qr"})   # the kinds that take complex matrices
 
 
 def _err(kind: str, msg: str) -> ValueError: return ValueError(f"linalg {kind}: {msg}")

@@ -211,14 +211,15 @@ def lu_pivots_to_permutation(pivots, permutation_size: int) -> Array:
 # ---- QR ----
 
 def qr(x, *, pivoting: bool = False, full_matrices: bool = True, use_magma=None) -> tuple[Array, Array]:
-  """(q, r) with x = q r, q orthonormal columns and r upper triangular, as lax.linalg.qr (full_matrices: q square).
+  """(q, r) with x = q r, q orthonormal columns and r upper triangular (with a real diagonal for complex x), as
+  lax.linalg.qr (full_matrices: q square).
 
   >>> q, r = lax.linalg.qr(tnp.array([[3.0, 0.0], [4.0, 5.0]]))
   >>> abs(r[0, 0])
   Array(5., dtype=float32)
   """
   if pivoting: raise NotImplementedError("qr: pivoting=True (column-pivoted QR) is not implemented")
-  return tuple(_qr(_matrix("qr", x), bool(full_matrices)))
+  return tuple(_qr(_matrix("qr", x, complex_ok=True), bool(full_matrices)))
 
 
 def _qr_fun(a: Array, full: bool): return tuple(_prim("qr", (a,), full_matrices=full))
@@ -236,9 +237,11 @@ def _qr_jvp(full, primals, tangents):
     raise NotImplementedError(f"qr: the derivative is defined for m >= n with full_matrices=False (or square), got "
                               f"shape {a.shape} with full_matrices={full}")
   dx_rinv = triangular_solve(r, da, left_side=False, lower=False)
-  qt = _mm(_t(q), dx_rinv)
+  qt = _mm(_h(q), dx_rinv)   # qᴴ dq (skew-Hermitian) plus dr r⁻¹ (upper triangular)
   low = _tri(qt, True, -1)
-  do = low - _t(low)
+  do = low - _h(low)
+  if qt.dtype.is_complex:   # r's diagonal is real, so the imaginary part of qt's diagonal is qᴴ dq's
+    do = do + _eye(n, qt) * Array(cm.cx(UOp.const(qt.dtype.real, 0.0, qt.shape), cm.im(qt.uop)))
   return (q, r), (_mm(q, do - qt) + dx_rinv, _mm(qt - do, r))
 
 

@@ -64,7 +64,7 @@ def floats(fn: str, *xs, complex_ok: bool = False) -> tuple[list[Array], DType]:
   if dt.is_complex:
     if complex_ok: return [a.astype(dt) for a in arrs], dt
     raise TypeError(f"{fn}: complex matrices ({dt}) are not supported yet; of tracegrad.numpy.linalg's "
-                    f"decompositions only solve, inv, det, slogdet, cholesky, eigh, eigvalsh, eig and eigvals take them")
+                    f"decompositions only svd and the functions built on it do not take them yet")
   if not dt.is_float: dt = dtypes.default_float()
   return [a.astype(acc_dtype(dt)) for a in arrs], dt
 
@@ -233,14 +233,11 @@ def slogdet(a: Num[Matrices, "*batch n n"], *, method: str | None = None) -> Slo
   a = matrices("slogdet", a, square=True)
   if method not in (None, "lu", "qr"):
     raise ValueError(f"slogdet: unknown method {method!r}; use None or 'lu' (LU factorisation) or 'qr'")
-  if method == "qr" and a.dtype.is_complex:
-    raise TypeError(f"slogdet: method='qr' takes real matrices, got {a.dtype}; use the default method (LU) for "
-                    f"complex ones")
   return composite("slogdet", _slogdet_named, a, qr=method == "qr")
 
 
 def _slogdet_named(a: Array, *, qr: bool) -> SlogdetResult:
-  (a,), dt = floats("slogdet", a, complex_ok=not qr)
+  (a,), dt = floats("slogdet", a, complex_ok=True)
   s, logdet = _slogdet(a, qr)
   return SlogdetResult(s.astype(dt), logdet.astype(dt.real if dt.is_complex else dt))
 
@@ -320,7 +317,7 @@ def qr(a, mode: str = "reduced"):
 
 
 def _qr(a: Array, *, mode: str):
-  (a,), dt = floats("qr", a)
+  (a,), dt = floats("qr", a, complex_ok=True)
   q, r = lla.qr(a, full_matrices=mode == "complete")
   return r.astype(dt) if mode == "r" else QRResult(q.astype(dt), r.astype(dt))
 
