@@ -1,4 +1,4 @@
-"""Complex matrices: solve, inv, det and slogdet (LU), eigh, eigvalsh and cholesky of Hermitian matrices, qr, against numpy
+"""Complex matrices: solve, inv, det and slogdet (LU), eigh, eigvalsh and cholesky of Hermitian matrices, qr and svd, against numpy
 (values, both precisions, eager and jitted, batched) and JAX (dtypes, derivatives); lax.linalg.lu and
 triangular_solve (conjugate_a too); what still refuses complex input."""
 import numpy as np
@@ -150,11 +150,35 @@ def test_qr_matches_numpy_and_jax(shape):
     check_grads(lambda m: tnp.linalg.qr(m)[0], (tnp.asarray(a.astype(np.complex128)),), order=1, modes=("fwd", "rev"))
 
 
+@pytest.mark.parametrize("shape", [(4, 4), (2, 5, 3), (3, 5)])
+def test_svd_matches_numpy_and_jax(shape):
+  a = _c(np.random.RandomState(9), *shape)
+  u, s, vh = map(np.asarray, tnp.linalg.svd(a, full_matrices=False))
+  eps, scale = np.finfo(np.float32).eps, np.abs(a).max() * max(shape)
+  assert s.dtype == np.float32 and u.dtype == vh.dtype == np.complex64
+  assert np.abs((u * s[..., None, :]) @ vh - a).max() <= 64 * eps * scale
+  assert np.abs(s - np.linalg.svd(a, compute_uv=False)).max() <= 64 * eps * scale
+  assert np.asarray(tnp.linalg.svdvals(a)).dtype == np.float32
+  jax = pytest.importorskip("jax")
+  jnp = jax.numpy
+  def loss(m, lib):   # functions of the factors that do not depend on the phase each pair of vectors shares
+    u, s, vh = lib.linalg.svd(m, full_matrices=False)
+    return (s ** 2).sum() + lib.abs(u).sum() + lib.real(u[..., :, :1] @ vh[..., :1, :]).sum() + \
+      lib.imag(u[..., :, 1:2] @ vh[..., 1:2, :]).sum()
+  got = np.asarray(tracegrad.grad(lambda m: loss(m, tnp))(tnp.asarray(a)))
+  want = np.asarray(jax.grad(lambda m: loss(m, jnp))(jnp.asarray(a)))
+  assert np.abs(got - want).max() <= 512 * eps * np.abs(want).max()
+  with x64(True):
+    a = tnp.asarray(a.astype(np.complex128))
+    check_grads(lambda m: tnp.linalg.svd(m, compute_uv=False), (a,), order=1, modes=("fwd", "rev"))
+    check_grads(lambda m: (lambda f: f[0][..., :, :1] @ f[2][..., :1, :])(tnp.linalg.svd(m, full_matrices=False)), (a,),
+                order=1, modes=("fwd", "rev"))
+
+
 def test_what_still_refuses_complex_input_and_slogdet_by_qr():
   a = _c(np.random.RandomState(5), 3, 3)
-  for f in (tnp.linalg.svd, tnp.linalg.pinv):
+  for f in (tnp.linalg.pinv, tnp.linalg.matrix_rank, lambda m: tnp.linalg.lstsq(m, m)):
     with pytest.raises(TypeError, match="complex matrices"): f(a)
   sign, logabs = tnp.linalg.slogdet(a, method="qr")   # the sign from LU, |det| from QR's diagonal
   _close(sign, np.linalg.slogdet(a)[0], np.complex64)
   _close(logabs, np.linalg.slogdet(a)[1], np.complex64)
-  with pytest.raises(TypeError, match="floating point, got complex64"): lax.linalg.svd(a)

@@ -21,7 +21,7 @@ from .dtypes import complex_of, int32
 from .ops import Ops
 
 
-COMPLEX_KINDS = frozenset({"eig", "lu", "triangular_solve", "cholesky", "eigh", "qr"})   # the kinds that take complex matrices
+COMPLEX_KINDS = frozenset({"eig", "lu", "triangular_solve", "cholesky", "eigh", "qr", "svd"})   # the kinds that take complex matrices
 
 
 def _err(kind: str, msg: str) -> ValueError: return ValueError(f"linalg {kind}: {msg}")
@@ -79,7 +79,7 @@ def _svd(src, p):
   (a,) = src
   m, n = _float_matrix("svd", a)
   k, batch = min(m, n), a.shape[:-2]
-  out = [((*batch, k), a.dtype)]
+  out = [((*batch, k), a.dtype.real)]   # singular values are real
   if p["compute_uv"]:
     full = p["full_matrices"]
     out += [((*batch, m, m if full else k), a.dtype), ((*batch, n if full else k, n), a.dtype)]

@@ -288,7 +288,7 @@ def svd(x, *, full_matrices: bool = True, compute_uv: bool = True, subset_by_ind
   Array([4., 3.], dtype=float32)
   """
   if subset_by_index is not None: raise NotImplementedError("svd: subset_by_index is not implemented")
-  a = _matrix("svd", x)
+  a = _matrix("svd", x, complex_ok=True)
   if not compute_uv: return _svd_values(a)
   s, u, vh = _svd(a, bool(full_matrices))
   return u, s, vh
@@ -302,8 +302,10 @@ def _svd_values(a: Array) -> Array: return _prim("svd", (a,), full_matrices=Fals
 def _svd_values_jvp(primals, tangents):
   (a,), (da,) = primals, tangents
   s, u, vh = _svd(a, False)
-  ds = _mm(_t(u), _mm(da, _t(vh)))
-  return s, _diag(ds)
+  return s, _real(_diag(_mm(_h(u), _mm(da, _h(vh)))))
+
+
+def _real(x: Array) -> Array: return Array(cm.re(x.uop)) if x.dtype.is_complex else x
 
 
 _svd = custom_jvp(lambda a, full: tuple(_prim("svd", (a,), full_matrices=full, compute_uv=True)), nondiff_argnums=(1,))
@@ -317,27 +319,31 @@ def _svd_jvp(full, primals, tangents):
     raise NotImplementedError(f"svd: the derivative with full_matrices=True needs a square matrix, got shape {a.shape}; "
                               f"pass full_matrices=False")
   s, u, vh = _svd(a, full)
-  v = _t(vh)
+  v = _h(vh)
   k = s.shape[-1]
   row = Array(s.uop.reshape((*s.shape[:-1], 1, k)).broadcast((*s.shape[:-1], k, k)))
   eye = _eye(k, row)
   diffs = (row + _t(row)) * (row - _t(row))   # s_j² - s_i²
-  one = Array(UOp.const(a.dtype, 1, diffs.shape))
-  f = one / (diffs + eye) - eye
-  ds_mat = _mm(_t(u), _mm(da, v))
-  dss, sds = row * ds_mat, _t(row) * ds_mat
-  du = _mm(u, f * (dss + _t(dss)))
-  dv = _mm(v, f * (sds + _t(sds)))
+  one = Array(UOp.const(s.dtype, 1, diffs.shape))
+  f = (one / (diffs + eye) - eye).astype(a.dtype)
+  ds_mat = _mm(_h(u), _mm(da, v))   # uᴴ du s + ds - s vᴴ dv, uᴴ du and vᴴ dv skew-Hermitian
+  dss, sds = row.astype(a.dtype) * ds_mat, _t(row).astype(a.dtype) * ds_mat
+  du = _mm(u, f * (dss + _h(dss)))
+  dv = _mm(v, f * (sds + _h(sds)))
   zero = Array(B.eq(s.uop, UOp.const(s.dtype, 0, s.shape)).cast(s.dtype))
   s_inv = Array(UOp.const(s.dtype, 1, s.shape)) / (s + zero) - zero
-  inv_row = Array(s_inv.uop.reshape((*s.shape[:-1], 1, k)))
+  inv_row = Array(s_inv.uop.reshape((*s.shape[:-1], 1, k))).astype(a.dtype)
+  ds = _diag(ds_mat)
+  if a.dtype.is_complex:   # the phase a pair of singular vectors share is free: its change goes to u's
+    imag = Array(cm.cx(UOp.const(s.dtype, 0.0, ds.shape), cm.im(ds.uop)))
+    du = du + u * Array((imag * s_inv.astype(a.dtype)).uop.reshape((*s.shape[:-1], 1, k)).broadcast(u.shape[:-1] + (k,)))
   if m > n:
     dav = _mm(da, v)
-    du = du + (dav - _mm(u, _mm(_t(u), dav))) * Array(inv_row.uop.broadcast(dav.shape))
+    du = du + (dav - _mm(u, _mm(_h(u), dav))) * Array(inv_row.uop.broadcast(dav.shape))
   if n > m:
-    dau = _mm(_t(da), u)
+    dau = _mm(_h(da), u)
     dv = dv + (dau - _mm(v, _mm(vh, dau))) * Array(inv_row.uop.broadcast(dau.shape))
-  return (s, u, vh), (_diag(ds_mat), du, _t(dv))
+  return (s, u, vh), (_real(ds), du, _h(dv))
 
 
 # ---- general eigendecomposition ----

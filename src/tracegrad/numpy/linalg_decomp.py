@@ -64,7 +64,7 @@ def floats(fn: str, *xs, complex_ok: bool = False) -> tuple[list[Array], DType]:
   if dt.is_complex:
     if complex_ok: return [a.astype(dt) for a in arrs], dt
     raise TypeError(f"{fn}: complex matrices ({dt}) are not supported yet; of tracegrad.numpy.linalg's "
-                    f"decompositions only svd and the functions built on it do not take them yet")
+                    f"functions only those built on svd (pinv, lstsq, matrix_rank, cond, the 2 and nuclear norms) do not take them yet")
   if not dt.is_float: dt = dtypes.default_float()
   return [a.astype(acc_dtype(dt)) for a in arrs], dt
 
@@ -405,7 +405,11 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
 
 
 def _svd(a: Array, *, full: bool, uv: bool, hermitian: bool):
-  (a,), dt = floats("svd", a)
+  (a,), dt = floats("svd", a, complex_ok=True)
+  if dt.is_complex and not uv: return lla.svd(a, full_matrices=full, compute_uv=False)
+  if dt.is_complex:
+    u, s, vh = lla.svd(a, full_matrices=full)
+    return SVDResult(u, s, vh)
   if hermitian:
     v, w = lla.eigh(a)
     s = abs(w)
