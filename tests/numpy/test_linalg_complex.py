@@ -1,6 +1,6 @@
 """Complex matrices: solve, inv, det and slogdet (LU), eigh, eigvalsh and cholesky of Hermitian matrices, qr and svd, against numpy
 (values, both precisions, eager and jitted, batched) and JAX (dtypes, derivatives); lax.linalg.lu and
-triangular_solve (conjugate_a too); what still refuses complex input."""
+triangular_solve (conjugate_a too); pinv, lstsq, matrix_rank, cond and the norms built on svd."""
 import numpy as np
 import pytest
 
@@ -175,10 +175,27 @@ def test_svd_matches_numpy_and_jax(shape):
                 order=1, modes=("fwd", "rev"))
 
 
-def test_what_still_refuses_complex_input_and_slogdet_by_qr():
-  a = _c(np.random.RandomState(5), 3, 3)
-  for f in (tnp.linalg.pinv, tnp.linalg.matrix_rank, lambda m: tnp.linalg.lstsq(m, m)):
-    with pytest.raises(TypeError, match="complex matrices"): f(a)
+def test_functions_built_on_svd_and_slogdet_by_qr():
+  r = np.random.RandomState(5)
+  a, tall, b = _c(r, 3, 3), _c(r, 5, 3), _c(r, 5, 2)
   sign, logabs = tnp.linalg.slogdet(a, method="qr")   # the sign from LU, |det| from QR's diagonal
   _close(sign, np.linalg.slogdet(a)[0], np.complex64)
   _close(logabs, np.linalg.slogdet(a)[1], np.complex64)
+  for m in (tall, tall.T, np.stack([a, a.conj()])):
+    _close(tnp.linalg.pinv(m), np.linalg.pinv(m), np.complex64)
+    assert np.array_equal(np.asarray(tnp.linalg.matrix_rank(m)), np.linalg.matrix_rank(m))
+  x, resid, rank, s = tnp.linalg.lstsq(tall, b)
+  want = np.linalg.lstsq(tall, b, rcond=None)
+  _close(x, want[0], np.complex64)
+  _close(resid, want[1], np.complex64)
+  _close(s, want[3], np.complex64)
+  for ord in (None, "fro", "nuc", 1, -1, 2, -2, np.inf, -np.inf):
+    _close(tnp.linalg.norm(tall, ord), np.linalg.norm(tall, ord).astype(np.float32), np.complex64)
+  _close(tnp.linalg.norm(tall, 2, axis=0), np.linalg.norm(tall, 2, axis=0).astype(np.float32), np.complex64)
+  _close(tnp.linalg.cond(a), np.linalg.cond(a).astype(np.float32), np.complex64)
+  jax = pytest.importorskip("jax")
+  jnp = jax.numpy
+  for m in (tall, tall.T):
+    got = np.asarray(tracegrad.grad(lambda z: tnp.abs(tnp.linalg.pinv(z)).sum())(tnp.asarray(m)))
+    want = np.asarray(jax.grad(lambda z: jnp.abs(jnp.linalg.pinv(z)).sum())(jnp.asarray(m)))
+    assert np.abs(got - want).max() <= 512 * np.finfo(np.float32).eps * np.abs(want).max()

@@ -63,8 +63,7 @@ def floats(fn: str, *xs, complex_ok: bool = False) -> tuple[list[Array], DType]:
   arrs, dt, _ = promote(fn, *xs)
   if dt.is_complex:
     if complex_ok: return [a.astype(dt) for a in arrs], dt
-    raise TypeError(f"{fn}: complex matrices ({dt}) are not supported yet; of tracegrad.numpy.linalg's "
-                    f"functions only those built on svd (pinv, lstsq, matrix_rank, cond, the 2 and nuclear norms) do not take them yet")
+    raise TypeError(f"{fn}: complex matrices ({dt}) are not supported yet")
   if not dt.is_float: dt = dtypes.default_float()
   return [a.astype(acc_dtype(dt)) for a in arrs], dt
 

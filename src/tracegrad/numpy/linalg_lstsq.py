@@ -52,8 +52,11 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False) -> tuple[Array, Array,
   return x, resid, rank, s
 
 
+def _h(x: Array) -> Array: return x.mT.conj() if x.dtype.is_complex else x.mT   # xᴴ
+
+
 def _lstsq(a: Array, b: Array, rcond: Array | None = None):
-  (a, b), dt = floats("lstsq", a, b)
+  (a, b), dt = floats("lstsq", a, b, complex_ok=True)
   vec = b.ndim == 1
   if vec: b = b[:, None]
   m, n = a.shape
@@ -61,16 +64,16 @@ def _lstsq(a: Array, b: Array, rcond: Array | None = None):
   if a.size == 0:
     s, rank, x = zeros(0, a.dtype), zeros((), dtypes.default_int()), zeros((n, b.shape[1]), a.dtype)
   else:
-    cut = eps * max(m, n) if rcond is None else where(rcond < 0, eps, rcond).astype(a.dtype)
+    cut = eps * max(m, n) if rcond is None else where(rcond < 0, eps, rcond).astype(dt.real)
     u, s, vh = svd(a, full_matrices=False)
     keep = (s > 0) & (s >= cut * s[0])
     rank = keep.sum()
     s_inv = where(keep, 1 / where(keep, s, 1), 0)
-    x = vh.T @ (s_inv[:, None] * (u.T @ b))
+    x = _h(vh) @ (s_inv[:, None] * (_h(u) @ b))
   r = b - a @ x
-  resid = (r * r).sum(0)
+  resid = (r * r.conj()).real.sum(0) if dt.is_complex else (r * r).sum(0)
   if vec: x = x[:, 0]
-  return x.astype(dt), resid.astype(dt), rank, s.astype(dt)
+  return x.astype(dt), resid.astype(dt.real), rank, s.astype(dt.real)
 
 
 def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None) -> Array:
@@ -86,22 +89,22 @@ def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None) -> Array:
   a = matrices("pinv", a)
   m, n = a.shape[-2:]
   if rtol is None:
-    rtol = 10.0 * max(m, n) * float(finfo(floats("pinv", a)[1]).eps)
+    rtol = 10.0 * max(m, n) * float(finfo(floats("pinv", a, complex_ok=True)[1]).eps)
   return composite("pinv", _pinv_named, a, arraylike(rtol, "pinv", 1), hermitian=bool(hermitian))
 
 
 def _pinv_named(a: Array, rtol: Array, *, hermitian: bool) -> Array:
-  (a,), dt = floats("pinv", a)
+  (a,), dt = floats("pinv", a, complex_ok=True)
   m, n = a.shape[-2:]
   if m == 0 or n == 0: return zeros((*a.shape[:-2], n, m), dt)
-  return _pinv(a, rtol.astype(a.dtype), hermitian).astype(dt)
+  return _pinv(a, rtol.astype(dt.real), hermitian).astype(dt)
 
 
 def _pinv_fun(a: Array, rtol: Array, hermitian: bool) -> Array:
   u, s, vh = svd(a, full_matrices=False, hermitian=hermitian)
   cut = rtol[..., None] * s[..., :1]
   s = where(s > cut, s, np.inf)
-  return vh.mT @ (u.mT / s[..., None])
+  return _h(vh) @ (_h(u) / s[..., None])
 
 
 _pinv = custom_jvp(_pinv_fun, nondiff_argnums=(2,))
@@ -109,14 +112,15 @@ _pinv = custom_jvp(_pinv_fun, nondiff_argnums=(2,))
 
 @_pinv.defjvp
 def _pinv_jvp(hermitian, primals, tangents):
-  # Golub and Pereyra (1973): dp = -p da p + p pᵀ daᵀ (1 - a p) + (1 - p a) daᵀ pᵀ p
+  # Golub and Pereyra (1973): dp = -p da p + p pᴴ daᴴ (1 - a p) + (1 - p a) daᴴ pᴴ p
   (a, rtol), (da, _) = primals, tangents
   p = _pinv(a, rtol, hermitian)
-  if hermitian: a, da = (a + a.mT) / 2, (da + da.mT) / 2
+  if hermitian: a, da = (a + _h(a)) / 2, (da + _h(da)) / 2
+  ph, dah = _h(p), _h(da)
   if a.shape[-2] >= a.shape[-1]:
-    s, t = (p @ p.mT) @ da.mT, (da.mT @ p.mT) @ p
+    s, t = (p @ ph) @ dah, (dah @ ph) @ p
     return p, -(p @ da) @ p + s - (s @ a) @ p + t - (p @ a) @ t
-  s, t = p @ (p.mT @ da.mT), da.mT @ (p.mT @ p)
+  s, t = p @ (ph @ dah), dah @ (ph @ p)
   return p, -p @ (da @ p) + s - s @ (a @ p) + t - p @ (a @ t)
 
 
@@ -137,7 +141,7 @@ def matrix_rank(M, rtol=None, *, hermitian: bool = False, tol=None) -> Array:
 
 
 def _matrix_rank(M: Array, rtol: Array | None = None, *, hermitian: bool) -> Array:
-  (M,), dt = floats("matrix_rank", M)
+  (M,), dt = floats("matrix_rank", M, complex_ok=True)
   if M.ndim < 2: return (M != 0).any().astype(np.int32)
   s = svd(M, full_matrices=False, compute_uv=False, hermitian=hermitian)
   if rtol is None: rtol = s.max(-1) * (max(M.shape[-2:]) * float(finfo(dt).eps))

@@ -34,6 +34,7 @@ def _extreme(x: Array, axes, keepdims: bool, largest: bool) -> Array:
 
 
 def _vector(x: Array, axes: tuple, ord, keepdims: bool) -> Array:
+  if x.dtype.is_complex: x = abs(x)
   if ord is None or ord == 2: return sqrt((x * x).sum(axes, keepdims=keepdims))
   if isinstance(ord, str):
     raise ValueError(f"norm: invalid ord {ord!r} for a vector norm; use a number, inf or -inf")
@@ -46,6 +47,7 @@ def _vector(x: Array, axes: tuple, ord, keepdims: bool) -> Array:
 
 
 def _matrix(x: Array, r: int, c: int, ord, keepdims: bool) -> Array:
+  if x.dtype.is_complex and ord not in ("nuc", 2, -2): x = abs(x)
   if ord is None or ord in ("fro", "f"): return sqrt((x * x).sum((r, c), keepdims=keepdims))
   if ord in ("nuc", 2, -2):
     s = svdvals(moveaxis(x, (r, c), (-2, -1)))
@@ -60,12 +62,10 @@ def _matrix(x: Array, r: int, c: int, ord, keepdims: bool) -> Array:
 
 
 def _magnitudes(x, ord, fn: str = "norm"):
-  """A complex x as |x|, which has its norms (except those from singular values)."""
+  """A complex x as |x|, which has its norms, except those from singular values (kept complex: _vector and
+  _matrix take magnitudes where they need them)."""
   a = arraylike(x, fn)
-  if not a.dtype.is_complex: return a
-  if ord in ("nuc", 2, -2) and a.ndim >= 2 and fn != "vector_norm":
-    raise NotImplementedError(f"{fn}: ord={ord!r} of a complex matrix needs its singular values, which tracegrad "
-                              f"computes for real matrices only")
+  if not a.dtype.is_complex or ord in ("nuc", 2, -2) and a.ndim >= 2 and fn != "vector_norm": return a
   return abs(a)
 
 
@@ -78,7 +78,8 @@ def norm(x, ord=None, axis=None, keepdims: bool = False) -> Array:
   >>> tnp.round(tnp.linalg.norm(tnp.array([[1.0, 2.0], [3.0, 4.0]]), ord=2), 4)
   Array(5.465, dtype=float32)
   """
-  (a,), dt = floats("norm", _magnitudes(x, ord))
+  (a,), dt = floats("norm", _magnitudes(x, ord), complex_ok=True)
+  dt = dt.real
   if axis is None:
     if ord is None: return sqrt((a * a).sum(keepdims=keepdims)).astype(dt)
     axis = tuple(range(a.ndim))
@@ -108,7 +109,9 @@ def matrix_norm(x, /, *, keepdims: bool = False, ord="fro") -> Array:
   >>> tnp.linalg.matrix_norm(tnp.ones((2, 2)), ord=1)
   Array(2., dtype=float32)
   """
-  (a,), dt = floats("matrix_norm", _magnitudes(matrices("matrix_norm", x, name="x"), ord, "matrix_norm"))
+  (a,), dt = floats("matrix_norm", _magnitudes(matrices("matrix_norm", x, name="x"), ord, "matrix_norm"),
+                    complex_ok=True)
+  dt = dt.real
   return _matrix(a, a.ndim - 2, a.ndim - 1, ord, keepdims).astype(dt)
 
 
