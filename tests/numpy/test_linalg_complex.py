@@ -200,3 +200,16 @@ def test_functions_built_on_svd_and_slogdet_by_qr():
     got = np.asarray(tracegrad.grad(lambda z: tnp.abs(tnp.linalg.pinv(z)).sum())(tnp.asarray(m)))
     want = np.asarray(jax.grad(lambda z: jnp.abs(jnp.linalg.pinv(z)).sum())(jnp.asarray(m)))
     assert np.abs(got - want).max() <= 512 * np.finfo(np.float32).eps * np.abs(want).max()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+def test_eigenvalue_gradient_at_repeated_eigenvalues(dtype):
+  """A cotangent that does not reach the eigenvectors leaves their derivative (infinite where eigenvalues repeat)
+  out, as JAX's symbolic zeros do: the gradient of sum(eigenvalues) at the identity is the identity, not NaN."""
+  def total(x):
+    w, v = tnp.linalg.eigh(x)
+    return tnp.real(tnp.sum(w))
+  x = np.eye(3, dtype=dtype)
+  for f in (tracegrad.grad(total), tracegrad.jit(tracegrad.grad(total)), tracegrad.jit(tracegrad.grad(tracegrad.jit(total)))):
+    got = np.asarray(f(x))
+    assert got.dtype == dtype and np.array_equal(got, np.eye(3, dtype=dtype))

@@ -198,9 +198,11 @@ def _remat(ct, u):
 
 
 def _composite(ct, u):
+  # outputs with no cotangent take no part (JAX's symbolic zeros): a zero times an infinite partial derivative (an
+  # eigenvector's at repeated eigenvalues) would otherwise make NaN where nothing depends on that output
   fun = u.arg[0]
-  mask = _float_mask(fun.outputs)
-  cts = [instantiate(c, o) for c, o, m in zip(ct, fun.outputs, mask) if m]
+  mask = [m and c is not None for c, m in zip(ct, _float_mask(fun.outputs))]
+  cts = [c for c, m in zip(ct, mask) if m]
   return tuple(_spread(vjp_graph(fun, mask)(*u.src, *cts), _float_mask(u.src)))
 
 
@@ -216,7 +218,7 @@ def _custom_jvp(ct, u):
   t_leaves = [to_array(x).uop for x in tree_util.leaves(t_out)]
   omask = _float_mask(fun.outputs)
   outs = [t for t, m in zip(t_leaves, omask) if m]
-  cts = [instantiate(c, o) for c, o, m in zip(ct, fun.outputs, omask) if m]
+  cts = [c for c, m in zip(ct, omask) if m]   # None where no cotangent flows: that output takes no part
   _, d = backward(outs, cts, [t for t, m in zip(tps, mask) if m])
   d = substitute([instantiate(x, s) for x, s in zip(d, [s for s, m in zip(srcs, mask) if m])],
                  {t: B.zeros(t) for t in tps})
