@@ -215,6 +215,9 @@ class Executable:
   @property
   def _timed(self) -> bool: return _DEBUG >= 2 or self._viz is not None
 
+  @property
+  def _plain(self) -> bool: return not _DEBUG and self._viz is None   # runs with nothing logged or timed
+
   def _packed(self, runner):
     """runner, taking and giving numpy's complex arrays where the graph does (its program reads them packed)."""
     from .lower.complex_split import complex_io
@@ -232,18 +235,18 @@ class Executable:
   def run_buffers(self, buffers: list[Buffer]) -> list[Buffer]:
     """The outputs as Buffers for input Buffers of the graph's input shapes; on a GPU backend they stay in its
     memory until read, and inputs already there are not copied."""
-    if self.resident and not _DEBUG and self._viz is None: return self._runner.resident(buffers)
+    if self.resident and self._plain: return self._runner.resident(buffers)
     return [Buffer(v) for v in self([b.data for b in buffers])]
 
   @property
   def runner(self) -> Callable | None:
     """What `run` calls when nothing is checked or timed: the compiled program on host arrays, or None (interp, a
     GPU backend's program, TRACEGRAD_DEBUG)."""
-    return None if self.resident or _DEBUG or self._viz is not None else self._runner
+    return self._runner if self._plain and not self.resident else None
 
   def run(self, leaves: list[np.ndarray]) -> list[np.ndarray]:
     """The outputs for input leaves already of the graph's input shapes and dtypes."""
-    if self._runner is not None and not _DEBUG and self._viz is None: return self._runner(leaves)
+    if self._runner is not None and self._plain: return self._runner(leaves)
     return self(leaves)
 
   def __call__(self, leaves: list[np.ndarray]) -> list[np.ndarray]:
@@ -252,7 +255,7 @@ class Executable:
     leaves = [v if type(v) is np.ndarray and v.dtype == p.dtype.np and v.shape == p.shape
               else np.asarray(v, dtype=p.dtype.np).reshape(p.shape) for p, v in zip(self.graph.inputs, leaves)]
     if self._runner is not None:
-      if not _DEBUG and self._viz is None: return self._runner(leaves)
+      if self._plain: return self._runner(leaves)
       t0 = time.perf_counter()
       out = self._runner(leaves)
       if self._viz is not None: record.times(self._viz, self._runner.kernel_ns())

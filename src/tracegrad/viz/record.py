@@ -95,6 +95,16 @@ def _new(name: str) -> Program:
 
 
 @contextlib.contextmanager
+def _within(p):
+  """Steps inside go to p (a Program), or nowhere (False)."""
+  _stack().append(p)
+  try:
+    yield
+  finally:
+    _stack().pop()
+
+
+@contextlib.contextmanager
 def recording(name: str):
   """Steps recorded inside belong to a new program called name (a jitted function's trace); yields it (None when
   off)."""
@@ -102,11 +112,7 @@ def recording(name: str):
     yield None
     return
   p = _new(name)
-  _stack().append(p)
-  try:
-    yield p
-  finally:
-    _stack().pop()
+  with _within(p): yield p
 
 
 def bind(graph: Graph, p: Program | None) -> None:
@@ -123,21 +129,12 @@ def bound(graph: Graph) -> Program | None:
 def lowering(graph: Graph):
   """Lowering passes inside are steps of the program graph was traced for (none: they are not recorded)."""
   p = bound(graph)
-  _stack().append(False if p is None else p)
-  try:
-    yield p
-  finally:
-    _stack().pop()
+  with _within(p or False): yield p
 
 
-@contextlib.contextmanager
 def quiet():
   """Nothing inside is recorded (the lowering of a control-flow body, inside its program's)."""
-  _stack().append(False)
-  try:
-    yield
-  finally:
-    _stack().pop()
+  return _within(False)
 
 
 def step(name: str, outputs, inputs=(), kernels: dict | None = None) -> None:
@@ -168,12 +165,7 @@ def step(name: str, outputs, inputs=(), kernels: dict | None = None) -> None:
 
 def step_for(graph: Graph, name: str, outputs, inputs=()) -> None:
   """A step of the program graph was traced for (none: not recorded)."""
-  if _ON and (p := bound(graph)) is not None:
-    _stack().append(p)
-    try:
-      step(name, outputs, inputs)
-    finally:
-      _stack().pop()
+  with lowering(graph): step(name, outputs, inputs)
 
 
 def _node(p: Program, u: UOp, i: int) -> dict:
