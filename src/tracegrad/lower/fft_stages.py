@@ -93,7 +93,7 @@ def _stockham(z: Pair, radices: list[int]) -> Pair:
       out = _summed(terms, r, done, axis)
     else:
       wshape = tuple(done if a == axis + 1 else 1 for a in range(5))
-      tw = _twiddles(r, done, z[0].dtype)
+      tw = _twiddles(r, done, z[0].dtype, done)
       for j in range(1, r if done > 1 else 1):
         w = _map(tw, lambda t: t.slice(((j - 1, j, 1), (0, done, 1))).reshape(wshape).broadcast(terms[0][0].shape))
         terms[j] = _cmul(terms[j], w)
@@ -110,7 +110,7 @@ def _summed(terms: list[Pair], r: int, done: int, axis: int) -> Pair:
   shape = list(terms[0][0].shape)
   shape[axis] = r
   wshape = tuple(r if a == axis else done if a == axis + 1 else 1 for a in range(5))
-  tw = _twiddles_full(r, done, terms[0][0].dtype)
+  tw = _twiddles(r, done, terms[0][0].dtype, r * done)
   out = _map(terms[0], lambda u: u.broadcast(tuple(shape)))
   for j in range(1, r):
     w = _map(tw, lambda t: t.slice(((j - 1, j, 1), (0, r * done, 1))).reshape(wshape).broadcast(tuple(shape)))
@@ -148,15 +148,9 @@ def _dft(t: list[Pair]) -> list[Pair]:
 
 
 @functools.lru_cache(maxsize=64)
-def _twiddles(r: int, done: int, dtype) -> Pair:
-  """w^(j k) for 0 < j < r, k < done, w = exp(-2 pi i / (r done)), as two constant tables of shape (r - 1, done)."""
-  return _table(_roots(np.outer(np.arange(1, r), np.arange(done)), r * done), dtype)
-
-
-@functools.lru_cache(maxsize=64)
-def _twiddles_full(r: int, done: int, dtype) -> Pair:
-  """w^(j k) for 0 < j < r, k < r done, w = exp(-2 pi i / (r done)), as two constant tables of shape (r - 1, r done)."""
-  return _table(_roots(np.outer(np.arange(1, r), np.arange(r * done)), r * done), dtype)
+def _twiddles(r: int, done: int, dtype, ks: int) -> Pair:
+  """w^(j k) for 0 < j < r, k < ks, w = exp(-2 pi i / (r done)), as two constant tables of shape (r - 1, ks)."""
+  return _table(_roots(np.outer(np.arange(1, r), np.arange(ks)), r * done), dtype)
 
 
 # ---- Bluestein ----
