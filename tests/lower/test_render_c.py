@@ -568,6 +568,22 @@ def test_a_big_right_operand_is_read_from_contiguous_column_panels(m, k, n):
                                rtol=ulps(4 * k), atol=ulps(4 * k) * math.sqrt(k))
 
 
+@pytest.mark.parametrize("t,m,n", [(512, 512, 128), (70, 37, 20)])
+def test_a_weight_gradients_strided_operands_are_prefetched(t, m, n):
+  """x.T @ g reads a row of x and of g per step of the sum: each block prefetches the lines it will read
+  PREFETCH_STEPS steps ahead (past the end of a buffer too: a prefetch never faults), with the same sums."""
+  import tracegrad as tg
+  from tracegrad.lower.schedule import schedule
+  rng = np.random.default_rng(2)
+  x, g = rng.standard_normal((t, m)).astype(np.float32), rng.standard_normal((t, n)).astype(np.float32)
+  f = lambda x, g: x.T @ g
+  (kern,) = schedule(tg.make_graph(f)(x, g)).kernels
+  assert kern.source.count("__builtin_prefetch(&b0[") >= 1 and kern.source.count("__builtin_prefetch(&b1[") >= 1
+  if tg.default_backend() == "cpu":
+    np.testing.assert_allclose(np.asarray(tg.jit(f)(x, g)), x.T.astype(np.float64) @ g,
+                               rtol=ulps(4 * t), atol=ulps(4 * t) * math.sqrt(t) * 4)
+
+
 def test_dot_product_blocks_take_a_column_count_that_divides_the_columns():
   import tracegrad as tg
   from tracegrad.lower.schedule import schedule

@@ -940,6 +940,39 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
     b.line("free(panel);")
 
 
+# how many steps of a register block's reduction ahead its strided loads are prefetched: about a memory latency's
+# worth of steps (a step of 8 rows by a vector register's width takes some 10 ns)
+PREFETCH_STEPS = 16
+
+
+def _prefetch(b: _Body, k: Kernel, nr: str, nc: str):
+  """Prefetches of a register block's loads that are strided along the reduction (a weight gradient's operands, read
+  a row of the activations per step), PREFETCH_STEPS steps ahead: the hardware's prefetchers lose such a stream at
+  each page, and a step whose operands come from memory (they were written long before, in the forward pass) waits
+  on them. One prefetch per cache line the block reads of each."""
+  if not PREFETCH_STEPS: return
+  r, i64 = k.reduce, dtypes.int64
+  inner, last = r.loops[-1].var, k.loops[-1].var
+  rows = k.loops[-2].var if len(k.loops) >= 2 else None
+  ib, t = UOp.param((), i64), UOp.param((), i64)
+  b.names[ib], b.names[t] = "ib", "t"
+  for u in r.value.toposort():
+    if u.op is not Ops.GATHER or u.src[0] not in b.bufs: continue
+    idx = u.src[1].src[0]
+    if coefficient(idx, inner) in (0, 1, None): continue
+    cr = coefficient(idx, rows) if rows is not None else 0
+    cj = coefficient(idx, last)
+    if cr is None or cj is None: continue
+    line = 64 // u.dtype.itemsize
+    sq = nr if not cr else (line if cr == 1 else 1)
+    sj = nc if not cj else (line if cj == 1 else 1)
+    mapping = {inner: inner + UOp.const(i64, PREFETCH_STEPS), last: t}
+    if rows is not None: mapping[rows] = ib
+    at = b.emit([substitute([idx], mapping)[0]])[0]
+    b.line(f"for (int64_t pq = 0; pq < {nr}; pq += {sq}) for (int64_t pj = 0; pj < {nc}; pj += {sj}) "
+           f"__builtin_prefetch(&{b.bufs[u.src[0]]}[{at} + pq * {cr} + pj * {cj}]);")
+
+
 def _emit_block(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str, str]):
   r, n = k.reduce, len(k.loops)
   # each point adds its steps in turn: a plain sum's blocks are shorter, a product's (a matmul's) as long as usual
@@ -968,6 +1001,7 @@ def _emit_block(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str,
         last = j == len(r.loops) - 1
         head = block_loop(r, plan, j) if plan else _loop(f"r{j}", r.loops[j].extent)
         rloops.enter_context(b.block(head, f"#pragma GCC unroll {unroll}" if unroll and last else None))
+      _prefetch(b, k, nr, nc)
       with b.block(f"for (int64_t q = 0; q < {nr}; q++)", "#pragma GCC unroll 16" if nr == size[0] else None):
         with b.block(f"for (int64_t j = 0; j < {nc}; j++)", "#pragma omp simd"):
           point()
