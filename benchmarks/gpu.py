@@ -82,6 +82,11 @@ def compare(a, x: np.ndarray, m: np.ndarray) -> None:
         u = torch.from_numpy(m).cuda().to(d)
         t = torch_seconds(lambda: u @ u, repeats=5)
         print(f"torch: matmul {a.n}^2 {dtype}: {t * 1e3:.2f} ms, {2 * a.n ** 3 / t / 1e12:.1f} TFLOPS", flush=True)
+      torch.backends.cuda.matmul.allow_tf32 = True   # float32 as JAX's default: TensorFloat-32 operands
+      u = torch.from_numpy(m).cuda()
+      t = torch_seconds(lambda: u @ u, repeats=5)
+      torch.backends.cuda.matmul.allow_tf32 = False
+      print(f"torch: matmul {a.n}^2 float32 allow_tf32: {t * 1e3:.2f} ms, {2 * a.n ** 3 / t / 1e12:.1f} TFLOPS", flush=True)
       big = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
       t = torch_seconds(lambda: big @ big, repeats=5)
       print(f"torch: matmul 8192^2 bfloat16: {2 * 8192 ** 3 / t / 1e12:.1f} TFLOPS", flush=True)
@@ -130,15 +135,18 @@ def main() -> None:
     print(f"elementwise {a.size} float32{_searched(width)}: {t * 1e3:.3f} ms, {gbs:.0f} GB/s "
           f"({gbs / a.peak_gbs:.1%} of {a.peak_gbs:.0f})", flush=True)
 
-  for dtype, peak in (("float32", a.peak_tflops[0]), ("float16", a.peak_tflops[1]), ("bfloat16", a.peak_tflops[1])):
+  # float32 at the default precision takes TensorFloat-32 operands on CUDA (as JAX's), "highest" keeps float32
+  for dtype, precision, peak in (("float32", None, a.peak_tflops[0]), ("float32", "highest", a.peak_tflops[0]),
+                                 ("float16", None, a.peak_tflops[1]), ("bfloat16", None, a.peak_tflops[1])):
     m = rng.standard_normal((a.n, a.n)).astype(np.float32)
     d = getattr(tnp, dtype)
-    f = lambda u, v: tnp.matmul(u.astype(d), v.astype(d), preferred_element_type=tnp.float32)
+    f = lambda u, v: tnp.matmul(u.astype(d), v.astype(d), precision=precision, preferred_element_type=tnp.float32)
     for width in searches:
       t, (c,) = kernel_seconds(f, [m, m], a.backend, repeats=3, search=width)
       tflops = 2 * a.n ** 3 / t / 1e12
       err = float(np.abs(c[:64, :64] - m[:64] @ m[:, :64]).max())
-      print(f"matmul {a.n}^2 {dtype} (float32 accumulation){_searched(width)}: {t * 1e3:.2f} ms, {tflops:.2f} TFLOPS "
+      label = dtype + (f" precision={precision}" if precision else "")
+      print(f"matmul {a.n}^2 {label} (float32 accumulation){_searched(width)}: {t * 1e3:.2f} ms, {tflops:.2f} TFLOPS "
             f"({tflops / peak:.1%} of {peak:.0f}), max |error| on a corner {err:.2g}", flush=True)
   if a.compare: compare(a, x, rng.standard_normal((a.n, a.n)).astype(np.float32))
 

@@ -10,7 +10,8 @@ import os
 from .ir import dtypes
 
 # JAX's flags that tracegrad accepts and keeps, with JAX 0.10's defaults; jax_enable_x64 is the one that changes
-# what tracegrad computes (jax_threefry_partitionable is read by tracegrad.random).
+# what tracegrad computes (jax_threefry_partitionable is read by tracegrad.random, jax_default_matmul_precision by
+# float32 contractions on a GPU).
 _DEFAULTS = {
   "jax_threefry_partitionable": True, "jax_platform_name": "", "jax_platforms": None, "jax_debug_nans": False,
   "jax_debug_infs": False, "jax_default_matmul_precision": None, "jax_disable_jit": False,
@@ -63,9 +64,11 @@ class Config:
 
   def _renew(self) -> None:
     # trace_key: the settings a traced graph depends on (x64, the random bits' scheme, whether implicit rank
-    # promotion is allowed, whether annotations are checked when tracing), part of jit's cache keys
+    # promotion is allowed, whether annotations are checked when tracing, a GPU's float32 contractions' precision),
+    # part of jit's cache keys
     self.__dict__["trace_key"] = (dtypes.x64_enabled(), self._values["jax_threefry_partitionable"],
-                                  self._values["jax_numpy_rank_promotion"], self._values["tracegrad_typecheck"])
+                                  self._values["jax_numpy_rank_promotion"], self._values["tracegrad_typecheck"],
+                                  str(self._values["jax_default_matmul_precision"]))
 
   @property
   def jax_enable_x64(self) -> bool: return dtypes.x64_enabled()

@@ -119,3 +119,99 @@ def run_interp(f, args):
   from tracegrad import run
   g = tg.make_graph(f)(*args)
   return run.executable(g, "interp")(args)[0]
+
+
+# ---- TensorFloat-32: float32 contractions as JAX runs them on a GPU ----
+
+@pytest.fixture
+def on_gpu(monkeypatch):
+  """Contractions traced as for a CUDA device, where float32 operands at the default precision are rounded to
+  TensorFloat-32 (lax.dot.tensorfloat32)."""
+  import importlib
+  monkeypatch.setattr(importlib.import_module("tracegrad.lax.dot"), "_tensor_cores", lambda: True)
+
+
+def _tf32(a: np.ndarray) -> np.ndarray:
+  """a rounded to TensorFloat-32 (10 fraction bits), to nearest with ties to even."""
+  bits = a.astype(np.float32).view(np.uint32)
+  return ((bits + np.uint32(0xFFF) + ((bits >> 13) & 1)) & np.uint32(0xFFFFE000)).view(np.float32)
+
+
+TF32_CASES = {
+  "matmul": (lambda a, b: a @ b, (128, 32), (32, 64)),
+  "einsum": (lambda a, b: tnp.einsum("bij,bjk->bik", a, b), (2, 64, 48), (2, 48, 128)),
+  "dot_general": (lambda a, b: tg.lax.dot_general(a, b, (((0,), (0,)), ((), ()))), (16, 64), (16, 64)),
+}
+
+
+def _tf32_kernel(prog):
+  """The program's kernel that runs on tensor cores, with its TensorFloat-32 buffers."""
+  found = [(k, t) for k, t in zip(prog.kernels, render_mma.tf32_buffers(prog.kernels, prog.calls))
+           if render_mma.plan(k, t) is not None]
+  assert len(found) == 1, [k.name for k in prog.kernels]
+  return found[0]
+
+
+def test_float32_contractions_take_tensorfloat32_where_jax_would(on_gpu):
+  for f, *shapes in TF32_CASES.values():
+    k, tf32 = _tf32_kernel(_kernel(f, *shapes)[0])
+    assert render_mma.plan(k, tf32).half is tg.numpy.float32 and len(tf32) == 2
+  # a convolution's windows of a rounded input are exact too, padding zeros and all
+  conv = lambda x, w: tg.lax.conv_general_dilated(x, w, (1, 1), "SAME")
+  k, tf32 = _tf32_kernel(_kernel(conv, (2, 32, 16, 16), (64, 32, 3, 3))[0])
+  assert render_mma.plan(k, tf32).steps == 32 * 9
+  # HIGHEST precision (the call's, or the default's) keeps float32: no operand is rounded
+  highest = [lambda a, b: tnp.matmul(a, b, precision="highest"),
+             lambda a, b: tg.lax.dot(a, b, precision=(tg.lax.Precision.HIGHEST, None))]
+  for f in highest:
+    prog = _kernel(f, (128, 32), (32, 64))[0]
+    assert not any(render_mma.tf32_buffers(prog.kernels, prog.calls)) and len(prog.kernels) == 1
+  with tg.default_matmul_precision("float32"):
+    assert len(_kernel(lambda a, b: a @ b, (128, 32), (32, 64))[0].kernels) == 1
+
+
+def test_on_the_cpu_float32_contractions_stay_float32():
+  a, b = RNG.standard_normal((64, 64)).astype(np.float32), RNG.standard_normal((64, 64)).astype(np.float32)
+  assert len(_kernel(lambda a, b: a @ b, (128, 32), (32, 64))[0].kernels) == 1
+  np.testing.assert_allclose(np.asarray(tg.jit(lambda a, b: a @ b)(a, b)), a.astype(np.float64) @ b,
+                             rtol=1e-5, atol=1e-4)
+
+
+def test_tensorfloat32_values_and_their_derivative(on_gpu):
+  """Rounded operands summed in float32 (as JAX's GPU results, not float32's), the derivative as float32's."""
+  a, b = RNG.standard_normal((64, 48)).astype(np.float32), RNG.standard_normal((48, 32)).astype(np.float32)
+  got = np.asarray(tg.jit(lambda a, b: a @ b)(a, b))
+  want = _tf32(a).astype(np.float64) @ _tf32(b)
+  np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+  assert np.abs(got - a.astype(np.float64) @ b).max() > 1e-3   # float32's result is not what a GPU gives
+  ga = np.asarray(tg.grad(lambda a: (a @ b).sum())(a))
+  np.testing.assert_allclose(ga, np.broadcast_to(_tf32(b).astype(np.float64).sum(1), ga.shape), rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", TF32_CASES)
+def test_tensorfloat32_compiles_to_mma_for_sm90_and_without_for_sm75(on_gpu, name):
+  pytest.importorskip("cuda.bindings.nvrtc")
+  from tracegrad.devices.cuda import ptx
+  from tracegrad.lower.render_gpu import render_program
+  f, *shapes = TF32_CASES[name]
+  src = render_program(_kernel(f, *shapes)[0], "cuda").source
+  n = ptx(src).decode().count("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32")
+  assert n and n % 16 == 0   # 2 x 8 a step of 16, for each step the compiler unrolls
+  assert "mma.sync" not in ptx(src, "compute_75").decode()
+
+
+@pytest.mark.parametrize("name", TF32_CASES)
+def test_each_thread_sums_and_stores_its_tensorfloat32_outputs(on_gpu, name, tmp_path):
+  f, *shapes = TF32_CASES[name]
+  prog, args = _kernel(f, *shapes)
+  k, _ = _tf32_kernel(prog)
+  (kernel_i,) = [i for i, x in enumerate(prog.kernels) if x is k]
+  rounded = [n for ks, ns in zip(prog.kernels, prog.calls) if ks is not k for n in ns if n not in prog.inputs]
+  assert len(rounded) == 2   # the rounding kernels' outputs, in the operands' order
+  buffers = {n: np.zeros(prog.buffers[n].size, prog.buffers[n].dtype.np) for n in prog.calls[kernel_i]}
+  for n, a in zip(rounded, args): buffers[n][:] = _tf32(a).reshape(-1)
+  src, launch = render_kernel(k, "cuda", tf32=_tf32_kernel(prog)[1])
+  _run_on_cpu(src, launch, [buffers[n] for n in prog.calls[kernel_i]], tmp_path)
+  (out_n, shape), = prog.outputs
+  want = run_interp(f, [_tf32(a) for a in args])   # float32's result of the rounded operands
+  np.testing.assert_allclose(buffers[out_n].reshape(shape), want, rtol=2e-6, atol=2e-5)

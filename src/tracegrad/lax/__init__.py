@@ -52,7 +52,7 @@ __all__ = ["add", "sub", "mul", "max", "min", "convert_element_type", "broadcast
            "fori_loop", "while_loop", "bitcast_convert_type", "conv", "conv_general_dilated", "reduce_window", "psum",
            "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "all_to_all", "axis_index",
            "with_sharding_constraint", "linalg"]
-_INTERNAL = {"check_precision", "operands", "check_kind", "float_unary", "conv_transpose_padding"}
+_INTERNAL = {"check_precision", "tensorfloat32", "tf32", "operands", "check_kind", "float_unary", "conv_transpose_padding"}
 __all__ += [n for m in ("fft", "complex_parts", "slicing", "dot", "elementwise", "gather", "shapes", "reductions", "sorting", "conv_shapes",
                         "conv_variants", "misc", "special") for n in sys.modules[f"{__name__}.{m}"].__all__
             if n not in _INTERNAL]

@@ -16,7 +16,7 @@ from ..array import Array, to_array
 from ..ir import Ops, UOp, dtypes
 from . import control, ops
 from .conv_shapes import conv_dimension_numbers
-from .dot import check_precision
+from .dot import check_precision, tensorfloat32, tf32
 
 __all__ = ["conv", "conv_general_dilated"]
 
@@ -110,6 +110,7 @@ def conv_general_dilated(lhs, rhs, window_strides: Sequence[int], padding, lhs_d
   pads = _padding(padding, spatial, window, strides, dil, fn)
   dt = dtypes.result_type((x.dtype, x.weak_type), (w.dtype, w.weak_type))[0]  # mixed dtypes promote by JAX's lattice
   x, w = (Array(a.uop.cast(dt), a.weak_type) for a in (x, w))
+  if tensorfloat32(precision, dt): x, w = (Array(tf32(a.uop), a.weak_type) for a in (x, w))   # as JAX on a GPU
   # zeros between the input's elements are a padded copy; the zeros around it, the windows' reads outside it
   xp = _pad(x, 0, [(0, 0), (0, 0), *[(0, 0)] * nd], (1, 1, *ldil)) if any(d > 1 for d in ldil) else x
   padded = [sp + lo + hi for sp, (lo, hi) in zip(xp.shape[2:], pads)]

@@ -1,7 +1,10 @@
 """Contractions, as jax.lax: dot_general (batch and contracting dimensions), dot and batch_matmul, and the Precision
-enum every contraction and convolution accepts. tracegrad computes each dtype at one precision, so precision is
-checked and otherwise ignored. A contraction is one broadcast product summed over the contracted axes (half floats
-accumulate in float32), kept whole as a composite named dot_general in traced graphs.
+enum every contraction and convolution accepts. A contraction is one broadcast product summed over the contracted axes
+(half floats accumulate in float32), kept whole as a composite named dot_general in traced graphs.
+
+Precision matters where JAX's does, on a GPU: there a float32 contraction at DEFAULT or HIGH precision (the call's, else
+jax_default_matmul_precision's) rounds its operands to TensorFloat-32 (10 fraction bits) and sums in float32, which
+the CUDA device runs on tensor cores; HIGHEST keeps float32. On the CPU every precision gives float32's result.
 
 >>> lax.dot_general(tnp.ones((2, 3)), tnp.ones((3, 4)), (((1,), (0,)), ((), ()))).shape
 (2, 4)
@@ -12,17 +15,19 @@ import enum
 from typing import Sequence, Tuple
 
 from ..array import Array, to_array
+from ..config import config
 from ..ir import Ops, UOp, composite, dtypes
 from ..ir.shapes import fmt
 from .ops import _ints
 
 __all__ = ["Precision", "PrecisionLike", "DotDimensionNumbers", "dot_general", "dot", "batch_matmul",
-           "check_precision"]
+           "check_precision", "tensorfloat32", "tf32"]
 
 
 class Precision(enum.Enum):
   """The precision of a contraction on accelerators, as jax.lax.Precision (also from names such as 'highest',
-  'float32' or 'bfloat16'). tracegrad computes every dtype at one precision, so each value gives the same result.
+  'float32' or 'bfloat16'). Only float32 contractions on CUDA depend on it: TensorFloat-32 operands at DEFAULT and
+  HIGH, float32 at HIGHEST (tensorfloat32).
 
   >>> lax.Precision("highest")
   Precision.HIGHEST
@@ -58,6 +63,28 @@ def check_precision(precision, fn: str) -> None:
       Precision(p)
     except ValueError:
       raise ValueError(f"{fn}: precision {p!r} is not a lax.Precision or one of its names") from None
+
+
+def _tensor_cores() -> bool:
+  """Whether contractions run where float32's default is TensorFloat-32: a CUDA device, as XLA's GPUs."""
+  from ..run import default_backend
+  return default_backend() == "cuda"
+
+
+def tensorfloat32(precision, dtype) -> bool:
+  """Whether a contraction of `dtype` operands at `precision` (None: jax_default_matmul_precision's) rounds them to
+  TensorFloat-32: float32 at DEFAULT or HIGH on a device with tensor cores, as JAX on a GPU."""
+  if dtype is not dtypes.float32 or not _tensor_cores(): return False
+  if precision is None: precision = config.read("jax_default_matmul_precision")
+  if precision is None: return True
+  pair = precision if isinstance(precision, (tuple, list)) else (precision,)
+  return all(Precision(p) is not Precision.HIGHEST for p in pair if p is not None)
+
+
+def tf32(u: UOp) -> UOp:
+  """u (float32) rounded to TensorFloat-32, to nearest (ties to even), its derivative taken as 1."""
+  from .misc import reduce_precision
+  return reduce_precision(Array(u), exponent_bits=8, mantissa_bits=10).uop
 
 
 def _contract(x: UOp, y: UOp, *, xl: tuple, yl: tuple, out: tuple) -> UOp:
@@ -108,7 +135,9 @@ def dot_general(lhs, rhs, dimension_numbers: DotDimensionNumbers, precision=None
   xl = tuple(("b", xb.index(i)) if i in xb else ("c", xc.index(i)) if i in xc else ("x", i) for i in range(x.ndim))
   yl = tuple(("b", yb.index(i)) if i in yb else ("c", yc.index(i)) if i in yc else ("y", i) for i in range(y.ndim))
   out = (*(("b", k) for k in range(len(xb))), *(l for l in xl if l[0] == "x"), *(l for l in yl if l[0] == "y"))
-  u = composite(fn, _contract, x.uop.cast(acc), y.uop.cast(acc), xl=xl, yl=yl, out=out)[0]
+  xu, yu = x.uop.cast(acc), y.uop.cast(acc)
+  if tensorfloat32(precision, acc) and dt is acc: xu, yu = tf32(xu), tf32(yu)
+  u = composite(fn, _contract, xu, yu, xl=xl, yl=yl, out=out)[0]
   return Array(u.cast(out_dt), weak and preferred_element_type is None)
 
 

@@ -211,8 +211,10 @@ def _split(b: _Body, flat: str, loops, prefix: str) -> None:
     b.names[l.var] = f"{prefix}{j}"
 
 
-def render_kernel(k: Kernel, target: str, name: str | None = None, restrict: bool = True) -> tuple[str, tuple]:
-  """The kernel function of k for `target`, and its launch: (global items, items per group)."""
+def render_kernel(k: Kernel, target: str, name: str | None = None, restrict: bool = True,
+                  tf32: frozenset = frozenset()) -> tuple[str, tuple]:
+  """The kernel function of k for `target`, and its launch: (global items, items per group); `tf32` holds k's
+  buffers that hold TensorFloat-32 values when it runs (render_mma.tf32_buffers)."""
   t = TARGETS[target]
   opts = dict(k.opts) if k.opts else gpu_default(k)
   b = _GPUBody(k, t)
@@ -221,7 +223,7 @@ def render_kernel(k: Kernel, target: str, name: str | None = None, restrict: boo
                      f"*{t.restrict + ' ' if restrict else ''}{n}" for p, n in b.bufs.items())
   local = opts.get("local", LOCAL)
   if k.reduce is not None and (is_product(k.reduce.value) or opts.get("stage")): b.sum_block = PRODUCT_BLOCK
-  if target == "cuda" and (mma := render_mma.plan(k)) is not None:   # tensor cores
+  if target == "cuda" and (mma := render_mma.plan(k, tf32)) is not None:   # tensor cores
     launch = render_mma.launch(k)
     render_mma.emit(b, k, mma)
   elif grouped(k, opts):
@@ -473,14 +475,14 @@ def render_program(prog: Program, target: str) -> GPUSource:
   functions, launches, seen = [], {}, set()
 
   def walk(p: Program):
-    for k, nums in zip(p.kernels, p.calls):
+    for k, nums, tf32 in zip(p.kernels, p.calls, render_mma.tf32_buffers(p.kernels, p.calls)):
       if isinstance(k, Control):
         for body in k.bodies: walk(body)
         continue
       name = c_name(k.name)
       while name in seen: name = f"{name}_{len(seen)}"
       seen.add(name)
-      src, launch = render_kernel(k, target, name, restrict=len(set(nums)) == len(nums))
+      src, launch = render_kernel(k, target, name, restrict=len(set(nums)) == len(nums), tf32=tf32)
       functions.append(src)
       launches[k] = (name, launch)
 

@@ -1,14 +1,18 @@
 """Tensor cores for the CUDA target: a matmul-like kernel over float16 or bfloat16 operands with a float32 sum runs as
-warp-wide `mma.sync.aligned.m16n8k16` instructions (sm_80 and newer; Hopper runs them too).
+warp-wide `mma.sync.aligned.m16n8k16` instructions, one over TensorFloat-32 operands as `m16n8k8` ones (sm_80 and
+newer; Hopper runs them too).
 
 A kernel qualifies (`plan`) when its reduction is one float32 sum over one loop K of a product x * y, each a half
-value widened (a half buffer's load, or a float32 value rounded to a half type: `astype` fused into the matmul),
-x reading along the rows and K, y along K and the columns, no other outer loop but batch loops in front, and the
-rows, columns and K multiples of 64, 64 and 16. A group of four warps computes a 64 x 64 block of outputs, each warp
-32 x 32 of it as 2 x 4 tiles of 16 x 8; every 16 steps of K a thread packs the halves it holds of each operand, as
-the instruction's fragments lay them out (row-major A, column-major B), into 32-bit registers. The stores, with what
-the kernel computes from each sum, run per accumulator at its row and column. A GPU older than sm_80 compiles the
-same kernel with each accumulator summed by float32 multiply-adds instead, so the launch stays the same everywhere.
+value widened (a half buffer's load, or a float32 value rounded to a half type: `astype` fused into the matmul) or
+each a float32 value exact in TensorFloat-32 (rounded to it, as lax.dot.tf32 does where JAX's GPUs would use it; the
+load of a buffer a kernel stored such values in), x reading along the rows and K, y along K and the columns, no other
+outer loop but batch loops in front, and the rows, columns and K multiples of 64, 64 and 16. A group of four warps
+computes a 64 x 64 block of outputs, each warp 32 x 32 of it as 2 x 4 tiles of 16 x 8; every 16 steps of K a thread
+packs the halves it holds of each operand (or takes the TensorFloat-32 values' bits), as the instruction's fragments
+lay them out (row-major A, column-major B), into 32-bit registers. The stores, with what the kernel computes from
+each sum, run per accumulator at its row and column. A GPU older than sm_80 compiles the same kernel with each
+accumulator summed by float32 multiply-adds instead, so the launch stays the same everywhere (and the sums equal
+the tensor cores' up to the order of the additions: the operands are already exact in their type).
 
 >>> import numpy as np, tracegrad, tracegrad.numpy as tnp
 >>> from tracegrad.lower.schedule import schedule
@@ -22,15 +26,52 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..ir import Ops, UOp, dtypes
-from .kernel import Kernel
+from .kernel import Control, Kernel
 from .render_c import HALF, STORE, _Body, _emit_store
 
 WARPS, BLOCK, WARP_TILE = 4, 64, 32   # warps of a group (2 x 2), outputs per group side, per warp side
 MAX_GRID = 65535   # groups along a launch's second and third dimensions
 M_TILES, N_TILES = WARP_TILE // 16, WARP_TILE // 8   # a warp's 16 x 8 tiles down and across
 INSTRUCTION = {dtypes.float16: "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
-               dtypes.bfloat16: "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"}
+               dtypes.bfloat16: "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+               dtypes.float32: "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"}   # TensorFloat-32 operands
+TF32_MASK = 0xFFFFE000   # the bits a float32 keeps rounded to TensorFloat-32's 10 fraction bits
+
+
+def tf32_exact(u: UOp, bufs: frozenset = frozenset()) -> bool:
+  """Whether u is a float32 value exact in TensorFloat-32, so that a tensor core multiplies it exactly: rounded to it
+  (lax.reduce_precision's form: NaN kept, else the bits rounded and masked to 10 fraction bits), a load of a buffer
+  in `bufs`, a constant it holds exactly, or a choice between such values (a padded window's zeros)."""
+  if u.dtype is not dtypes.float32: return False
+  if u.op is Ops.CONST: return float(np.float32(u.arg).view(np.uint32) & ~np.uint32(TF32_MASK)) == 0
+  if u.op is Ops.GATHER: return u.src[0] in bufs
+  if u.op is not Ops.WHERE: return False
+  if u.src[2].op is Ops.BITCAST and (m := u.src[2].src[0]).op is Ops.AND and \
+     any(s.op is Ops.CONST and s.arg == TF32_MASK for s in m.src):
+    return True
+  return tf32_exact(u.src[1], bufs) and tf32_exact(u.src[2], bufs)
+
+
+def tf32_buffers(kernels, calls) -> list[frozenset]:
+  """For each kernel of a program (in order, with its buffer numbers), its buffers that hold TensorFloat-32 values
+  when it runs: stored so by an earlier kernel, and not stored otherwise since."""
+  exact, out = set(), []
+  for k, nums in zip(kernels, calls):
+    if isinstance(k, Control):   # what its bodies store is not followed
+      out.append(frozenset())
+      exact.difference_update(nums)
+      continue
+    bufs = k.bufs
+    out.append(frozenset(b for b, n in zip(bufs, nums) if n in exact))
+    for step in k.steps():
+      for st in (*step.stores, *(step.reduce.stores if step.reduce else ())):
+        n = nums[bufs.index(st.buf)]
+        if st.mode is None and tf32_exact(st.value, out[-1]): exact.add(n)
+        else: exact.discard(n)
+  return out
 
 
 @dataclass(frozen=True)
@@ -44,14 +85,23 @@ class Plan:
   steps: int
 
 
-def plan(k: Kernel) -> Plan | None:
-  """The tensor-core plan of k, or None when it does not qualify (see the module's docstring)."""
+def _operand(s: UOp, tf32: frozenset) -> UOp | None:
+  """The value a tensor core takes for a factor s of the product: a half value s widens, or s itself when it is
+  exact in TensorFloat-32 (computed so, or a load of a buffer in `tf32`); None for anything else."""
+  if s.op is Ops.CAST and s.src[0].dtype in HALF: return s.src[0]
+  if tf32_exact(s, tf32): return s
+  return None
+
+
+def plan(k: Kernel, tf32: frozenset = frozenset()) -> Plan | None:
+  """The tensor-core plan of k, or None when it does not qualify (see the module's docstring); `tf32` holds the
+  kernel's buffers that hold TensorFloat-32 values (tf32_buffers)."""
   r = k.reduce
   if r is None or not k.parallel or k.phases or k.epilogue or r.stores or k.opts or len(k.loops) < 2: return None
   if r.op is not Ops.REDUCE_SUM or r.acc.dtype is not dtypes.float32 or len(r.loops) != 1: return None
   v = r.value
   if v.op is not Ops.MUL or v.dtype is not dtypes.float32: return None
-  halves = [s.src[0] if s.op is Ops.CAST and s.src[0].dtype in HALF else None for s in v.src]
+  halves = [_operand(s, tf32) for s in v.src]
   if None in halves or halves[0].dtype is not halves[1].dtype: return None
   rows, cols, kv = k.loops[-2].var, k.loops[-1].var, r.loops[0].var
   batch = {l.var for l in k.loops[:-2]}
@@ -84,7 +134,7 @@ def emit(b: _Body, k: Kernel, p: Plan) -> None:
     b.line(f"const int64_t i{j} = ((int64_t)blockIdx.z / {stride}) % {l.extent};")
     b.names[l.var] = f"i{j}"
   b.line(f"float acc[{M_TILES}][{N_TILES}][4] = {{}};")
-  bits = STORE[p.half]
+  bits = STORE.get(p.half)   # a half type's bits as an integer (TensorFloat-32 values take their float32 bits)
 
   def fragments(dest: str, tile: str, tiles: int, regs: int, at: str, u: UOp, lo: dict, hi: dict) -> None:
     """dest[tile][q]: each register q of each tile, two halves of u (at the loop values `lo`, then `hi`, given the
@@ -100,14 +150,18 @@ def emit(b: _Body, k: Kernel, p: Plan) -> None:
             b.line(f"{half} = {bits}({b.emit([u])[0]});")
         b.line(f"{dest}[{tile}][q] = lo | (hi << 16);")
 
-  with b.block(f"for (int64_t kb = 0; kb < {p.steps}; kb += 16)"):
-    b.line("#if __CUDA_ARCH__ >= 800")
-    b.line(f"uint32_t fa[{M_TILES}][4], fb[{N_TILES}][2], lo, hi;")
-    # A's registers: rows g and g + 8, columns 2t and 2t + 8; B's: rows (of K) 2t and 2t + 8, column g
-    fragments("fa", "mi", M_TILES, 4, "const int64_t row = row0 + mi * 16 + g + (q & 1) * 8, "
-              "kx = kb + 2 * t + (q >> 1) * 8, kx1 = kx + 1;", p.x, {p.rows: "row", p.k: "kx"}, {p.rows: "row", p.k: "kx1"})
-    fragments("fb", "ni", N_TILES, 2, "const int64_t col = col0 + ni * 8 + g, ky = kb + 2 * t + q * 8, ky1 = ky + 1;",
-              p.y, {p.k: "ky", p.cols: "col"}, {p.k: "ky1", p.cols: "col"})
+  def words(dest: str, tile: str, tiles: int, regs: int, at: str, u: UOp, where: dict) -> None:
+    """dest[tile][q]: each register q of each tile, the bits of u (a TensorFloat-32 value) at the loop values
+    `where`, given the C declarations `at`."""
+    b.line("#pragma unroll")
+    with b.block(f"for (int64_t {tile} = 0; {tile} < {tiles}; {tile}++)"):
+      b.line("#pragma unroll")
+      with b.block(f"for (int64_t q = 0; q < {regs}; q++)"):
+        b.line(at)
+        for var, e in where.items(): b.names[var] = e
+        b.line(f"{dest}[{tile}][q] = __float_as_uint({b.emit([u])[0]});")
+
+  def instructions() -> None:
     b.line("#pragma unroll")
     with b.block(f"for (int64_t mi = 0; mi < {M_TILES}; mi++)"):
       b.line("#pragma unroll")
@@ -116,6 +170,28 @@ def emit(b: _Body, k: Kernel, p: Plan) -> None:
                f'{{%0, %1, %2, %3}};"')
         b.line('  : "+f"(acc[mi][ni][0]), "+f"(acc[mi][ni][1]), "+f"(acc[mi][ni][2]), "+f"(acc[mi][ni][3])')
         b.line('  : "r"(fa[mi][0]), "r"(fa[mi][1]), "r"(fa[mi][2]), "r"(fa[mi][3]), "r"(fb[ni][0]), "r"(fb[ni][1]));')
+
+  with b.block(f"for (int64_t kb = 0; kb < {p.steps}; kb += 16)"):
+    b.line("#if __CUDA_ARCH__ >= 800")
+    if p.half is dtypes.float32:
+      # m16n8k8, twice per 16 steps. A's registers: rows g and g + 8, columns t and t + 4; B's: rows (of K) t and
+      # t + 4, column g
+      with b.block("for (int64_t ks = kb; ks < kb + 16; ks += 8)"):
+        b.line(f"uint32_t fa[{M_TILES}][4], fb[{N_TILES}][2];")
+        words("fa", "mi", M_TILES, 4, "const int64_t row = row0 + mi * 16 + g + (q & 1) * 8, kx = ks + t + (q >> 1) * 4;",
+              p.x, {p.rows: "row", p.k: "kx"})
+        words("fb", "ni", N_TILES, 2, "const int64_t col = col0 + ni * 8 + g, ky = ks + t + q * 4;",
+              p.y, {p.k: "ky", p.cols: "col"})
+        instructions()
+    else:
+      b.line(f"uint32_t fa[{M_TILES}][4], fb[{N_TILES}][2], lo, hi;")
+      # A's registers: rows g and g + 8, columns 2t and 2t + 8; B's: rows (of K) 2t and 2t + 8, column g
+      fragments("fa", "mi", M_TILES, 4, "const int64_t row = row0 + mi * 16 + g + (q & 1) * 8, "
+                "kx = kb + 2 * t + (q >> 1) * 8, kx1 = kx + 1;", p.x, {p.rows: "row", p.k: "kx"},
+                {p.rows: "row", p.k: "kx1"})
+      fragments("fb", "ni", N_TILES, 2, "const int64_t col = col0 + ni * 8 + g, ky = kb + 2 * t + q * 8, ky1 = ky + 1;",
+                p.y, {p.k: "ky", p.cols: "col"}, {p.k: "ky1", p.cols: "col"})
+      instructions()
     b.line("#else")   # before sm_80: each accumulator of the same layout summed by multiply-adds
     with b.block("for (int64_t kk = kb; kk < kb + 16; kk++)"):
       with b.block(f"for (int64_t mi = 0; mi < {M_TILES}; mi++)"):

@@ -16,6 +16,7 @@ from ..ir import Ops, UOp, broadcast_shapes, composite, dtypes
 from ..ir.dtypes import DType
 from ..ir.shapes import fmt
 from ..lax import complex_math
+from ..lax.dot import tensorfloat32, tf32
 from .core import normalize_axis, promote
 
 __all__ = ["matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "einsum_path", "vecdot", "kron",
@@ -57,14 +58,17 @@ def _place(u: UOp, ls: Sequence, full: Sequence, shape: tuple) -> UOp:
   return u.reshape(tuple(own.get(l, 1) for l in full)).broadcast(shape)
 
 
-def contract_uops(x: UOp, xl: Sequence, y: UOp, yl: Sequence, out: Sequence, fn: str = "contract") -> UOp:
+def contract_uops(x: UOp, xl: Sequence, y: UOp, yl: Sequence, out: Sequence, fn: str = "contract",
+                  precision=None) -> UOp:
   """x (axes labelled xl) times y (labelled yl), summed over every label not in `out`; axes ordered as `out`.
 
   Labels are any hashable values and must be distinct within an operand. Both operands share one dtype;
-  the product is taken and summed in that dtype. In a traced graph it is one composite node named `fn` (matmul,
+  the product is taken and summed in that dtype (float32 operands rounded to TensorFloat-32 first where `precision`
+  asks for it on a GPU: lax.dot.tensorfloat32). In a traced graph it is one composite node named `fn` (matmul,
   einsum, ...), its body the broadcast product and sum.
   """
   _label_sizes(fn, (x, xl), (y, yl))
+  if tensorfloat32(precision, x.dtype) and y.dtype is x.dtype: x, y = tf32(x), tf32(y)
   return composite(fn, _contract, x, y, xl=tuple(xl), yl=tuple(yl), out=tuple(out), fn=fn)[0]
 
 
@@ -115,7 +119,7 @@ def matmul(a, b, *, precision=None, preferred_element_type=None) -> Array:
   n = ["n"] if len(sb) > 1 else []
   al = bl[nb - max(len(sa) - 2, 0):] + m + ["k"]
   blb = bl[nb - max(len(sb) - 2, 0):] + ["k"] + n
-  return _done(contract_uops(au, al, bu, blb, bl + m + n, "matmul"), dt, weak)
+  return _done(contract_uops(au, al, bu, blb, bl + m + n, "matmul", precision), dt, weak)
 
 
 def matrix_transpose(x) -> Array:
@@ -153,7 +157,7 @@ def dot(a, b, *, precision=None, preferred_element_type=None) -> Array:
   al = [("a", i) for i in range(au.ndim - 1)] + ["k"]
   bl = [("b", i) if i != kb else "k" for i in range(bu.ndim)]
   out = al[:-1] + [l for l in bl if l != "k"]
-  return _done(contract_uops(au, al, bu, bl, out, "dot"), dt, weak)
+  return _done(contract_uops(au, al, bu, bl, out, "dot", precision), dt, weak)
 
 
 def inner(a, b, *, precision=None, preferred_element_type=None) -> Array:
@@ -167,7 +171,7 @@ def inner(a, b, *, precision=None, preferred_element_type=None) -> Array:
   if au.shape[-1] != bu.shape[-1]: raise _mismatch("inner", au.shape, bu.shape, au.shape[-1], bu.shape[-1], "inner")
   al = [("a", i) for i in range(au.ndim - 1)] + ["k"]
   bl = [("b", i) for i in range(bu.ndim - 1)] + ["k"]
-  return _done(contract_uops(au, al, bu, bl, al[:-1] + bl[:-1], "inner"), dt, weak)
+  return _done(contract_uops(au, al, bu, bl, al[:-1] + bl[:-1], "inner", precision), dt, weak)
 
 
 def vdot(a, b, *, precision=None, preferred_element_type=None) -> Array:
@@ -181,7 +185,7 @@ def vdot(a, b, *, precision=None, preferred_element_type=None) -> Array:
     raise TypeError(f"vdot: operands must have the same number of elements, got shapes {fmt(au.shape)} and "
                      f"{fmt(bu.shape)}")
   au, bu = _conj(au.reshape((au.size,))), bu.reshape((bu.size,))
-  return _done(contract_uops(au, ["k"], bu, ["k"], [], "vdot"), dt, weak)
+  return _done(contract_uops(au, ["k"], bu, ["k"], [], "vdot", precision), dt, weak)
 
 
 def _conj(u: UOp) -> UOp: return complex_math.conj(u) if u.dtype.is_complex else u
@@ -204,7 +208,7 @@ def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=
   nb = len(batch)
   al = list(range(nb - (au.ndim - 1), nb)) + ["k"]
   bl = list(range(nb - (bu.ndim - 1), nb)) + ["k"]
-  return _done(contract_uops(au, al, bu, bl, list(range(nb)), "vecdot"), dt, weak)
+  return _done(contract_uops(au, al, bu, bl, list(range(nb)), "vecdot", precision), dt, weak)
 
 
 def outer(a, b) -> Array:
@@ -268,7 +272,7 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None) -> A
   al = [("c", xa.index(i)) if i in xa else ("a", i) for i in range(au.ndim)]
   bl = [("c", xb.index(j)) if j in xb else ("b", j) for j in range(bu.ndim)]
   out = [l for l in al if l[0] == "a"] + [l for l in bl if l[0] == "b"]
-  return _done(contract_uops(au, al, bu, bl, out, "tensordot"), dt, weak)
+  return _done(contract_uops(au, al, bu, bl, out, "tensordot", precision), dt, weak)
 
 
 # ---- einsum ----
@@ -381,7 +385,7 @@ def einsum(subscripts, *operands, out=None, optimize="optimal", precision=None, 
     u, ls = ops[k]
     need = set(out_l).union(*(set(x) for x in labels[k + 1:]))
     nl = [l for l in dict.fromkeys([*cl, *ls]) if l in need]
-    cur, cl = contract_uops(cur, cl, u, ls, nl, fn), nl
+    cur, cl = contract_uops(cur, cl, u, ls, nl, fn, precision), nl
   cur, cl = _reduce_labels(cur, cl, set(out_l))
   cur = cur.permute([cl.index(l) for l in out_l])
   return _done(cur, dt, weak)
