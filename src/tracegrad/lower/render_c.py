@@ -890,6 +890,7 @@ def _emit_interchanged(b: _Body, k: Kernel, pragmas: dict[int, str]):
                   (nrows if rows else "1", width), ("rn" if rows else "1", "tn"))
 
 
+PANEL_PREFETCH = 1
 PANEL_MIN_ROWS = 64          # a right operand is copied into column panels only for this many rows or more, which
 PANEL_MIN_BYTES = 1 << 20    # reuse them, and only when it is this big (a smaller one stays in the L2 cache as it is)
 
@@ -928,6 +929,7 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
       for j, l in enumerate(r.loops):
         b.names[l.var] = f"r{j}"
         loops.enter_context(b.block(_loop(f"r{j}", l.extent)))
+      if PANEL_PREFETCH: _prefetch(b, k, "1", width, (load,))
       with b.block("for (int64_t j = 0; j < tn; j++)", "#pragma omp simd"):
         b.line("const int64_t i1 = t + j;")
         b.names[last.var] = "i1"
@@ -945,18 +947,18 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
 PREFETCH_STEPS = 16
 
 
-def _prefetch(b: _Body, k: Kernel, nr: str, nc: str):
-  """Prefetches of a register block's loads that are strided along the reduction (a weight gradient's operands, read
-  a row of the activations per step), PREFETCH_STEPS steps ahead: the hardware's prefetchers lose such a stream at
-  each page, and a step whose operands come from memory (they were written long before, in the forward pass) waits
-  on them. One prefetch per cache line the block reads of each."""
+def _prefetch(b: _Body, k: Kernel, nr: str, nc: str, loads=None):
+  """Prefetches of a register block's loads (or of `loads`) that are strided along the reduction (a weight gradient's
+  operands, read a row of the activations per step), PREFETCH_STEPS steps ahead: the hardware's prefetchers lose
+  such a stream at each page, and a step whose operands come from memory (they were written long before, in the
+  forward pass) waits on them. One prefetch per cache line the block reads of each."""
   if not PREFETCH_STEPS: return
   r, i64 = k.reduce, dtypes.int64
   inner, last = r.loops[-1].var, k.loops[-1].var
   rows = k.loops[-2].var if len(k.loops) >= 2 else None
   ib, t = UOp.param((), i64), UOp.param((), i64)
   b.names[ib], b.names[t] = "ib", "t"
-  for u in r.value.toposort():
+  for u in (r.value.toposort() if loads is None else loads):
     if u.op is not Ops.GATHER or u.src[0] not in b.bufs: continue
     idx = u.src[1].src[0]
     if coefficient(idx, inner) in (0, 1, None): continue
