@@ -555,7 +555,8 @@ def test_kernels_with_one_body_share_one_function():
   assert len(prog.kernels) == 2 and src.count("TG_KERNEL void") == 1 + 1   # one definition, one declaration
 
 
-@pytest.mark.parametrize("m,k,n", [(64, 512, 512), (100, 700, 390)])
+# groups of panels with a cut last group and a cut last panel, rows that leave a last block short of the target's
+@pytest.mark.parametrize("m,k,n", [(64, 512, 512), (100, 700, 390), (70, 300, 1000)])
 def test_a_big_right_operand_is_read_from_contiguous_column_panels(m, k, n):
   import tracegrad as tg
   from tracegrad.lower.schedule import schedule

@@ -593,7 +593,8 @@ BLOCK_PRELUDE = "\n" + "".join(
   ("#else\n" if macro is None else f"#{'if' if i == 0 else 'elif'} defined({macro})\n")
   + "".join(f"#define {k} {v}\n" for k, v in sizes.items())
   for i, (macro, sizes) in enumerate(BLOCKS.items())) + "#endif\n" + \
-  "#define TG_WIDTH(n, T) ((n) < TG_VBYTES / (int64_t)sizeof(T) ? (n) : TG_VBYTES / (int64_t)sizeof(T))\n" + r"""
+  "#define TG_WIDTH(n, T) ((n) < TG_VBYTES / (int64_t)sizeof(T) ? (n) : TG_VBYTES / (int64_t)sizeof(T))\n" + \
+  "#define TG_CLAMP(x, lo, hi) ((x) < (lo) ? (lo) : (x) > (hi) ? (hi) : (x))\n" + r"""
 /* a vector register of floats or doubles (and one read at any element), their multiply-add, and TG_PIN(v), which keeps
    v in a register: without it gcc reads a row operand again from memory in each of its multiply-adds */
 typedef float tg_vf __attribute__((vector_size(TG_VREG)));
@@ -710,16 +711,20 @@ def _emit_dot_blocked(b: _Body, k: Kernel, pragmas: dict[int, str]):
     _whole_or_cut(b, lambda r, c: _emit_dots(b, k, r, c, ct, (nr, nc)), whole, (nr, nc), ("rn", "cn"))
 
 
-def _whole_or_cut(b: _Body, emit, whole: bool | str, sizes: tuple[str, str], cut: tuple[str, str]) -> None:
+def _whole_or_cut(b: _Body, emit, whole: bool | str, sizes: tuple[str, str], cut: tuple[str, str],
+                  rows_left: str | None = None) -> None:
   """emit(rows, columns) of whole blocks: alone where the blocks divide the extents (`whole`: on every target, or
   where the preprocessor's condition holds), else when the block at hand is whole (its `cut` sizes equal `sizes`),
-  with emit(*cut) for a block at the cut edge."""
+  with emit(*cut) for a block at the cut edge; with `rows_left` (the rows the last block of rows keeps, a constant),
+  a block of whole columns in the last rows is emitted with that constant, so that it too runs unrolled."""
   if whole is True: return emit(*sizes)
   if whole:
     b.line(f"#if {whole}")
     with b.block(""): emit(*sizes)
     b.line("#else")
   with b.block(f"if ({' && '.join(f'{c} == {n}' for c, n in zip(cut, sizes) if c != n)})"): emit(*sizes)
+  if rows_left is not None and cut[1] != sizes[1]:
+    with b.block(f"else if ({cut[1]} == {sizes[1]})"): emit(rows_left, sizes[1])
   with b.block("else"): emit(*cut)
   if whole: b.line("#endif")
 
@@ -890,9 +895,11 @@ def _emit_interchanged(b: _Body, k: Kernel, pragmas: dict[int, str]):
                   (nrows if rows else "1", width), ("rn" if rows else "1", "tn"))
 
 
-PANEL_PREFETCH = 1
 PANEL_MIN_ROWS = 64          # a right operand is copied into column panels only for this many rows or more, which
 PANEL_MIN_BYTES = 1 << 20    # reuse them, and only when it is this big (a smaller one stays in the L2 cache as it is)
+# a thread copies as many column panels at once as fit this many bytes (up to PANEL_GROUP), then runs each block of
+# rows across all of them: the rows' loads, which come from the L3 cache, then serve several panels
+PANEL_GROUP_BYTES, PANEL_GROUP = 1 << 18, 8
 
 
 def panel_load(k: Kernel) -> UOp | None:
@@ -912,9 +919,9 @@ def panel_load(k: Kernel) -> UOp | None:
 def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width: str, nrows: str, ct: str):
   """_emit_interchanged with each column panel of the right operand (its `width` columns, every step of the
   reduction) first copied by the thread that takes it into a contiguous array, then read from there by every row
-  block in turn."""
+  block in turn. A thread takes `np` panels at once (PANEL_GROUP_BYTES), and runs each row block across them."""
   r, (rows, last) = k.reduce, k.loops
-  steps, i64 = math.prod(l.extent for l in r.loops), dtypes.int64
+  steps, i64, mem = math.prod(l.extent for l in r.loops), dtypes.int64, MEMTYPE[load.dtype]
   panel, t, w = UOp.param((steps,), load.dtype), UOp.param((), i64), UOp.param((), i64)
   b.bufs[panel], b.names[t], b.names[w] = "panel", "t", width
   flat = r.loops[0].var
@@ -922,24 +929,39 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
   at = flat * w + (last.var - t)
   paneled = dataclasses.replace(k, reduce=dataclasses.replace(r, value=substitute([r.value], {
     load: panel.gather(at.reshape((1,)))})[0]))
-  with b.block(f"for (int64_t t = 0; t < {last.extent}; t += {width})", _omp("parallel for", 1) if pragmas else None):
-    b.line(f"const int64_t tn = {last.extent} - t < {width} ? {last.extent} - t : {width};")
-    b.line(f"{MEMTYPE[load.dtype]} *panel = ({MEMTYPE[load.dtype]} *)malloc({steps} * {width} * sizeof(*panel));")
+  span = f"({steps} * {width} * (int64_t)sizeof({mem}))"   # one panel's bytes
+  b.line(f"const int64_t group = TG_CLAMP({PANEL_GROUP_BYTES} / {span}, 1, {PANEL_GROUP});")
+
+  @contextmanager
+  def each_panel():
+    """The loop over the group's panels, with each one's first column t, width tn and copy."""
+    with b.block("for (int64_t p = 0; p < np; p++)"):
+      b.line(f"const int64_t t = t0 + p * {width};")
+      b.line(f"const int64_t tn = {last.extent} - t < {width} ? {last.extent} - t : {width};")
+      b.line(f"{mem} *panel = panels + p * {steps} * {width};")
+      yield
+
+  with b.block(f"for (int64_t t0 = 0; t0 < {last.extent}; t0 += group * {width})",
+               _omp("parallel for", 1) if pragmas else None):
+    b.line(f"const int64_t np = TG_CLAMP(({last.extent} - t0 + {width} - 1) / {width}, 1, group);")
+    b.line(f"{mem} *panels = ({mem} *)malloc(group * {span});")
     with ExitStack() as loops:
+      loops.enter_context(each_panel())
       for j, l in enumerate(r.loops):
         b.names[l.var] = f"r{j}"
         loops.enter_context(b.block(_loop(f"r{j}", l.extent)))
-      if PANEL_PREFETCH: _prefetch(b, k, "1", width, (load,))
+      _prefetch(b, k, "1", width, (load,))
       with b.block("for (int64_t j = 0; j < tn; j++)", "#pragma omp simd"):
         b.line("const int64_t i1 = t + j;")
         b.names[last.var] = "i1"
         idx, v = b.emit([at, load])
         b.line(f"panel[{idx}] = {v};")
-    with b.block(f"for (int64_t ib = 0; ib < {rows.extent}; ib += {nrows})"):
+    with b.block(f"for (int64_t ib = 0; ib < {rows.extent}; ib += {nrows})"), each_panel():
       b.line(f"const int64_t rn = {rows.extent} - ib < {nrows} ? {rows.extent} - ib : {nrows};")
       _whole_or_cut(b, lambda nr, nc: _emit_block(b, paneled, nr, nc, ct, (nrows, width)),
-                    _whole_width_blocks(k, nrows), (nrows, width), ("rn", "tn"))
-    b.line("free(panel);")
+                    _whole_width_blocks(k, nrows), (nrows, width), ("rn", "tn"),
+                    f"({rows.extent} % {nrows})")
+    b.line("free(panels);")
 
 
 # how many steps of a register block's reduction ahead its strided loads are prefetched: about a memory latency's
