@@ -42,7 +42,7 @@ import cffi
 import numpy as np
 
 from ..ir import UOp
-from . import base
+from . import base, recycled_memory
 from .base import Device, Layout, Program, numbered
 from .interp import InterpDevice
 
@@ -407,7 +407,7 @@ class _Runner:
       ptrs[n] = p
     outs = []
     for n, shape, dt in self.allocs:
-      outs.append(a := np.empty(shape, dt))
+      outs.append(a := recycled_memory.empty(shape, dt))
       keep.append(p := pointer(a))
       ptrs[n] = p
       if arrays is not None: arrays[n] = a
