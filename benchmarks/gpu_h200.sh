@@ -5,6 +5,7 @@
 #   suite.log          a time-boxed part of the suite with TRACEGRAD_DEVICE=cuda (SUITE_SECONDS, default 240)
 #   bench.log          benchmarks/gpu.py against PyTorch and JAX on the same GPU (BENCH_SECONDS, default 150)
 #   models.log         the MLP and GPT training steps of benchmarks/models.py against JAX (MODELS_SECONDS, default 150)
+#   tensor_cores.log   benchmarks/tensor_cores.py with mma.sync, then with Hopper's wgmma (TRACEGRAD_WGMMA=1)
 # Wheels the machine lacks (optree, cffi, ...) travel in .whl/ and are installed first, without the network.
 # BACKEND=opencl SMALL=1 runs the same steps on an OpenCL device (PoCL on a CPU) at small sizes: how a machine without
 # a GPU checks the script.
@@ -46,6 +47,16 @@ echo "== suite (${tests[*]})"
 timeout "${SUITE_SECONDS:-240}" python3 -m pytest -q -x -p no:cacheprovider "${tests[@]}" > "$OUT/suite.log" 2>&1
 echo "suite exit: $? (124: out of time)" | tee -a "$OUT/suite.log"
 tail -n 15 "$OUT/suite.log"
+
+: > "$OUT/tensor_cores.log"
+if [ "$BACKEND" = cuda ]; then
+  for w in 0 1; do
+    echo "== benchmarks/tensor_cores.py TRACEGRAD_WGMMA=$w" | tee -a "$OUT/tensor_cores.log"
+    TRACEGRAD_WGMMA=$w timeout 90 python3 benchmarks/tensor_cores.py >> "$OUT/tensor_cores.log" 2>&1
+    echo "tensor_cores exit: $?" | tee -a "$OUT/tensor_cores.log"
+  done
+  cat "$OUT/tensor_cores.log"
+fi
 
 echo "== benchmarks/gpu.py"
 timeout "${BENCH_SECONDS:-150}" python3 benchmarks/gpu.py --backend "$BACKEND" "${bench[@]}" > "$OUT/bench.log" 2>&1

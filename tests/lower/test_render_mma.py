@@ -68,6 +68,22 @@ def test_compiles_to_mma_for_sm90_and_without_for_sm75(name):
   assert "mma.sync" not in ptx(prelude("cuda") + src, "compute_75").decode()
 
 
+@pytest.mark.parametrize("name", CASES)
+def test_half_operands_compile_to_wgmma_for_sm90a(name):
+  """Compiled for sm_90a (TRACEGRAD_WGMMA=1 on a Hopper GPU) the kernel takes one warpgroup wgmma per 16 steps and no
+  mma.sync, and ptxas accepts it; for sm_90 it keeps mma.sync. (Its values are checked on a GPU only:
+  benchmarks/tensor_cores.py, run by benchmarks/gpu_h200.sh.)"""
+  pytest.importorskip("cuda.bindings.nvrtc")
+  from tracegrad.devices.cuda import cubin, ptx
+  f, *shapes = CASES[name]
+  src, launch = render_kernel(_mma_kernel(_kernel(f, *shapes)[0]), "cuda")
+  hopper = ptx(prelude("cuda") + src, "compute_90a").decode()
+  assert "wgmma.mma_async.sync.aligned.m64n64k16.f32" in hopper and "mma.sync" not in hopper
+  assert "wgmma.fence.sync.aligned" in hopper and "fence.proxy.async.shared::cta" in hopper
+  assert "wgmma" not in ptx(prelude("cuda") + src, "compute_90").decode()
+  assert cubin(prelude("cuda") + src, "sm_90a")
+
+
 SHIM = """
 struct tg_dim3 { unsigned x, y, z; };
 static struct tg_dim3 threadIdx, blockIdx;

@@ -6,6 +6,7 @@ events for timing. Eager operations run on the interp device.
 from __future__ import annotations
 
 import hashlib
+import os
 from functools import lru_cache
 
 import numpy as np
@@ -16,6 +17,7 @@ from .gpu import GPUDevice, Queue
 # exact division and square root, no contraction into fused multiply-adds the source does not ask for (as on cpu)
 NVRTC_OPTIONS = ["--fmad=false", "--prec-div=true", "--prec-sqrt=true", "-default-device"]
 DEFAULT_ARCH = "compute_90"
+WGMMA_ENV = "TRACEGRAD_WGMMA"   # "1": a Hopper GPU compiles for sm_90a, whose tensor-core kernels take wgmma
 
 
 def _check(result, what: str):
@@ -210,7 +212,7 @@ class CUDADevice(GPUDevice):
     from cuda.bindings import driver
     mod = self._compiled.get(source)
     if mod is None:
-      code = cubin(source, self.arch)
+      code = cubin(source, self.arch + ("a" if self.arch == "sm_90" and os.environ.get(WGMMA_ENV) == "1" else ""))
       err, mod = driver.cuModuleLoadData(code)
       if int(err) != 0:
         version = _check(driver.cuDriverGetVersion(), "cuDriverGetVersion")

@@ -12,7 +12,9 @@ packs the halves it holds of each operand (or takes the TensorFloat-32 values' b
 lay them out (row-major A, column-major B), into 32-bit registers. The stores, with what the kernel computes from
 each sum, run per accumulator at its row and column. A GPU older than sm_80 compiles the same kernel with each
 accumulator summed by float32 multiply-adds instead, so the launch stays the same everywhere (and the sums equal
-the tensor cores' up to the order of the additions: the operands are already exact in their type).
+the tensor cores' up to the order of the additions: the operands are already exact in their type). Compiled for
+sm_90a (a Hopper GPU with TRACEGRAD_WGMMA=1) a half kernel's group is one warpgroup issuing wgmma.mma_async, x from
+registers and y staged through shared memory (`_emit_wgmma`).
 
 >>> import numpy as np, tracegrad, tracegrad.numpy as tnp
 >>> from tracegrad.lower.schedule import schedule
@@ -35,6 +37,8 @@ from .render_c import HALF, STORE, _Body, _emit_store
 WARPS, BLOCK, WARP_TILE = 4, 64, 32   # warps of a group (2 x 2), outputs per group side, per warp side
 MAX_GRID = 65535   # groups along a launch's second and third dimensions
 M_TILES, N_TILES = WARP_TILE // 16, WARP_TILE // 8   # a warp's 16 x 8 tiles down and across
+WGMMA = {dtypes.float16: "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16",
+         dtypes.bfloat16: "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"}
 INSTRUCTION = {dtypes.float16: "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
                dtypes.bfloat16: "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
                dtypes.float32: "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"}   # TensorFloat-32 operands
@@ -123,32 +127,89 @@ def launch(k: Kernel) -> tuple:
 
 
 def emit(b: _Body, k: Kernel, p: Plan) -> None:
-  """The kernel's body: fragments, instructions (or their float32 stand-in before sm_80), then the stores."""
-  r = k.reduce
+  """The kernel's body: fragments, instructions (or their float32 stand-in before sm_80), then the stores. Half
+  operands compiled for sm_90a (TRACEGRAD_WGMMA=1 on a Hopper GPU) take Hopper's warpgroup instructions instead."""
   b.line("const int64_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;")
-  b.line(f"const int64_t row0 = (int64_t)blockIdx.y * {BLOCK} + (warp >> 1) * {WARP_TILE}, "
-         f"col0 = (int64_t)blockIdx.x * {BLOCK} + (warp & 1) * {WARP_TILE};")
   stride = math.prod(l.extent for l in k.loops[:-2])
   for j, l in enumerate(k.loops[:-2]):   # batch loops from blockIdx.z, row-major
     stride //= l.extent
     b.line(f"const int64_t i{j} = ((int64_t)blockIdx.z / {stride}) % {l.extent};")
     b.names[l.var] = f"i{j}"
+  if p.half not in WGMMA: return _emit_sync(b, k, p)
+  b.line("#if defined(__CUDA_ARCH_FEAT_SM90_ALL)")
+  with b.block(""): _emit_wgmma(b, k, p)
+  b.line("#else")
+  with b.block(""): _emit_sync(b, k, p)
+  b.line("#endif")
+
+
+def _fragments(b: _Body, bits: str, dest: str, tile: str, tiles: int, regs: int, at: str, u: UOp, lo: dict,
+               hi: dict) -> None:
+  """dest[tile][q]: each register q of each tile, two halves of u (at the loop values `lo`, then `hi`, given the C
+  declarations `at`) packed low first."""
+  b.line("#pragma unroll")
+  with b.block(f"for (int64_t {tile} = 0; {tile} < {tiles}; {tile}++)"):
+    b.line("#pragma unroll")
+    with b.block(f"for (int64_t q = 0; q < {regs}; q++)"):
+      b.line(at)
+      for half, where in (("lo", lo), ("hi", hi)):
+        with b.block(""):
+          for var, e in where.items(): b.names[var] = e
+          b.line(f"{half} = {bits}({b.emit([u])[0]});")
+      b.line(f"{dest}[{tile}][q] = lo | (hi << 16);")
+
+
+def _emit_wgmma(b: _Body, k: Kernel, p: Plan) -> None:
+  """Hopper's form: the group of four warps is one warpgroup computing its 64 x 64 block with one
+  wgmma.mma_async.m64n64k16 per 16 steps of K. Each warp holds 16 rows of x in registers (the fragments of
+  mma.sync's A); the 16 x 64 block of y goes through shared memory in the no-swizzle K-major layout of 8 x 8 core
+  matrices (each 8 columns by 8 steps, 16 bytes a column), two along K 128 bytes apart (the descriptor's leading
+  offset) and eight along the columns 256 bytes apart (its stride offset). Thread's accumulator 4j + q holds row
+  16 warp + g (+ 8 for q >= 2), column 8j + 2t (+ 1 for odd q)."""
+  r, bits = k.reduce, STORE[p.half]
+  b.line(f"const int64_t row0 = (int64_t)blockIdx.y * {BLOCK} + warp * 16, col0 = (int64_t)blockIdx.x * {BLOCK};")
+  b.line(f"__shared__ __align__(128) uint16_t tile[16 * {BLOCK}];")
+  b.line("float d[32] = {};")
+  b.line("uint32_t lo, hi, fa[1][4];")
+  b.line("const uint64_t desc = ((uint64_t)(((uint32_t)__cvta_generic_to_shared(tile) & 0x3FFFF) >> 4)) | "
+         "((uint64_t)(128 >> 4) << 16) | ((uint64_t)(256 >> 4) << 32);")
+  with b.block(f"for (int64_t kb = 0; kb < {p.steps}; kb += 16)"):
+    with b.block(f"for (int64_t e = threadIdx.x; e < 16 * {BLOCK}; e += {32 * WARPS})"):
+      b.line("const int64_t n = e >> 4, kk = e & 15, ky = kb + kk, col = col0 + n;")
+      b.names[p.k], b.names[p.cols] = "ky", "col"
+      b.line(f"tile[(n >> 3) * 128 + (kk >> 3) * 64 + (n & 7) * 8 + (kk & 7)] = {bits}({b.emit([p.y])[0]});")
+    b.line("__syncthreads();")
+    b.line('asm volatile("fence.proxy.async.shared::cta;" ::: "memory");')
+    _fragments(b, bits, "fa", "mi", 1, 4, "const int64_t row = row0 + g + (q & 1) * 8, "
+               "kx = kb + 2 * t + (q >> 1) * 8, kx1 = kx + 1;", p.x, {p.rows: "row", p.k: "kx"},
+               {p.rows: "row", p.k: "kx1"})
+    b.line('asm volatile("wgmma.fence.sync.aligned;" ::: "memory");')
+    regs = ", ".join(f"%{i}" for i in range(32))
+    b.line(f'asm volatile("{{.reg .pred p; setp.ne.b32 p, %37, 0; {WGMMA[p.half]} {{{regs}}}, '
+           f'{{%32, %33, %34, %35}}, %36, p, 1, 1, 0;}}"')
+    b.line("  : " + ", ".join(f'"+f"(d[{i}])' for i in range(32)))
+    b.line('  : "r"(fa[0][0]), "r"(fa[0][1]), "r"(fa[0][2]), "r"(fa[0][3]), "l"(desc), "r"(1) : "memory");')
+    b.line('asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");')
+    b.line('asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");')
+    b.line("__syncthreads();")
+  b.line("#pragma unroll")
+  with b.block("for (int64_t j = 0; j < 8; j++)"):
+    b.line("#pragma unroll")
+    with b.block("for (int64_t q = 0; q < 4; q++)"):
+      b.line("const int64_t row = row0 + g + (q >> 1) * 8, col = col0 + j * 8 + 2 * t + (q & 1);")
+      b.names[p.rows], b.names[p.cols], b.names[r.acc] = "row", "col", "d[j * 4 + q]"
+      for s in k.stores: _emit_store(b, s)
+
+
+def _emit_sync(b: _Body, k: Kernel, p: Plan) -> None:
+  """mma.sync's form (sm_80 on), or before sm_80 multiply-adds into the same accumulators; then the stores."""
+  r = k.reduce
+  b.line(f"const int64_t row0 = (int64_t)blockIdx.y * {BLOCK} + (warp >> 1) * {WARP_TILE}, "
+         f"col0 = (int64_t)blockIdx.x * {BLOCK} + (warp & 1) * {WARP_TILE};")
   b.line(f"float acc[{M_TILES}][{N_TILES}][4] = {{}};")
   bits = STORE.get(p.half)   # a half type's bits as an integer (TensorFloat-32 values take their float32 bits)
 
-  def fragments(dest: str, tile: str, tiles: int, regs: int, at: str, u: UOp, lo: dict, hi: dict) -> None:
-    """dest[tile][q]: each register q of each tile, two halves of u (at the loop values `lo`, then `hi`, given the
-    C declarations `at`) packed low first."""
-    b.line("#pragma unroll")
-    with b.block(f"for (int64_t {tile} = 0; {tile} < {tiles}; {tile}++)"):
-      b.line("#pragma unroll")
-      with b.block(f"for (int64_t q = 0; q < {regs}; q++)"):
-        b.line(at)
-        for half, where in (("lo", lo), ("hi", hi)):
-          with b.block(""):
-            for var, e in where.items(): b.names[var] = e
-            b.line(f"{half} = {bits}({b.emit([u])[0]});")
-        b.line(f"{dest}[{tile}][q] = lo | (hi << 16);")
+  def fragments(*args) -> None: _fragments(b, bits, *args)
 
   def words(dest: str, tile: str, tiles: int, regs: int, at: str, u: UOp, where: dict) -> None:
     """dest[tile][q]: each register q of each tile, the bits of u (a TensorFloat-32 value) at the loop values
