@@ -572,7 +572,8 @@ def test_a_big_right_operand_is_read_from_contiguous_column_panels(m, k, n):
 @pytest.mark.parametrize("t,m,n", [(512, 512, 128), (70, 37, 20)])
 def test_a_weight_gradients_strided_operands_are_prefetched(t, m, n):
   """x.T @ g reads a row of x and of g per step of the sum: each block prefetches the lines it will read
-  PREFETCH_STEPS steps ahead (past the end of a buffer too: a prefetch never faults), with the same sums."""
+  PREFETCH_STEPS steps ahead (past the end of a buffer too: a prefetch never faults), with the same sums; the
+  blocks of rows are the outer loop."""
   import tracegrad as tg
   from tracegrad.lower.schedule import schedule
   rng = np.random.default_rng(2)
@@ -580,6 +581,8 @@ def test_a_weight_gradients_strided_operands_are_prefetched(t, m, n):
   f = lambda x, g: x.T @ g
   (kern,) = schedule(tg.make_graph(f)(x, g)).kernels
   assert kern.source.count("__builtin_prefetch(&b0[") >= 1 and kern.source.count("__builtin_prefetch(&b1[") >= 1
+  # x, the operand read along the rows, is the bigger: the threads share out blocks of rows, each reading its part
+  assert kern.source.index("for (int64_t ib = 0") < kern.source.index("for (int64_t t = 0")
   if tg.default_backend() == "cpu":
     np.testing.assert_allclose(np.asarray(tg.jit(f)(x, g)), x.T.astype(np.float64) @ g,
                                rtol=ulps(4 * t), atol=ulps(4 * t) * math.sqrt(t) * 4)

@@ -45,7 +45,7 @@ from .kernel import Kernel
 AMOUNTS = {"threads": (0, 1), "collapse": (1, 2, 3), "block": (0, 1), "rows": (1, 2, 4, 6, 8, 12, 16), "width": (16, 32, 48, 64, 96, 128, 256),
            "cols": (1, 2, 3, 4, 6, 8), "unroll": (1, 2, 4, 8), "order": (0, 1), "panel": (0, 1)}
 # the others default to the prelude's sizes for the target
-DEFAULTS = {"threads": 1, "block": 1, "order": 1, "panel": 1}
+DEFAULTS = {"threads": 1, "block": 1, "panel": 1}   # and "order": render_c.columns_outside's choice
 ACTIONS = {"rows_by_width": ("threads", "block", "rows", "width", "unroll", "order", "panel"),
            "dots": ("threads", "block", "rows", "cols", "unroll"), "plain": ("threads",),
            "plain_nest": ("threads", "collapse")}
@@ -197,11 +197,12 @@ def neighbours(k: Kernel, opts: dict, target: str = "c") -> list[dict]:
         if all(v in legal.get(a, ()) for a, v in cand.items()): out.append(cand)
     return out
   if opts.get("block") == 0: return [{}, {"block": 0, "threads": 1 - opts.get("threads", 1)}]
-  from .render_c import panel_load
+  from .render_c import columns_outside, panel_load
   out = []
   for name in ACTIONS.get(shape(k), ()):
     if name == "panel" and panel_load(k) is None: continue   # no panel to copy: the same code either way
+    default = columns_outside(k) if name == "order" else DEFAULTS.get(name)
     for amount in AMOUNTS[name]:
-      if opts.get(name, DEFAULTS.get(name)) != amount:
+      if opts.get(name, default) != amount:
         out.append({**opts, name: amount} if name != "block" or amount else {"block": 0})
   return out

@@ -886,13 +886,29 @@ def _emit_interchanged(b: _Body, k: Kernel, pragmas: dict[int, str]):
     heads = [f"for (int64_t t = 0; t < {last.extent}; t += {width})"]
     if rows:
       heads.insert(0, f"for (int64_t ib = 0; ib < {rows.extent}; ib += {nrows})")
-      if opts.get("order", 1): heads.reverse()   # a column panel of the right operand is reused by every row block
+      if opts.get("order", columns_outside(k)): heads.reverse()
     for j, head in enumerate(heads):
       loops.enter_context(b.block(head, _omp("parallel for", len(heads)) if first and j == 0 else None))
     if rows: b.line(f"const int64_t rn = {rows.extent} - ib < {nrows} ? {rows.extent} - ib : {nrows};")
     b.line(f"const int64_t tn = {last.extent} - t < {width} ? {last.extent} - t : {width};")
     _whole_or_cut(b, lambda nr, nc: _emit_block(b, k, nr, nc, ct, (nrows, width)), _whole_width_blocks(k, nrows),
                   (nrows if rows else "1", width), ("rn" if rows else "1", "tn"))
+
+
+def columns_outside(k: Kernel) -> int:
+  """A register-blocked kernel's default order: 1 when its blocks of columns are the outer (parallel) loop, so that
+  a column panel of the right operand serves every block of rows; 0 when its blocks of rows are, where the operand
+  read along the rows is the bigger one (a weight gradient's activations), so that each thread reads its share of
+  that operand once rather than all of it."""
+  r = k.reduce
+  if r is None or len(k.loops) < 2: return 1
+  rows, last = k.loops[-2].var, k.loops[-1].var
+  size = {True: 0, False: 0}
+  for u in r.value.toposort():
+    if u.op is not Ops.GATHER: continue
+    deps = set(u.src[1].src[0].toposort())
+    if (rows in deps) != (last in deps): size[rows in deps] = max(size[rows in deps], u.src[0].shape[0])
+  return int(size[True] <= size[False])
 
 
 PANEL_MIN_ROWS = 64          # a right operand is copied into column panels only for this many rows or more, which
