@@ -990,7 +990,6 @@ def _prefetch(b: _Body, k: Kernel, nr: str, nc: str, loads=None):
   operands, read a row of the activations per step), PREFETCH_STEPS steps ahead: the hardware's prefetchers lose
   such a stream at each page, and a step whose operands come from memory (they were written long before, in the
   forward pass) waits on them. One prefetch per cache line the block reads of each."""
-  if not PREFETCH_STEPS: return
   r, i64 = k.reduce, dtypes.int64
   inner, last = r.loops[-1].var, k.loops[-1].var
   rows = k.loops[-2].var if len(k.loops) >= 2 else None
