@@ -604,6 +604,23 @@ def test_dot_product_blocks_take_a_column_count_that_divides_the_columns():
                                rtol=ulps(4 * n * p), atol=ulps(4 * n * p) * np.sqrt(n * p))
 
 
+@pytest.mark.parametrize("o,q", [(64, 288), (32, 27)])
+def test_the_threads_share_out_the_bigger_operand_of_dot_products(o, q):
+  """The outer, parallel loop of a block of dot products runs over the blocks of whichever operand is bigger (a
+  filter gradient's windows, 288 taps by positions, over 64 output channels), so each thread reads its share once."""
+  import tracegrad as tg
+  from tracegrad.lower.schedule import schedule
+  rng = np.random.default_rng(3)
+  dy, win = rng.standard_normal((4, o, 256)).astype(np.float32), rng.standard_normal((4, q, 256)).astype(np.float32)
+  f = lambda a, b: tg.numpy.einsum("nop,nqp->oq", a, b)
+  (k,) = [k for k in schedule(tg.make_graph(f)(dy, win)).kernels if k.reduce is not None]
+  columns_first = k.source.index("for (int64_t jb = 0") < k.source.index("for (int64_t ib = 0")
+  assert columns_first == (q > o)
+  if tg.default_backend() == "cpu":
+    np.testing.assert_allclose(np.asarray(tg.jit(f)(dy, win)), np.einsum("nop,nqp->oq", dy.astype(np.float64), win),
+                               rtol=ulps(4 * 1024), atol=ulps(4 * 1024) * 32)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("o,q,n,p", [(16, 6, 2, 64), (5, 7, 3, 70)])
 def test_dot_product_blocks_read_their_operands_as_vectors(dtype, o, q, n, p):
