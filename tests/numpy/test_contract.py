@@ -305,3 +305,17 @@ def test_einsum_errors(subs, shapes):
 def test_operands_that_are_broadcast_constants():
   np.testing.assert_allclose(np.asarray(tnp.vecdot(tnp.ones((2, 3)), tnp.ones((3,)))), [3.0, 3.0])
   np.testing.assert_allclose(np.asarray(tnp.einsum("ij,j->i", tnp.ones((2, 3)), tnp.ones(3))), [3.0, 3.0])
+
+
+@pytest.mark.parametrize("f", [lambda a, b, p: tnp.matmul(a, b, precision=p), lambda a, b, p: tnp.dot(a, b, precision=p),
+                               lambda a, b, p: tnp.einsum("ij,jk->ik", a, b, precision=p),
+                               lambda a, b, p: tnp.tensordot(a, b, 1, precision=p)])
+def test_contractions_check_their_precision(f):
+  """precision takes what jax.numpy's does (a lax.Precision, its names, a pair); anything else is a ValueError that
+  names it, on every device, and a valid one changes nothing on the CPU."""
+  a = np.ones((2, 3), np.float32)
+  b = np.ones((3, 4), np.float32)
+  with pytest.raises(ValueError, match="precision 'bogus' is not a lax.Precision"):
+    f(a, b, "bogus")
+  for p in ("highest", ("default", "float32"), tracegrad.lax.Precision.HIGH):
+    np.testing.assert_array_equal(np.asarray(f(a, b, p)), a @ b)

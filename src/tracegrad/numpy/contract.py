@@ -16,7 +16,7 @@ from ..ir import Ops, UOp, broadcast_shapes, composite, dtypes
 from ..ir.dtypes import DType
 from ..ir.shapes import fmt
 from ..lax import complex_math
-from ..lax.dot import tensorfloat32, tf32
+from ..lax.dot import check_precision, tensorfloat32, tf32
 from .core import normalize_axis, promote
 
 __all__ = ["matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "einsum_path", "vecdot", "kron",
@@ -68,6 +68,7 @@ def contract_uops(x: UOp, xl: Sequence, y: UOp, yl: Sequence, out: Sequence, fn:
   einsum, ...), its body the broadcast product and sum.
   """
   _label_sizes(fn, (x, xl), (y, yl))
+  check_precision(precision, fn)
   if tensorfloat32(precision, x.dtype) and y.dtype is x.dtype: x, y = tf32(x), tf32(y)
   return composite(fn, _contract, x, y, xl=tuple(xl), yl=tuple(yl), out=tuple(out), fn=fn)[0]
 
