@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from .devices import TracedValueError
+from .devices import TracedValueError, recycled_memory
 from .errors import TracerArrayConversionError, TracerBoolConversionError, TracerIntegerConversionError
 from .ir import Buffer, Ops, UOp, dtypes, substitute
 from .ir.dtypes import DType
@@ -232,7 +232,9 @@ def _canonical_np(a: np.ndarray, fn: str) -> np.ndarray:
   if a.dtype.kind in "OUSMmV" and a.dtype != dtypes.bfloat16.np:
     raise TypeError(f"{fn}: cannot convert an array of dtype {a.dtype} to a tracegrad Array; pass numbers")
   d = dtypes.canonicalize(dtypes.as_dtype(a.dtype, fn))
-  return np.array(a, dtype=d.np, copy=True)
+  out = recycled_memory.aligned(a.shape, d.np)   # a vector load of it never straddles two cache lines
+  np.copyto(out, a, casting="unsafe")
+  return out
 
 
 def to_array(x, dtype: DType | None = None, fn: str = "asarray") -> Array:

@@ -597,11 +597,40 @@ def test_dot_product_blocks_take_a_column_count_that_divides_the_columns():
     dy, win = rng.standard_normal((n, 32, p)).astype(np.float32), rng.standard_normal((n, 27, p)).astype(np.float32)
     (k,) = [k for k in schedule(tg.make_graph(f)(dy, win)).kernels if k.reduce is not None]
     # whole blocks of 3 columns; rows cut into whole blocks where the target's TG_ROWS divides them
-    assert "jb += 3" in k.source and "#if (32 % TG_ROWS == 0)\n" in k.source
+    assert "accs[TG_ROWS][3]" in k.source and "#if (32 % TG_ROWS == 0)\n" in k.source
     assert ("errs[q][c]" in k.source) == (n * p > 16384)   # a long sum adds up blocks, carrying their errors
     assert "TG_PIN(av)" in k.source   # each step reads whole vectors of both operands
     np.testing.assert_allclose(np.asarray(tg.jit(f)(dy, win)), np.einsum("nop,nqp->oq", dy.astype(np.float64), win),
                                rtol=ulps(4 * n * p), atol=ulps(4 * n * p) * np.sqrt(n * p))
+
+
+@pytest.mark.parametrize("o,q,n,p", [(64, 288, 8, 256), (32, 27, 6, 1024), (13, 10, 5, 1000), (5, 3, 2, 30001)])
+def test_big_dot_products_sum_in_chunks_with_the_same_bits_on_any_thread_count(o, q, n, p):
+  """A block of dot products whose operands outgrow the L2 cache adds its reduction in chunks, every block of a
+  thread taking each chunk in turn, its sums kept in memory between chunks: the same sums as float64 einsum, for
+  whole blocks and cut ones, chunks cut inside the last loop (30001 long), and the same bits on 1, 2 or 3 threads."""
+  import tracegrad as tg
+  from tracegrad import run
+  from tracegrad.devices import cpu as cpu_mod
+  from tracegrad.lower.schedule import schedule
+  rng = np.random.default_rng(7)
+  dy, win = rng.standard_normal((n, o, p)).astype(np.float32), rng.standard_normal((n, q, p)).astype(np.float32)
+  g = tg.make_graph(lambda a, b: tg.numpy.einsum("nop,nqp->oq", a, b))(dy, win)
+  (k,) = [k for k in schedule(g).kernels if k.reduce is not None]
+  chunked = min(o, q) * 4 * n * p > 384 << 10   # the operand read again (the smaller) outgrows DOT_CHUNK_BYTES
+  assert ("TG_THREAD()" in k.source) == chunked
+  if tg.default_backend() != "cpu": return
+  exe, base = run.Executable(g, "cpu"), cpu_mod._threads.base
+  try:
+    got = []
+    for threads in (1, 2, 3):
+      cpu_mod.limit_threads(threads)
+      got.append(np.asarray(exe([dy, win])[0]))
+  finally:
+    cpu_mod.limit_threads(base)
+  assert got[0].tobytes() == got[1].tobytes() == got[2].tobytes()
+  np.testing.assert_allclose(got[0], np.einsum("nop,nqp->oq", dy.astype(np.float64), win),
+                             rtol=ulps(4 * n * p), atol=ulps(4 * n * p) * np.sqrt(n * p))
 
 
 @pytest.mark.parametrize("o,q", [(64, 288), (32, 27)])

@@ -386,7 +386,7 @@ class _Runner:
     """The pointer array with constants' and scratch buffers' pointers filled in, and the scratch arrays."""
     ptrs = _ffi.new(self.ptrs_type)
     if self.has_consts: _ffi.memmove(ptrs, self.const_ptrs, _ffi.sizeof(self.ptrs_type))
-    arrays = {n: np.empty(size, dt) for n, size, dt in self.scratch}
+    arrays = {n: recycled_memory.aligned((size,), dt) for n, size, dt in self.scratch}
     for n, a in arrays.items(): ptrs[n] = _ffi.from_buffer(a)
     return ptrs, arrays
 

@@ -22,6 +22,9 @@ import numpy as np
 
 MIN_BYTES = 1 << 17    # smaller arrays come from malloc's heap, which recycles them already
 POOL_BYTES = 1 << 28   # at most this much memory waits in the pool for reuse; a block past it is freed
+# arrays of ALIGN_MIN_BYTES or more start at a multiple of ALIGN bytes, a cache line and an AVX-512 register: a
+# vector load from malloc's 16-byte alignment straddles two lines, and a block of dot products ran 10-17% slower so
+ALIGN, ALIGN_MIN_BYTES = 64, 1 << 12
 
 _ffi = cffi.FFI()
 _free: dict[int, list] = defaultdict(list)
@@ -38,17 +41,28 @@ def _give_back(block) -> None:
       _held[0] += n
 
 
-def empty(shape: tuple, dtype: np.dtype) -> np.ndarray:
-  """An uninitialised C-contiguous array of `shape` and `dtype`, as np.empty; on recycled memory when it is big."""
+def aligned(shape: tuple, dtype: np.dtype) -> np.ndarray:
+  """An uninitialised C-contiguous array, as np.empty, starting at a multiple of ALIGN bytes when it is big enough."""
   n = math.prod(shape) * dtype.itemsize
-  if n < MIN_BYTES: return np.empty(shape, dtype)
+  if n < ALIGN_MIN_BYTES: return np.empty(shape, dtype)
+  raw = np.empty(n + ALIGN, np.uint8)
+  at = -raw.ctypes.data % ALIGN
+  return raw[at:at + n].view(dtype).reshape(shape)
+
+
+def empty(shape: tuple, dtype: np.dtype) -> np.ndarray:
+  """An uninitialised C-contiguous array of `shape` and `dtype` (aligned); on recycled memory when it is big."""
+  n = math.prod(shape) * dtype.itemsize
+  if n < MIN_BYTES: return aligned(shape, dtype)
+  size = n + ALIGN   # a block's bytes, its key in the pool
   with _lock:
-    spare = _free.get(n)
+    spare = _free.get(size)
     block = spare.pop() if spare else None
-    if block is not None: _held[0] -= n
-  if block is None: block = _ffi.new("char[]", n)
+    if block is not None: _held[0] -= size
+  if block is None: block = _ffi.new("char[]", size)
   lease = _ffi.gc(block, _give_back)
-  return np.frombuffer(_ffi.buffer(lease, n), dtype).reshape(shape)
+  at = -int(_ffi.cast("uintptr_t", lease)) % ALIGN
+  return np.frombuffer(_ffi.buffer(lease, size), dtype, math.prod(shape), at).reshape(shape)
 
 
 def held() -> int:

@@ -595,6 +595,16 @@ BLOCK_PRELUDE = "\n" + "".join(
   for i, (macro, sizes) in enumerate(BLOCKS.items())) + "#endif\n" + \
   "#define TG_WIDTH(n, T) ((n) < TG_VBYTES / (int64_t)sizeof(T) ? (n) : TG_VBYTES / (int64_t)sizeof(T))\n" + \
   "#define TG_CLAMP(x, lo, hi) ((x) < (lo) ? (lo) : (x) > (hi) ? (hi) : (x))\n" + r"""
+/* the threads of a parallel region, and this one's number */
+#ifdef _OPENMP
+int omp_get_num_threads(void);
+int omp_get_thread_num(void);
+#define TG_THREADS() omp_get_num_threads()
+#define TG_THREAD() omp_get_thread_num()
+#else
+#define TG_THREADS() 1
+#define TG_THREAD() 0
+#endif
 /* a vector register of floats or doubles (and one read at any element), their multiply-add, and TG_PIN(v), which keeps
    v in a register: without it gcc reads a row operand again from memory in each of its multiply-adds */
 typedef float tg_vf __attribute__((vector_size(TG_VREG)));
@@ -697,6 +707,8 @@ def _emit_dot_blocked(b: _Body, k: Kernel, pragmas: dict[int, str]):
   if "rows" not in opts and sum_plan(r, DOT_LANES * b.sum_block) is not None and vector_factors(k) is None:
     opts["rows"] = LONG_DOT_ROWS   # a long sum keeps each point's sum and error too: fewer rows keep them in registers
   nr, nc = str(opts.get("rows", "TG_ROWS")), str(opts.get("cols", "TG_DOT_COLS"))
+  if opts.get("chunk", 1) and (chunk := dot_chunk(b, k)) is not None:
+    return _emit_dot_chunked(b, k, pragmas, chunk, nr, nc, ct)
   with ExitStack() as loops:
     for j, l in enumerate(k.loops[:-2]):
       b.names[l.var] = f"i{j}"
@@ -710,6 +722,68 @@ def _emit_dot_blocked(b: _Body, k: Kernel, pragmas: dict[int, str]):
     b.line(f"const int64_t cn = {cols.extent} - jb < {nc} ? {cols.extent} - jb : {nc};")
     whole = _every([_divides(rows.extent, nr), _divides(cols.extent, nc)])
     _whole_or_cut(b, lambda r, c: _emit_dots(b, k, r, c, ct, (nr, nc)), whole, (nr, nc), ("rn", "cn"))
+
+
+# a block of dot products whose operands outgrow the L2 cache is summed in chunks of its reduction: each thread adds
+# one chunk into every block it owns before the next chunk, so that the chunk of the operand its inner loop of blocks
+# reads again (all of it, for each block of the outer loop) stays in L2, where unchunked it came from L3 or memory
+# each time (the CNN's filter gradients, 9 MB of windows by 2 MB of output gradients)
+DOT_CHUNK_BYTES = 384 << 10
+
+
+def dot_chunk(b: _Body, k: Kernel) -> tuple[int, int] | None:
+  """The chunks (a sum_plan) a block of dot products is summed in, or None where the operand its inner loop of blocks
+  reads fits DOT_CHUNK_BYTES whole."""
+  r, (rows, cols) = k.reduce, k.loops[-2:]
+  step = (rows if columns_outside(k) else cols).extent * r.acc.dtype.itemsize   # that operand's bytes per step
+  if step * math.prod(l.extent for l in r.loops) <= DOT_CHUNK_BYTES: return None
+  plan = sum_plan(r, min(DOT_CHUNK_BYTES // step, DOT_LANES * b.sum_block))
+  if plan is None: return None
+  j, c = plan
+  if j == len(r.loops) - 1: c -= c % 16   # whole vectors but the last
+  return (j, c) if c > 0 else None
+
+
+def _emit_dot_chunked(b: _Body, k: Kernel, pragmas: dict[int, str], chunk: tuple[int, int], nr: str, nc: str,
+                      ct: str):
+  """_emit_dot_blocked in chunks of the reduction (dot_chunk): each thread takes its share of the blocks (the share a
+  static parallel loop would give it), keeps their sums and carried errors in memory, and adds each chunk into all
+  of them in turn; then it stores them."""
+  r, (rows, cols) = k.reduce, k.loops[-2:]
+  outer = k.loops[:-2]
+  nbr, nbc = f"(({rows.extent} + {nr} - 1) / {nr})", f"(({cols.extent} + {nc} - 1) / {nc})"
+  tiles = " * ".join([*(str(l.extent) for l in outer), nbr, nbc])
+  inner_first = [("ib", nbr, nr), ("jb", nbc, nc)]
+  if not columns_outside(k): inner_first.reverse()
+
+  def each_block():
+    """The loop over the thread's blocks, naming each one's points (ib, jb and the outer loops' indices)."""
+    stack = ExitStack()
+    stack.enter_context(b.block("for (int64_t tile = lo; tile < hi; tile++)"))
+    b.line("int64_t rest = tile;")
+    for name, count, size in inner_first:
+      b.line(f"const int64_t {name} = rest % {count} * {size};")
+      b.line(f"rest /= {count};")
+    for j in reversed(range(len(outer))):
+      b.line(f"const int64_t i{j} = rest % {outer[j].extent};")
+      b.line(f"rest /= {outer[j].extent};")
+      b.names[outer[j].var] = f"i{j}"
+    b.line(f"const int64_t rn = {rows.extent} - ib < {nr} ? {rows.extent} - ib : {nr};")
+    b.line(f"const int64_t cn = {cols.extent} - jb < {nc} ? {cols.extent} - jb : {nc};")
+    b.line(f"{ct} (*sums)[{nc}] = part[tile - lo], (*errs)[{nc}] = part[hi - lo + tile - lo];")
+    return stack
+
+  with b.block("", "#pragma omp parallel" if pragmas else None):
+    b.line("const int64_t nt = TG_THREADS(), id = TG_THREAD();")
+    b.line(f"const int64_t lo = {tiles} * id / nt, hi = {tiles} * (id + 1) / nt;")
+    b.line(f"{ct} (*part)[{nr}][{nc}] = calloc(2 * (hi - lo) + 1, sizeof(*part));")
+    with ExitStack() as chunks:
+      open_blocks(b, r, chunk, chunks)
+      with each_block():
+        whole = _every([_divides(rows.extent, nr), _divides(cols.extent, nc)])
+        _whole_or_cut(b, lambda x, y: _emit_dots(b, k, x, y, ct, (nr, nc), chunk), whole, (nr, nc), ("rn", "cn"))
+    with each_block(): _store_dots(b, k, "rn", "cn", True)
+    b.line("free(part);")
 
 
 def _whole_or_cut(b: _Body, emit, whole: bool | str, sizes: tuple[str, str], cut: tuple[str, str],
@@ -772,11 +846,13 @@ def vector_factors(k: Kernel) -> tuple[UOp, UOp] | None:
   return (sides[True], sides[False]) if len(sides) == 2 else None
 
 
-def _emit_dots(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str, str]):
-  """One block of dot products: its sums, each a vector of partial sums along the reduction, then its stores."""
+def _emit_dots(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str, str], chunk=None):
+  """One block of dot products: its sums, each a vector of partial sums along the reduction, then its stores. With
+  `chunk` (a sum_plan whose loops the caller opened), one chunk of the sums only, added into the caller's `sums` and
+  `errs`."""
   r, n = k.reduce, len(k.loops)
   lanes, m = f"(TG_VREG / (int64_t)sizeof({ct}))", len(r.loops) - 1
-  ext, plan = r.loops[-1].extent, sum_plan(r, DOT_LANES * b.sum_block)   # per lane, a block's worth of steps
+  ext, plan = r.loops[-1].extent, chunk or sum_plan(r, DOT_LANES * b.sum_block)   # per lane, a block's worth of steps
   factors = vector_factors(k)
   if factors:
     vt, vtu, fma = VECTOR[r.acc.dtype]
@@ -786,7 +862,8 @@ def _emit_dots(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str, 
     b.line(f"{ct} accs[{size[0]}][{size[1]}][TG_VREG / sizeof({ct})];")
     zero = (f"for (int64_t q = 0; q < {nr}; q++) for (int64_t c = 0; c < {nc}; c++) "
             f"for (int64_t l = 0; l < {lanes}; l++) accs[q][c][l] = 0;")
-  if plan: _declare_sums(b, nr, nc, ct, size, "c")
+  if chunk: b.line(zero)
+  elif plan: _declare_sums(b, nr, nc, ct, size, "c")
   else: b.line(zero)
   for j, l in enumerate(r.loops): b.names[l.var] = f"r{j}"
   unroll = "#pragma GCC unroll 16" if nr == size[0] else None
@@ -817,7 +894,7 @@ def _emit_dots(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str, 
 
   lo, hi = ("rb", "re") if plan and plan[0] == m else ("0", str(ext))
   with ExitStack() as blocks:
-    if plan:
+    if plan and not chunk:
       open_blocks(b, r, plan, blocks)
       b.line(zero)
     with ExitStack() as rloops:
@@ -845,8 +922,17 @@ def _emit_dots(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str, 
         b.line(f"{ct} part = 0;")
         b.line(f"for (int64_t l = 0; l < {lanes}; l++) part += accs[q][c][l];")
         b.line(add_exactly("sums[q][c]", "errs[q][c]", "part", ct))
+  if not chunk: _store_dots(b, k, nr, nc, bool(plan))
+
+
+def _store_dots(b: _Body, k: Kernel, nr: str, nc: str, plan: bool):
+  """The stores of a block of dot products: each point's sum (with its carried error, for a `plan`ned sum)."""
+  r, n, ct = k.reduce, len(k.loops), CTYPE[k.reduce.acc.dtype]
+  lanes = f"(TG_VREG / (int64_t)sizeof({ct}))"
   with b.block(f"for (int64_t q = 0; q < {nr}; q++)"), b.block(f"for (int64_t c = 0; c < {nc}; c++)"):
-    point()
+    b.line(f"const int64_t i{n - 2} = ib + q;")
+    b.line(f"const int64_t i{n - 1} = jb + c;")
+    b.names[k.loops[-2].var], b.names[k.loops[-1].var] = f"i{n - 2}", f"i{n - 1}"
     if plan:
       b.line(f"{ct} acc = sums[q][c];")
       b.line(add_error("acc", "errs[q][c]"))
@@ -985,6 +1071,7 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
 # how many steps of a register block's reduction ahead its strided loads are prefetched: about a memory latency's
 # worth of steps (a step of 8 rows by a vector register's width takes some 10 ns)
 PREFETCH_STEPS = 16
+PREFETCH_NEXT = 1
 
 
 def _prefetch(b: _Body, k: Kernel, nr: str, nc: str, loads=None):
@@ -1012,6 +1099,23 @@ def _prefetch(b: _Body, k: Kernel, nr: str, nc: str, loads=None):
     at = b.emit([substitute([idx], mapping)[0]])[0]
     b.line(f"for (int64_t pq = 0; pq < {nr}; pq += {sq}) for (int64_t pj = 0; pj < {nc}; pj += {sj}) "
            f"__builtin_prefetch(&{b.bufs[u.src[0]]}[{at} + pq * {cr} + pj * {cj}]);")
+  if loads is None and rows is not None and PREFETCH_NEXT: _prefetch_next_rows(b, k, nr)
+
+
+def _prefetch_next_rows(b: _Body, k: Kernel, nr: str):
+  r, i64 = k.reduce, dtypes.int64
+  inner, rows, last = r.loops[-1].var, k.loops[-2].var, k.loops[-1].var
+  for u in r.value.toposort():
+    if u.op is not Ops.GATHER or u.src[0] not in b.bufs: continue
+    idx = u.src[1].src[0]
+    cr = coefficient(idx, rows)
+    if coefficient(idx, inner) != 1 or cr in (0, None) or coefficient(idx, last) != 0: continue
+    line = 64 // u.dtype.itemsize
+    nxt = UOp.param((), i64)
+    b.names[nxt] = f"(ib + {nr})"
+    at = b.emit([substitute([idx], {rows: nxt})[0]])[0]
+    with b.block(f"if (({b.names[inner]} & {line - 1}) == 0)"):
+      b.line(f"for (int64_t pq = 0; pq < {nr}; pq++) __builtin_prefetch(&{b.bufs[u.src[0]]}[{at} + pq * {cr}]);")
 
 
 def _emit_block(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str, str]):
