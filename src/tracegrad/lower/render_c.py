@@ -1071,7 +1071,6 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
 # how many steps of a register block's reduction ahead its strided loads are prefetched: about a memory latency's
 # worth of steps (a step of 8 rows by a vector register's width takes some 10 ns)
 PREFETCH_STEPS = 16
-PREFETCH_NEXT = 1
 
 
 def _prefetch(b: _Body, k: Kernel, nr: str, nc: str, loads=None):
@@ -1099,23 +1098,6 @@ def _prefetch(b: _Body, k: Kernel, nr: str, nc: str, loads=None):
     at = b.emit([substitute([idx], mapping)[0]])[0]
     b.line(f"for (int64_t pq = 0; pq < {nr}; pq += {sq}) for (int64_t pj = 0; pj < {nc}; pj += {sj}) "
            f"__builtin_prefetch(&{b.bufs[u.src[0]]}[{at} + pq * {cr} + pj * {cj}]);")
-  if loads is None and rows is not None and PREFETCH_NEXT: _prefetch_next_rows(b, k, nr)
-
-
-def _prefetch_next_rows(b: _Body, k: Kernel, nr: str):
-  r, i64 = k.reduce, dtypes.int64
-  inner, rows, last = r.loops[-1].var, k.loops[-2].var, k.loops[-1].var
-  for u in r.value.toposort():
-    if u.op is not Ops.GATHER or u.src[0] not in b.bufs: continue
-    idx = u.src[1].src[0]
-    cr = coefficient(idx, rows)
-    if coefficient(idx, inner) != 1 or cr in (0, None) or coefficient(idx, last) != 0: continue
-    line = 64 // u.dtype.itemsize
-    nxt = UOp.param((), i64)
-    b.names[nxt] = f"(ib + {nr})"
-    at = b.emit([substitute([idx], {rows: nxt})[0]])[0]
-    with b.block(f"if (({b.names[inner]} & {line - 1}) == 0)"):
-      b.line(f"for (int64_t pq = 0; pq < {nr}; pq++) __builtin_prefetch(&{b.bufs[u.src[0]]}[{at} + pq * {cr}]);")
 
 
 def _emit_block(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str, str]):
