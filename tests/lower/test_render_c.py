@@ -588,6 +588,23 @@ def test_a_weight_gradients_strided_operands_are_prefetched(t, m, n):
                                rtol=ulps(4 * t), atol=ulps(4 * t) * math.sqrt(t) * 4)
 
 
+@pytest.mark.parametrize("s,d", [(64, 32), (20, 12)])
+def test_attention_blocks_prefetch_what_the_next_block_reads_and_writes(s, d):
+  """Each register block of attention's scores (heads of s x s, d steps) prefetches the first lines of the next
+  block's rows of q and, for writing, its lines of the output: with a 32-step sum those would come from memory
+  while the block waits. Whole and cut blocks give the same scores as numpy."""
+  import tracegrad as tg
+  from tracegrad.lower.schedule import schedule
+  rng = np.random.default_rng(4)
+  q, k = rng.standard_normal((2, s, 3, d)).astype(np.float32), rng.standard_normal((2, s, 3, d)).astype(np.float32)
+  f = lambda q, k: tg.numpy.einsum("bqhd,bkhd->bhqk", q, k)
+  (kern,) = [kk for kk in schedule(tg.make_graph(f)(q, k)).kernels if kk.reduce is not None]
+  assert "const int64_t nib = " in kern.source and "], 1);" in kern.source
+  if tg.default_backend() == "cpu":
+    np.testing.assert_allclose(np.asarray(tg.jit(f)(q, k)), np.einsum("bqhd,bkhd->bhqk", q.astype(np.float64), k),
+                               rtol=ulps(4 * d), atol=ulps(4 * d) * math.sqrt(d) * 4)
+
+
 def test_dot_product_blocks_take_a_column_count_that_divides_the_columns():
   import tracegrad as tg
   from tracegrad.lower.schedule import schedule

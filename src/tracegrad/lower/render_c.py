@@ -978,6 +978,7 @@ def _emit_interchanged(b: _Body, k: Kernel, pragmas: dict[int, str]):
       loops.enter_context(b.block(head, _omp("parallel for", len(heads)) if first and j == 0 else None))
     if rows: b.line(f"const int64_t rn = {rows.extent} - ib < {nrows} ? {rows.extent} - ib : {nrows};")
     b.line(f"const int64_t tn = {last.extent} - t < {width} ? {last.extent} - t : {width};")
+    if rows: _prefetch_next_block(b, k, nrows, width, rows_inner=heads[-1].startswith("for (int64_t ib"))
     _whole_or_cut(b, lambda nr, nc: _emit_block(b, k, nr, nc, ct, (nrows, width)), _whole_width_blocks(k, nrows),
                   (nrows if rows else "1", width), ("rn" if rows else "1", "tn"))
 
@@ -1098,6 +1099,42 @@ def _prefetch(b: _Body, k: Kernel, nr: str, nc: str, loads=None):
     at = b.emit([substitute([idx], mapping)[0]])[0]
     b.line(f"for (int64_t pq = 0; pq < {nr}; pq += {sq}) for (int64_t pj = 0; pj < {nc}; pj += {sj}) "
            f"__builtin_prefetch(&{b.bufs[u.src[0]]}[{at} + pq * {cr} + pj * {cj}]);")
+
+
+AHEAD_LINES = 4   # a row's first lines of the next block's row operand are prefetched; the hardware follows the rest
+
+
+def _prefetch_next_block(b: _Body, k: Kernel, nr: str, width: str, rows_inner: bool):
+  """Prefetches, at the start of a register block, of what the thread's next block reads first and writes: the first
+  lines of its rows' operand and its output's lines, for writing. A short
+  reduction (attention's 32 steps) otherwise waits at each block for those lines to come from memory, a few rows of
+  a few lines each, which no prefetcher foresees."""
+  r, i64 = k.reduce, dtypes.int64
+  inner, rows, last = r.loops[-1].var, k.loops[-2].var, k.loops[-1].var
+  (R, T), ib, t = (k.loops[-2].extent, k.loops[-1].extent), UOp.param((), i64), UOp.param((), i64)
+  b.names[ib], b.names[t] = "nib", "nt"
+  if rows_inner:
+    b.line(f"const int64_t nib = ib + {nr} < {R} ? ib + {nr} : 0, nt = ib + {nr} < {R} ? t : t + {width};")
+  else:
+    b.line(f"const int64_t nt = t + {width} < {T} ? t + {width} : 0, nib = t + {width} < {T} ? ib : ib + {nr};")
+  at_start = {rows: ib, last: t, **{l.var: UOp.const(i64, 0) for l in r.loops}}
+  for u in r.value.toposort():
+    if u.op is not Ops.GATHER or u.src[0] not in b.bufs: continue
+    idx = u.src[1].src[0]
+    cr = coefficient(idx, rows)
+    if coefficient(idx, inner) != 1 or cr in (0, None) or coefficient(idx, last) != 0: continue
+    line = 64 // u.dtype.itemsize
+    lines = min(-(-r.loops[-1].extent // line), AHEAD_LINES)
+    at = b.emit([substitute([idx], at_start)[0]])[0]
+    b.line(f"for (int64_t pq = 0; pq < {nr}; pq++) for (int64_t pj = 0; pj < {lines * line}; pj += {line}) "
+           f"__builtin_prefetch(&{b.bufs[u.src[0]]}[{at} + pq * {cr} + pj]);")
+  for st in k.stores:
+    cr = coefficient(st.index, rows)
+    if st.mode is not None or cr in (0, None) or coefficient(st.index, last) != 1: continue
+    line = 64 // st.buf.dtype.itemsize
+    at = b.emit([substitute([st.index], {rows: ib, last: t})[0]])[0]
+    b.line(f"for (int64_t pq = 0; pq < {nr}; pq++) for (int64_t pj = 0; pj < {width}; pj += {line}) "
+           f"__builtin_prefetch(&{b.bufs[st.buf]}[{at} + pq * {cr} + pj], 1);")
 
 
 def _emit_block(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str, str]):
