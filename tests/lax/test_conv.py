@@ -40,6 +40,10 @@ CASES = [  # (x shape NCHW, w shape OIHW, strides, padding, dilation, groups)
   ((2, 3, 7, 6), (4, 3, 3, 3), (1, 1), "SAME", (1, 1), 1),
   ((1, 4, 8, 9), (6, 2, 3, 2), (2, 3), "SAME", (1, 2), 2),
   ((1, 2, 5, 5), (3, 2, 2, 3), (1, 2), ((1, 2), (0, 1)), (2, 1), 1),
+  # unit strides and output rows of 16 or more: the windows read from the padded input in place (conv._direct)
+  ((2, 3, 5, 18), (4, 3, 3, 3), (1, 1), "SAME", (1, 1), 1),
+  ((1, 4, 6, 20), (6, 2, 3, 2), (1, 1), ((2, 0), (1, 3)), (2, 1), 2),
+  ((1, 2, 4, 24), (3, 2, 2, 3), (1, 1), ((0, 1), (0, 2)), (1, 1), 1),
 ]
 
 
@@ -69,6 +73,26 @@ def test_conv_matches_jax_in_value_and_gradient(case):
   for g, wg in zip(got, want): np.testing.assert_allclose(np.asarray(g), np.asarray(wg), rtol=ulps(840), atol=ulps(840))
 
 
+def test_unit_stride_windows_are_read_in_place_on_a_cpu():
+  """A unit-stride convolution with rows of 16 outputs or more reads its windows from the padded input inside each
+  contraction (forward, filter gradient): no kernel writes an im2col copy (taps times the input). The windows'
+  gradient, on the way to the input's, runs over the positions as one loop. A strided one keeps the copy."""
+  from tracegrad.lower.schedule import schedule
+  if tg.default_backend() != "cpu": pytest.skip("the CPU's convolution")
+  x, w = rng.standard_normal((4, 8, 16, 16)).astype(np.float32), rng.standard_normal((16, 8, 3, 3)).astype(np.float32)
+  windows = x.size * 9
+
+  def program(strides, argnums):
+    loss = lambda x, w: (lax.conv_general_dilated(x, w, strides, "SAME") ** 2).sum()
+    return schedule(tg.make_graph(tg.grad(loss, argnums))(x, w))
+
+  assert windows not in [b.size for b in program((1, 1), 1).buffers]
+  assert windows // 4 in [b.size for b in program((2, 2), 1).buffers]   # stride 2: 8 x 8 positions of 9 taps
+  prog = program((1, 1), 0)
+  assert any(k.reduce is not None and k.loops[-1].extent == 256 for k in prog.kernels), \
+    [(k.name, [l.extent for l in k.loops]) for k in prog.kernels]
+
+
 def test_layouts_and_errors():
   x, w = rng.standard_normal((2, 6, 5, 3)).astype(np.float32), rng.standard_normal((3, 3, 3, 4)).astype(np.float32)
   got = lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
@@ -88,6 +112,7 @@ LHS_DILATION_CASES = [  # (x shape NCHW, w shape OIHW, strides, explicit padding
   ((2, 3, 5, 4), (4, 3, 3, 3), (1, 1), ((2, 2), (2, 2)), (2, 2), (1, 1)),
   ((1, 2, 4, 5), (3, 2, 3, 2), (1, 2), ((2, 1), (1, 0)), (2, 3), (1, 1)),
   ((1, 2, 4, 4), (2, 2, 2, 2), (2, 1), ((1, -1), (0, 1)), (3, 2), (2, 1)),
+  ((1, 2, 3, 9), (2, 2, 2, 3), (1, 1), ((1, 1), (2, 2)), (2, 2), (1, 1)),   # 19 wide: read in place
 ]
 
 

@@ -1,7 +1,9 @@
-"""Convolutions as jax.lax.conv_general_dilated: the windows of the padded input (im2col), a gather at indices made
-from iotas, stored once behind an optimization barrier and contracted with the kernel in one sum over channels and
-taps; so every transform (grad, vmap, jit) goes through ordinary gathers, products and sums. The forward pass and
-the filter gradient are each one register-blocked contraction, the input gradient one and a scatter-add.
+"""Convolutions as jax.lax.conv_general_dilated: the windows of the padded input, a gather at indices made from
+iotas, contracted with the kernel in one sum over channels and taps; so every transform (grad, vmap, jit) goes
+through ordinary gathers, products and sums. With unit strides on a CPU each contraction reads the windows from the
+padded input in place (_direct_conv); otherwise they are stored once behind an optimization barrier (im2col). The
+forward pass and the filter gradient are each one register-blocked contraction, the input gradient one and a
+scatter-add.
 
 >>> x, w = tnp.ones((1, 1, 4, 4)), tnp.ones((1, 1, 3, 3))
 >>> lax.conv_general_dilated(x, w, (1, 1), "VALID").shape
@@ -14,7 +16,7 @@ from typing import Sequence
 
 from ..array import Array, to_array
 from ..ir import Ops, UOp, dtypes
-from . import control, ops
+from . import control, dot, ops
 from .conv_shapes import conv_dimension_numbers
 from .dot import check_precision, tensorfloat32, tf32
 
@@ -68,6 +70,44 @@ def _windows(x: Array, window, strides, dilation, out_sp, low) -> Array:
   return Array(taps.reshape((n, c, math.prod(window), math.prod(out_sp))), x.weak_type)
 
 
+DIRECT_MIN_WIDTH = 16   # output rows at least this long (a vector register of floats) are read directly, unit stride
+
+
+def _direct(strides, out_sp) -> bool:
+  """Whether a convolution reads its windows from the padded input directly (_direct_conv) rather than from an
+  im2col copy: on a CPU, with unit strides, where each window's row is a run of the input as long as a vector, so
+  every contraction vectorises along it. A copy of the windows costs a pass writing taps times the input (the CNN's
+  first layer: 3.5 MB of windows from a 0.4 MB input, read again from memory by the filter gradient). A GPU's
+  tensor cores take the im2col contraction, one matmul."""
+  from ..run import GPU_BACKENDS, default_backend
+  if dot._tensor_cores() or default_backend() in GPU_BACKENDS: return False
+  return all(s == 1 for s in strides) and out_sp[-1] >= DIRECT_MIN_WIDTH
+
+
+def _direct_conv(xq: Array, w: Array, window, dil, out_sp, g: int, dt) -> Array:
+  """The convolution of xq (N, C, *spatial), padded so that every window lies inside it, by w (O, I, *window): each
+  output position sums w's taps times xq at the position plus the tap, read in place (a gather whose index is affine
+  in the loops). The windows' positions stay separate axes, so a row of them is a run of xq; the taps' axes come
+  before the channels', so that the sum's innermost loop strides through xq (the forward pass's register blocks
+  read xq's rows as vectors). The barrier keeps the padding a copy: masked reads would not vectorise."""
+  xq = control.optimization_barrier(xq)
+  nd, (n, c), o = len(window), xq.shape[:2], w.shape[0]
+  ci = c // g
+  shape = (n, g, *window, ci, *out_sp)
+  at = lambda a: UOp.iota(shape, a, dtypes.int64)
+  k = lambda v: UOp.const(dtypes.int64, v, shape)
+  spatial = [at(2 + a) * k(d) + at(3 + nd + a) for a, d in enumerate(dil)]
+  chan = at(1) * k(ci) + at(2 + nd)
+  taps = Array(xq.uop.gather(UOp.concat([i.reshape((*shape, 1)) for i in [at(0), chan, *spatial]], len(shape))))
+  wt = ops.transpose(ops.reshape(w, (g, o // g, ci, *window)), (0, 1, *range(3, 3 + nd), 2))   # g, o, taps, ci
+  full = (n, g, o // g, *window, ci, *out_sp)
+  summed = tuple(range(3, 4 + nd))
+  prod = ops.mul(ops.broadcast_in_dim(wt, full, tuple(range(1, 4 + nd))),
+                 ops.broadcast_in_dim(taps, full, (0, 1, *range(3, 4 + nd), *range(4 + nd, 4 + 2 * nd))))
+  out = ops.reduce_sum(prod if _sum_dtype(dt) is dt else ops.convert_element_type(prod, _sum_dtype(dt)), summed)
+  return ops.reshape(out, (n, o, *out_sp))
+
+
 def _sum_dtype(d: dtypes.DType) -> dtypes.DType:
   """JAX's dtype for sums: bool and narrow integers accumulate in the default (unsigned) integer."""
   if d.is_bool: return dtypes.default_int()
@@ -116,6 +156,10 @@ def conv_general_dilated(lhs, rhs, window_strides: Sequence[int], padding, lhs_d
   padded = [sp + lo + hi for sp, (lo, hi) in zip(xp.shape[2:], pads)]
   out_sp = [(sp - (k - 1) * d - 1) // s + 1 for sp, k, d, s in zip(padded, window, dil, strides)]
   if any(m <= 0 for m in out_sp): raise ValueError(f"{fn}: the window does not fit the padded input {tuple(padded)}")
+  if _direct(strides, out_sp):
+    out = _direct_conv(_pad(xp, 0, [(0, 0), (0, 0), *pads], (1,) * xp.ndim), w, window, dil, out_sp, g, dt)
+    out = out if preferred_element_type is None else ops.convert_element_type(out, preferred_element_type)
+    return ops.transpose(out, [dn.out_spec.index(i) for i in range(out.ndim)])
   # im2col: the windows of the padded input stored once, (n, g, ci * taps, positions); then one contraction
   cols = _windows(xp, window, strides, dil, out_sp, [lo for lo, _ in pads])
   taps, positions = math.prod(window), math.prod(out_sp)

@@ -342,6 +342,25 @@ def _fuse_inner_loops(stores, reduce: Reduce | None, epilogue, ranges: dict) -> 
   return stores, reduce, epilogue
 
 
+def _fuse_outer_loops(loops, stores, reduce: Reduce | None, ranges: dict) -> tuple:
+  """A reduction's outer loops fused where everything reads and writes them as one run (_fused): a convolution's
+  windows' gradient over (h, w) runs as one loop of h * w positions, wide enough for the register blocks' vectors."""
+  if reduce is None or len(loops) < 2 or any(st.mode for st in stores): return loops, stores, reduce
+  flat = [x for st in stores for x in (st.index, st.value, st.valid)]
+  if reduce is not None: flat += [reduce.value] + [x for st in reduce.stores for x in (st.index, st.value, st.valid)]
+  indices = set(range(0, 3 * len(stores), 3))
+  if reduce is not None: indices |= set(range(3 * len(stores) + 1, len(flat), 3))
+  fused, flat = _fused(loops, flat, indices, ranges)
+  if len(fused) == len(loops): return loops, stores, reduce
+  stores = [Store(st.buf, *flat[3 * i:2 + 3 * i], st.mode, flat[2 + 3 * i]) for i, st in enumerate(stores)]
+  if reduce is not None:
+    base = 3 * len(stores)
+    kept = tuple(Store(st.buf, *flat[base + 1 + 3 * i:base + 3 + 3 * i], st.mode, flat[base + 3 + 3 * i])
+                 for i, st in enumerate(reduce.stores))
+    reduce = Reduce(reduce.op, reduce.acc, reduce.loops, flat[base], kept)
+  return fused, stores, reduce
+
+
 def _conjuncts(c: UOp) -> set[UOp]:
   out, stack = set(), [c]
   while stack:
@@ -567,7 +586,16 @@ class _Scheduler:
 
   def _cheap(self, u: UOp) -> bool:
     while u.op in VIEWS: u = u.src[0]
-    return u.op in (Ops.CONST, Ops.IOTA, Ops.PARAM, Ops.BUFFER) or self._index_arithmetic(u)
+    return u.op in (Ops.CONST, Ops.IOTA, Ops.PARAM, Ops.BUFFER) or self._index_arithmetic(u) or self._stored_read(u)
+
+  def _stored_read(self, u: UOp) -> bool:
+    """Whether u reads a buffer of its own (a barrier's, an input's) at indices computed from iotas alone: a
+    convolution's windows of its padded input, which each kernel using them reads in place, rather than a copy of
+    them (taps times the input) written once and read back."""
+    if u.op is not Ops.GATHER: return False
+    src = u.src[0]
+    while src.op in VIEWS: src = src.src[0]
+    return src.op in (Ops.OPTIMIZATION_BARRIER, Ops.PARAM, Ops.BUFFER) and self._index_arithmetic(u.src[1])
 
   def _index_arithmetic(self, u: UOp) -> bool:
     """Whether u is computed from iotas and constants alone (indices: a convolution's windows), which every kernel
@@ -603,6 +631,7 @@ class _Scheduler:
   def _emit(self, name: str, kb: _KernelBuilder, loops, stores, reduce=None, parallel=True, epilogue=()):
     if not epilogue: loops, stores, reduce = _split_loops(loops, stores, reduce, kb.ranges)
     stores, reduce, epilogue = _fuse_inner_loops(stores, reduce, epilogue, kb.ranges)
+    if not epilogue: loops, stores, reduce = _fuse_outer_loops(loops, stores, reduce, kb.ranges)
     self.simplifier.bounds.ranges.update(kb.ranges)
     if parallel and not epilogue: loops = _rows_second_last(loops, reduce)
     if reduce is not None and parallel and not epilogue and (load := _packable(loops, reduce)) is not None:
