@@ -404,6 +404,23 @@ def test_long_float_sums_are_accurate(cpu):
   assert np.all(np.abs(got - exact) <= np.abs(x.reshape(n, m).sum(1) - exact) + 4 * np.spacing(exact.astype(np.float32)))
 
 
+@pytest.mark.parametrize("w,lanes", [(32, 32), (34, 32), (20, 16), (12, 0)])
+def test_long_sums_of_short_rows_keep_a_lane_per_element_of_a_row(w, lanes):
+  """A long sum whose rows are shorter than SUM_LANES' 64 floats (a batch norm's sum over 64 x 32 x w, its rows of a
+  padded gradient read 34 apart) keeps as many partial sums as fit a row (32 or 16), so the row still runs as
+  vectors: the same sums as float64 numpy, the rows' tails included."""
+  import tracegrad as tg
+  from tracegrad.lower.schedule import schedule
+  x = np.random.default_rng(3).standard_normal((4, 40, 32, w + 2)).astype(np.float32)
+  f = lambda x: x[:, :, :, 1:w + 1].sum((0, 2, 3))
+  (k,) = [k for k in schedule(tg.make_graph(f)(x)).kernels if k.reduce is not None]
+  assert (f"float part[{lanes}];" in k.source) == bool(lanes) and ("float part = 0.0f;" in k.source) == (not lanes)
+  if tg.default_backend() == "cpu":
+    n = 4 * 32 * w
+    np.testing.assert_allclose(np.asarray(tg.jit(f)(x)), x[:, :, :, 1:w + 1].astype(np.float64).sum((0, 2, 3)),
+                               rtol=ulps(np.sqrt(n)), atol=ulps(4 * np.sqrt(n)))
+
+
 def test_empty_reduce(cpu):
   k = reduce_program(Ops.REDUCE_MAX, dtypes.float32, 3, 0)
   prog = Program([k], [(1, 0)], [BufferSpec(0, dtypes.float32), BufferSpec(3, dtypes.float32)], [0], [(1, (3,))])

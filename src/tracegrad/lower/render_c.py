@@ -142,6 +142,7 @@ SUM_LANES = 256    # bytes of the partial sums a block of a contiguous sum keeps
                    # values each, as in numpy's pairwise sum), added up as a tree
 POINT_BLOCK = 128  # a block of a register block's sums (_emit_block), each point's added in turn
 DOT_LANES = 16     # a block of dot products (_emit_dots) spans this many blocks' steps: each lane adds about a block
+MIN_SUM_LANES = 16  # a sum whose last loop is shorter than SUM_LANES keeps as many lanes as fit it, down to this many
 
 
 # ---- constants ----
@@ -505,6 +506,7 @@ def _emit_blocked_sum(b: _Body, k: Kernel, step: UOp):
   r, ct = k.reduce, CTYPE[k.reduce.acc.dtype]
   plan, zero, last = sum_plan(r, b.sum_block), render_const(0.0, r.acc.dtype), len(r.loops) - 1
   lanes = b.sum_lanes // r.acc.dtype.itemsize
+  while r.loops[last].extent < lanes and lanes >= 2 * MIN_SUM_LANES: lanes //= 2   # a row of 32: 32 lanes
   if r.loops[last].extent < lanes: lanes = 0
   b.line(f"{ct} comp = {zero};")
   steps = math.prod(l.extent for l in r.loops)
