@@ -1108,9 +1108,9 @@ AHEAD_LINES = 4   # a row's first lines of the next block's row operand are pref
 
 def _prefetch_next_block(b: _Body, k: Kernel, nr: str, width: str, rows_inner: bool):
   """Prefetches, at the start of a register block, of what the thread's next block reads first and writes: the first
-  lines of its rows' operand and its output's lines, for writing. A short
-  reduction (attention's 32 steps) otherwise waits at each block for those lines to come from memory, a few rows of
-  a few lines each, which no prefetcher foresees."""
+  lines of its rows' operand and its output's lines, for writing. A short reduction (attention's 32 steps) otherwise
+  waits at each block for those lines to come from memory, a few rows of a few lines each, which no prefetcher
+  foresees."""
   r, i64 = k.reduce, dtypes.int64
   inner, rows, last = r.loops[-1].var, k.loops[-2].var, k.loops[-1].var
   (R, T), ib, t = (k.loops[-2].extent, k.loops[-1].extent), UOp.param((), i64), UOp.param((), i64)

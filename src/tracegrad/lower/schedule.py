@@ -346,19 +346,16 @@ def _fuse_outer_loops(loops, stores, reduce: Reduce | None, ranges: dict) -> tup
   """A reduction's outer loops fused where everything reads and writes them as one run (_fused): a convolution's
   windows' gradient over (h, w) runs as one loop of h * w positions, wide enough for the register blocks' vectors."""
   if reduce is None or len(loops) < 2 or any(st.mode for st in stores): return loops, stores, reduce
+  base = 3 * len(stores)   # the stores' (index, value, valid), then the reduction's value and its stores'
   flat = [x for st in stores for x in (st.index, st.value, st.valid)]
-  if reduce is not None: flat += [reduce.value] + [x for st in reduce.stores for x in (st.index, st.value, st.valid)]
-  indices = set(range(0, 3 * len(stores), 3))
-  if reduce is not None: indices |= set(range(3 * len(stores) + 1, len(flat), 3))
+  flat += [reduce.value] + [x for st in reduce.stores for x in (st.index, st.value, st.valid)]
+  indices = set(range(0, base, 3)) | set(range(base + 1, len(flat), 3))
   fused, flat = _fused(loops, flat, indices, ranges)
   if len(fused) == len(loops): return loops, stores, reduce
   stores = [Store(st.buf, *flat[3 * i:2 + 3 * i], st.mode, flat[2 + 3 * i]) for i, st in enumerate(stores)]
-  if reduce is not None:
-    base = 3 * len(stores)
-    kept = tuple(Store(st.buf, *flat[base + 1 + 3 * i:base + 3 + 3 * i], st.mode, flat[base + 3 + 3 * i])
-                 for i, st in enumerate(reduce.stores))
-    reduce = Reduce(reduce.op, reduce.acc, reduce.loops, flat[base], kept)
-  return fused, stores, reduce
+  kept = tuple(Store(st.buf, *flat[base + 1 + 3 * i:base + 3 + 3 * i], st.mode, flat[base + 3 + 3 * i])
+               for i, st in enumerate(reduce.stores))
+  return fused, stores, Reduce(reduce.op, reduce.acc, reduce.loops, flat[base], kept)
 
 
 def _conjuncts(c: UOp) -> set[UOp]:
