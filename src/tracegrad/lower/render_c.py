@@ -1074,6 +1074,10 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
 # how many steps of a register block's reduction ahead its strided loads are prefetched: about a memory latency's
 # worth of steps (a step of 8 rows by a vector register's width takes some 10 ns)
 PREFETCH_STEPS = 16
+CACHED_BYTES = 16 << 10   # a buffer this small stays in the L1 cache once read (a convolution's filter): no prefetches
+
+
+def _cached(load: UOp) -> bool: return load.src[0].shape[0] * load.dtype.itemsize <= CACHED_BYTES
 
 
 def _prefetch(b: _Body, k: Kernel, nr: str, nc: str, loads=None):
@@ -1087,7 +1091,7 @@ def _prefetch(b: _Body, k: Kernel, nr: str, nc: str, loads=None):
   ib, t = UOp.param((), i64), UOp.param((), i64)
   b.names[ib], b.names[t] = "ib", "t"
   for u in (r.value.toposort() if loads is None else loads):
-    if u.op is not Ops.GATHER or u.src[0] not in b.bufs: continue
+    if u.op is not Ops.GATHER or u.src[0] not in b.bufs or _cached(u): continue
     idx = u.src[1].src[0]
     if coefficient(idx, inner) in (0, 1, None): continue
     cr = coefficient(idx, rows) if rows is not None else 0
@@ -1121,7 +1125,7 @@ def _prefetch_next_block(b: _Body, k: Kernel, nr: str, width: str, rows_inner: b
     b.line(f"const int64_t nt = t + {width} < {T} ? t + {width} : 0, nib = t + {width} < {T} ? ib : ib + {nr};")
   at_start = {rows: ib, last: t, **{l.var: UOp.const(i64, 0) for l in r.loops}}
   for u in r.value.toposort():
-    if u.op is not Ops.GATHER or u.src[0] not in b.bufs: continue
+    if u.op is not Ops.GATHER or u.src[0] not in b.bufs or _cached(u): continue
     idx = u.src[1].src[0]
     cr = coefficient(idx, rows)
     if coefficient(idx, inner) != 1 or cr in (0, None) or coefficient(idx, last) != 0: continue
