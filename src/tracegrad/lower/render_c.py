@@ -1077,7 +1077,10 @@ PREFETCH_STEPS = 16
 CACHED_BYTES = 16 << 10   # a buffer this small stays in the L1 cache once read (a convolution's filter): no prefetches
 
 
-def _cached(load: UOp) -> bool: return load.src[0].shape[0] * load.dtype.itemsize <= CACHED_BYTES
+def _cached(u: UOp) -> bool:
+  """Whether a load's buffer (or a buffer) fits CACHED_BYTES."""
+  buf = u.src[0] if u.op is Ops.GATHER else u
+  return buf.shape[0] * buf.dtype.itemsize <= CACHED_BYTES
 
 
 def _prefetch(b: _Body, k: Kernel, nr: str, nc: str, loads=None):
@@ -1136,7 +1139,7 @@ def _prefetch_next_block(b: _Body, k: Kernel, nr: str, width: str, rows_inner: b
            f"__builtin_prefetch(&{b.bufs[u.src[0]]}[{at} + pq * {cr} + pj]);")
   for st in k.stores:
     cr = coefficient(st.index, rows)
-    if st.mode is not None or cr in (0, None) or coefficient(st.index, last) != 1: continue
+    if st.mode is not None or cr in (0, None) or coefficient(st.index, last) != 1 or _cached(st.buf): continue
     line = 64 // st.buf.dtype.itemsize
     at = b.emit([substitute([st.index], {rows: ib, last: t})[0]])[0]
     b.line(f"for (int64_t pq = 0; pq < {nr}; pq++) for (int64_t pj = 0; pj < {width}; pj += {line}) "
