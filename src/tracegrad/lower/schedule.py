@@ -342,16 +342,24 @@ def _fuse_inner_loops(stores, reduce: Reduce | None, epilogue, ranges: dict) -> 
   return stores, reduce, epilogue
 
 
+VECTOR_MIN = 64   # floats in the widest register block's row (AVX-512's four registers)
+
+
 def _fuse_outer_loops(loops, stores, reduce: Reduce | None, ranges: dict) -> tuple:
-  """A reduction's outer loops fused where everything reads and writes them as one run (_fused): a convolution's
-  windows' gradient over (h, w) runs as one loop of h * w positions, wide enough for the register blocks' vectors."""
-  if reduce is None or len(loops) < 2 or any(st.mode for st in stores): return loops, stores, reduce
+  """A contraction's last loop, when shorter than a register block's width (VECTOR_MIN), fused with the one outside
+  it where everything reads and writes them as one run (_fused): a convolution's windows' gradient over (h, w) runs
+  as one loop of h * w positions, wide enough for the register blocks' vectors. Other loops stay as they are, so
+  that sibling kernels still share their loops and merge."""
+  if reduce is None or len(loops) < 2 or any(st.mode for st in stores) or loops[-1].extent >= VECTOR_MIN or \
+     reduce.value.op is not Ops.MUL:
+    return loops, stores, reduce
   base = 3 * len(stores)   # the stores' (index, value, valid), then the reduction's value and its stores'
   flat = [x for st in stores for x in (st.index, st.value, st.valid)]
   flat += [reduce.value] + [x for st in reduce.stores for x in (st.index, st.value, st.valid)]
   indices = set(range(0, base, 3)) | set(range(base + 1, len(flat), 3))
-  fused, flat = _fused(loops, flat, indices, ranges)
-  if len(fused) == len(loops): return loops, stores, reduce
+  last, flat = _fused(loops[-2:], flat, indices, ranges)
+  if len(last) == 2: return loops, stores, reduce
+  fused = (*loops[:-2], *last)
   stores = [Store(st.buf, *flat[3 * i:2 + 3 * i], st.mode, flat[2 + 3 * i]) for i, st in enumerate(stores)]
   kept = tuple(Store(st.buf, *flat[base + 1 + 3 * i:base + 3 + 3 * i], st.mode, flat[base + 3 + 3 * i])
                for i, st in enumerate(reduce.stores))
