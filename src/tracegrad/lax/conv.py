@@ -104,8 +104,12 @@ def _direct_conv(xq: Array, w: Array, window, dil, out_sp, g: int, dt) -> Array:
   summed = tuple(range(3, 4 + nd))
   prod = ops.mul(ops.broadcast_in_dim(wt, full, tuple(range(1, 4 + nd))),
                  ops.broadcast_in_dim(taps, full, (0, 1, *range(3, 4 + nd), *range(4 + nd, 4 + 2 * nd))))
-  out = ops.reduce_sum(prod if _sum_dtype(dt) is dt else ops.convert_element_type(prod, _sum_dtype(dt)), summed)
-  return ops.reshape(out, (n, o, *out_sp))
+  return ops.reshape(_summed(prod, summed, dt), (n, o, *out_sp))
+
+
+def _summed(prod: Array, axes: tuple, dt: dtypes.DType) -> Array:
+  """prod, of dtype dt, summed over axes in JAX's dtype for sums of dt (_sum_dtype)."""
+  return ops.reduce_sum(prod if _sum_dtype(dt) is dt else ops.convert_element_type(prod, _sum_dtype(dt)), axes)
 
 
 def _sum_dtype(d: dtypes.DType) -> dtypes.DType:
@@ -158,19 +162,17 @@ def conv_general_dilated(lhs, rhs, window_strides: Sequence[int], padding, lhs_d
   if any(m <= 0 for m in out_sp): raise ValueError(f"{fn}: the window does not fit the padded input {tuple(padded)}")
   if _direct(strides, out_sp):
     out = _direct_conv(_pad(xp, 0, [(0, 0), (0, 0), *pads], (1,) * xp.ndim), w, window, dil, out_sp, g, dt)
-    out = out if preferred_element_type is None else ops.convert_element_type(out, preferred_element_type)
-    return ops.transpose(out, [dn.out_spec.index(i) for i in range(out.ndim)])
-  # im2col: the windows of the padded input stored once, (n, g, ci * taps, positions); then one contraction
-  cols = _windows(xp, window, strides, dil, out_sp, [lo for lo, _ in pads])
-  taps, positions = math.prod(window), math.prod(out_sp)
-  cols = control.optimization_barrier(ops.reshape(cols, (n, g, ci * taps, positions)))
-  wg = ops.reshape(w, (g, o // g, ci * taps))
-  # positions last, where the windows, the output and its cotangent are contiguous: the forward pass and both
-  # gradients each vectorise along them (the filter's gradient sums along them)
-  full = (n, g, o // g, ci * taps, positions)
-  prod = ops.mul(ops.broadcast_in_dim(wg, full, (1, 2, 3)), ops.broadcast_in_dim(cols, full, (0, 1, 3, 4)))
-  out = ops.reduce_sum(prod if _sum_dtype(dt) is dt else ops.convert_element_type(prod, _sum_dtype(dt)), (3,))
-  out = ops.reshape(out, (n, o, *out_sp))
+  else:
+    # im2col: the windows of the padded input stored once, (n, g, ci * taps, positions); then one contraction
+    cols = _windows(xp, window, strides, dil, out_sp, [lo for lo, _ in pads])
+    taps, positions = math.prod(window), math.prod(out_sp)
+    cols = control.optimization_barrier(ops.reshape(cols, (n, g, ci * taps, positions)))
+    wg = ops.reshape(w, (g, o // g, ci * taps))
+    # positions last, where the windows, the output and its cotangent are contiguous: the forward pass and both
+    # gradients each vectorise along them (the filter's gradient sums along them)
+    full = (n, g, o // g, ci * taps, positions)
+    prod = ops.mul(ops.broadcast_in_dim(wg, full, (1, 2, 3)), ops.broadcast_in_dim(cols, full, (0, 1, 3, 4)))
+    out = ops.reshape(_summed(prod, (3,), dt), (n, o, *out_sp))
   out = out if preferred_element_type is None else ops.convert_element_type(out, preferred_element_type)
   return ops.transpose(out, [dn.out_spec.index(i) for i in range(out.ndim)])
 

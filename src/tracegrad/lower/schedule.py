@@ -328,17 +328,25 @@ def _fused(loops, exprs: list[UOp | None], indices: set[int], ranges: dict) -> t
   return tuple(loops), exprs
 
 
+def _exprs(stores) -> list:
+  """The stores' (index, value, valid) expressions in a row, for _fused; _restored reads them back."""
+  return [x for st in stores for x in (st.index, st.value, st.valid)]
+
+
+def _restored(stores, flat) -> list[Store]:
+  """The stores with their expressions replaced by flat's (as _exprs lists them)."""
+  return [Store(st.buf, *flat[3 * i:2 + 3 * i], st.mode, flat[2 + 3 * i]) for i, st in enumerate(stores)]
+
+
 def _fuse_inner_loops(stores, reduce: Reduce | None, epilogue, ranges: dict) -> tuple:
   """The reduction's loops and the epilogue's, each fused where they read memory as one run (_fused)."""
   if reduce is not None and len(reduce.loops) > 1:
-    flat = [reduce.value] + [x for st in reduce.stores for x in (st.index, st.value, st.valid)]
+    flat = [reduce.value] + _exprs(reduce.stores)
     rloops, flat = _fused(reduce.loops, flat, set(range(1, len(flat), 3)), ranges)
-    kept = tuple(Store(st.buf, *flat[1 + 3 * i:3 + 3 * i], st.mode, flat[3 + 3 * i]) for i, st in enumerate(reduce.stores))
-    reduce = Reduce(reduce.op, reduce.acc, rloops, flat[0], kept)
+    reduce = Reduce(reduce.op, reduce.acc, rloops, flat[0], tuple(_restored(reduce.stores, flat[1:])))
   if len(epilogue) > 1:
-    flat = [x for st in stores for x in (st.index, st.value, st.valid)]
-    epilogue, flat = _fused(epilogue, flat, set(range(0, len(flat), 3)), ranges)
-    stores = [Store(st.buf, *flat[3 * i:2 + 3 * i], st.mode, flat[2 + 3 * i]) for i, st in enumerate(stores)]
+    epilogue, flat = _fused(epilogue, _exprs(stores), set(range(0, 3 * len(stores), 3)), ranges)
+    stores = _restored(stores, flat)
   return stores, reduce, epilogue
 
 
@@ -353,17 +361,13 @@ def _fuse_outer_loops(loops, stores, reduce: Reduce | None, ranges: dict) -> tup
   if reduce is None or len(loops) < 2 or any(st.mode for st in stores) or loops[-1].extent >= VECTOR_MIN or \
      reduce.value.op is not Ops.MUL:
     return loops, stores, reduce
-  base = 3 * len(stores)   # the stores' (index, value, valid), then the reduction's value and its stores'
-  flat = [x for st in stores for x in (st.index, st.value, st.valid)]
-  flat += [reduce.value] + [x for st in reduce.stores for x in (st.index, st.value, st.valid)]
+  base = 3 * len(stores)   # the stores' expressions, then the reduction's value and its stores'
+  flat = _exprs(stores) + [reduce.value] + _exprs(reduce.stores)
   indices = set(range(0, base, 3)) | set(range(base + 1, len(flat), 3))
   last, flat = _fused(loops[-2:], flat, indices, ranges)
   if len(last) == 2: return loops, stores, reduce
-  fused = (*loops[:-2], *last)
-  stores = [Store(st.buf, *flat[3 * i:2 + 3 * i], st.mode, flat[2 + 3 * i]) for i, st in enumerate(stores)]
-  kept = tuple(Store(st.buf, *flat[base + 1 + 3 * i:base + 3 + 3 * i], st.mode, flat[base + 3 + 3 * i])
-               for i, st in enumerate(reduce.stores))
-  return fused, stores, Reduce(reduce.op, reduce.acc, reduce.loops, flat[base], kept)
+  reduce = Reduce(reduce.op, reduce.acc, reduce.loops, flat[base], tuple(_restored(reduce.stores, flat[base + 1:])))
+  return (*loops[:-2], *last), _restored(stores, flat[:base]), reduce
 
 
 def _conjuncts(c: UOp) -> set[UOp]:
