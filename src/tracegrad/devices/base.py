@@ -19,6 +19,7 @@ import numpy as np
 
 from ..ir import Ops, UOp
 from ..ir.dtypes import DType, dtype_from_name
+from . import buffer_plan
 
 
 def cache_root() -> Path:
@@ -176,20 +177,28 @@ class Layout:
   written: frozenset[int]
   kernels: int
   hosts: tuple = ()   # its host callbacks' Control items, numbered as the code calls them (never kept on disk)
+  arena: tuple[tuple[int, int], ...] = ()   # (buffer, byte offset) of each intermediate in the run's one arena
+  arena_bytes: int = 0
 
   @staticmethod
   def of(prog: Program) -> "Layout":
     written = frozenset(nums[k.bufs.index(s.buf)] for k, nums in zip(prog.kernels, prog.calls)
                         for p in (*getattr(k, "phases", ()), k) for s in p.stores)
+    kept = set(prog.inputs) | {n for n, _ in prog.outputs}
+    inner = [(n, b.dtype.np.itemsize, b.size) for n, b in enumerate(prog.buffers) if b.data is None and n not in kept]
+    used: dict[int, set[int]] = {}
+    for i, touched in enumerate(buffer_plan.uses(prog)):
+      for n in touched: used.setdefault(n, set()).add(i)
+    offsets, nbytes = buffer_plan.plan(inner, used)
     return Layout(tuple(prog.buffers), tuple(prog.inputs), tuple((n, tuple(sh)) for n, sh in prog.outputs), written,
-                  len(prog.kernels), tuple(host_calls(prog)))
+                  len(prog.kernels), tuple(host_calls(prog)), tuple(sorted(offsets.items())), nbytes)
 
   def to_json(self) -> dict:
     def buf(b: BufferSpec) -> list:
       return [b.size, b.dtype.name, None if b.data is None else base64.b64encode(b.data.tobytes()).decode()]
     return {"buffers": [buf(b) for b in self.buffers], "inputs": list(self.inputs),
             "outputs": [[n, list(sh)] for n, sh in self.outputs], "written": sorted(self.written),
-            "kernels": self.kernels}
+            "kernels": self.kernels, "arena": [list(a) for a in self.arena], "arena_bytes": self.arena_bytes}
 
   @staticmethod
   def from_json(d: dict) -> "Layout":
@@ -197,4 +206,5 @@ class Layout:
       dt = dtype_from_name(name)
       return BufferSpec(size, dt, None if data is None else np.frombuffer(base64.b64decode(data), dt.np))
     return Layout(tuple(buf(*b) for b in d["buffers"]), tuple(d["inputs"]),
-                  tuple((n, tuple(sh)) for n, sh in d["outputs"]), frozenset(d["written"]), d["kernels"])
+                  tuple((n, tuple(sh)) for n, sh in d["outputs"]), frozenset(d["written"]), d["kernels"], (),
+                  tuple((n, off) for n, off in d.get("arena", ())), d.get("arena_bytes", 0))

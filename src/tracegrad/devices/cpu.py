@@ -321,6 +321,7 @@ class _Runner:
     out = dict(reversed(layout.outputs))   # an output buffer's (first) shape
     self.allocs = [(n, out[n], dt) for n, _, dt in allocs if n in out]   # fresh each call, shaped: the caller keeps them
     self.scratch = [a for a in allocs if a[0] not in out]               # reused from a workspace
+    self.offsets, self.arena_bytes = dict(layout.arena), layout.arena_bytes   # where in its arena (buffer_plan)
     self._spare: list = []
     self.written_consts = [n for n, b in enumerate(layout.buffers) if b.data is not None and n in written]
     self.outputs = [(n, shape, n in ins and n not in written) for n, shape in layout.outputs]
@@ -386,7 +387,10 @@ class _Runner:
     """The pointer array with constants' and scratch buffers' pointers filled in, and the scratch arrays."""
     ptrs = _ffi.new(self.ptrs_type)
     if self.has_consts: _ffi.memmove(ptrs, self.const_ptrs, _ffi.sizeof(self.ptrs_type))
-    arrays = {n: recycled_memory.aligned((size,), dt) for n, size, dt in self.scratch}
+    arena = recycled_memory.aligned((self.arena_bytes,), np.dtype(np.uint8))
+    at = lambda n, size, dt: arena[self.offsets[n]:self.offsets[n] + size * dt.itemsize].view(dt)
+    arrays = {n: at(n, size, dt) if n in self.offsets else recycled_memory.aligned((size,), dt)
+              for n, size, dt in self.scratch}
     for n, a in arrays.items(): ptrs[n] = _ffi.from_buffer(a)
     return ptrs, arrays
 
