@@ -1,11 +1,14 @@
 """Where a program's intermediate buffers live: one arena per run, in which buffers that are never needed at the same
 time share bytes. A buffer is needed from the first item (kernel or control block) of the program that touches it to
-the last; a control block's sub-programs touch all their buffers at its position. Each buffer is placed, biggest
-first, at the lowest offset that overlaps no placed buffer needed at an overlapping time (XLA's heap simulation and
-TFLite's greedy-by-size planner work on the same principle).
+the last; a control block's sub-programs touch all their buffers at its position.
 
 Giving every intermediate bytes of its own made a GPT training step touch 41 MB per call, more than the last-level
 cache holds: each kernel then wrote to lines fetched from memory and read operands evicted since they were written.
+Buffers are placed in the order the program first needs them, each in the free space (a gap between the buffers
+needed meanwhile, or the arena's end) whose bytes were used last: those are likeliest to be in the cache still, so
+that a kernel's stores find their lines there. Packing biggest first at the lowest free offset (TFLite's greedy by
+size) gives an arena 3% smaller for a GPT step, but its attention kernels wrote to colder lines: 130 rather than
+155 GFLOPS for the score gradient.
 
 >>> plan([(0, 4, 1024), (1, 4, 1024), (2, 4, 1024)], {0: {0}, 1: {0, 1}, 2: {1, 2}})
 ({0: 0, 1: 4096, 2: 0}, 8192)
@@ -35,19 +38,22 @@ def _everything(prog) -> set[int]:
 def plan(sizes: list[tuple[int, int, int]], used: dict[int, set[int]]) -> tuple[dict[int, int], int]:
   """Byte offsets of buffers `sizes` ((number, itemsize, count) each) in one arena, and the arena's size, given the
   items `used[n]` at which buffer n is needed."""
-  live = {n: (min(used[n]), max(used[n])) for n, _, _ in sizes if used.get(n)}
+  live = {n: (min(used[n]), max(used[n])) if used.get(n) else (-1, -1) for n, _, _ in sizes}
   nbytes = {n: -(-i * c // ALIGN) * ALIGN for n, i, c in sizes}
-  placed: list[tuple[int, int, int]] = []   # (offset, end, number), by offset
+  placed: list[tuple[int, int, int]] = []   # (offset, end, number)
   offsets = {}
-  for n in sorted(nbytes, key=lambda n: (-nbytes[n], n)):
-    lo, hi = live.get(n, (-1, -1))
-    at = 0
-    for off, end, m in placed:
-      a, b = live.get(m, (-1, -1))
-      if b < lo or hi < a: continue   # never needed at the same time
-      if off >= at + nbytes[n]: break
+  for n in sorted(nbytes, key=lambda n: (live[n][0], -nbytes[n], n)):
+    lo, hi = live[n]
+    gaps, at = [], 0
+    for off, end, _ in sorted(p for p in placed if live[p[2]][0] <= hi and lo <= live[p[2]][1]):
+      if off - at >= nbytes[n]: gaps.append(at)
       at = max(at, end)
-    offsets[n] = at
-    placed.append((at, at + nbytes[n], n))
-    placed.sort()
+    gaps.append(at)
+    offsets[n] = max(gaps, key=lambda g: (_last_use(g, g + nbytes[n], placed, live), -g))
+    placed.append((offsets[n], offsets[n] + nbytes[n], n))
   return offsets, max((end for _, end, _ in placed), default=0)
+
+
+def _last_use(start: int, end: int, placed, live) -> int:
+  """The last item to use bytes [start, end) before (-1: never used, fresh memory)."""
+  return max((live[m][1] for off, e, m in placed if off < end and start < e), default=-1)
