@@ -8,7 +8,7 @@ import tracegrad.numpy as tnp
 from tracegrad import lax, run
 from tracegrad.ir import Ops
 from tracegrad.lower.kernel import Control
-from tracegrad.lower.schedule import schedule
+from tracegrad.lower.schedule import _written, schedule
 
 from kernel_eval import run_program
 from oracles import tol, ulps
@@ -321,6 +321,28 @@ def test_a_transposed_weight_smaller_than_the_output_is_packed_for_register_bloc
   prog = schedule(tg.make_graph(lambda x, w: x @ w.T)(x, w))
   assert [l.extent for l in prog.kernels[0].loops] == [6, 8, 16, 16]
   np.testing.assert_allclose(run_program(prog, [x, w])[0].reshape(520, 128), x @ w.T, **tol("float32", 840, 840))
+
+
+def test_a_packing_copy_runs_just_before_its_contraction():
+  """Attention's gradient packs operands of the forward pass for its backward contractions: each copy stays beside
+  the contraction that reads it (at most joined to the kernel just before), not moved up into the forward pass,
+  where its panel would go cold before it is read."""
+  q, k, v = (rng.normal(size=(2, 4, 32, 16)).astype(np.float32) for _ in range(3))
+
+  def loss(q, k, v):
+    s = q @ k.swapaxes(-1, -2)
+    p = tnp.exp(s - s.max(-1, keepdims=True))
+    return (((p / p.sum(-1, keepdims=True)) @ v) ** 2).sum()
+  g = tg.make_graph(tg.grad(loss, argnums=(0, 1, 2)))(q, k, v)
+  prog = schedule(g)
+  packs = [i for i, k in enumerate(prog.kernels) if k.name.endswith("_pack")]
+  assert packs
+  for i in packs:
+    for panel in _written(prog.kernels[i], prog.calls[i]):
+      assert any(panel in prog.calls[j] for j in (i + 1, i + 2)), [k.name for k in prog.kernels]
+  want = [np.asarray(a) for a in run.Executable(g, "interp").run([q, k, v])]
+  for got, w in zip(run_program(prog, [q, k, v]), want):
+    np.testing.assert_allclose(got.reshape(w.shape), w, **tol("float32", 840, 840))
 
 
 def test_a_sum_read_only_transposed_is_computed_transposed():
