@@ -15,6 +15,8 @@ size) gives an arena 3% smaller for a GPT step, but its attention kernels wrote 
 """
 from __future__ import annotations
 
+import bisect
+
 ALIGN = 64   # every buffer starts on a cache line (and an AVX-512 register's width)
 
 
@@ -40,20 +42,46 @@ def plan(sizes: list[tuple[int, int, int]], used: dict[int, set[int]]) -> tuple[
   items `used[n]` at which buffer n is needed."""
   live = {n: (min(used[n]), max(used[n])) if used.get(n) else (-1, -1) for n, _, _ in sizes}
   nbytes = {n: -(-i * c // ALIGN) * ALIGN for n, i, c in sizes}
-  placed: list[tuple[int, int, int]] = []   # (offset, end, number)
+  active: list[tuple[int, int, int]] = []   # (offset, end, number) of the placed buffers still needed, by offset
+  seen = _LastUse()
   offsets = {}
   for n in sorted(nbytes, key=lambda n: (live[n][0], -nbytes[n], n)):
     lo, hi = live[n]
+    active = [a for a in active if live[a[2]][1] >= lo]
     gaps, at = [], 0
-    for off, end, _ in sorted(p for p in placed if live[p[2]][0] <= hi and lo <= live[p[2]][1]):
+    for off, end, _ in active:
       if off - at >= nbytes[n]: gaps.append(at)
       at = max(at, end)
     gaps.append(at)
-    offsets[n] = max(gaps, key=lambda g: (_last_use(g, g + nbytes[n], placed, live), -g))
-    placed.append((offsets[n], offsets[n] + nbytes[n], n))
-  return offsets, max((end for _, end, _ in placed), default=0)
+    offsets[n] = at = max(gaps, key=lambda g: (seen.last(g, g + nbytes[n]), -g))
+    bisect.insort(active, (at, at + nbytes[n], n))
+    seen.mark(at, at + nbytes[n], hi)
+  return offsets, seen.top
 
 
-def _last_use(start: int, end: int, placed, live) -> int:
-  """The last item to use bytes [start, end) before (-1: never used, fresh memory)."""
-  return max((live[m][1] for off, e, m in placed if off < end and start < e), default=-1)
+class _LastUse:
+  """The last item to use each byte of the arena so far: runs of bytes, run i from starts[i] to the next run's start
+  (the last run to `top`), last used by item uses[i]. Bytes from `top` on were never used."""
+
+  def __init__(self):
+    self.starts: list[int] = []
+    self.uses: list[int] = []
+    self.top = 0
+
+  def last(self, start: int, end: int) -> int:
+    """The last item to use bytes [start, end) (-1: none, fresh memory)."""
+    if start >= self.top or end <= start: return -1
+    i = bisect.bisect_right(self.starts, start) - 1
+    return max(self.uses[i:bisect.bisect_left(self.starts, min(end, self.top))])
+
+  def mark(self, start: int, end: int, use: int) -> None:
+    """Bytes [start, end) (start at most `top`) used last by item `use`."""
+    if end <= start: return
+    for cut in (start, end):
+      i = bisect.bisect_right(self.starts, cut) - 1
+      if cut < self.top and self.starts[i] != cut:
+        self.starts.insert(i + 1, cut)
+        self.uses.insert(i + 1, self.uses[i])
+    i, j = bisect.bisect_left(self.starts, start), bisect.bisect_left(self.starts, end)
+    self.starts[i:j], self.uses[i:j] = [start], [use]
+    self.top = max(self.top, end)
