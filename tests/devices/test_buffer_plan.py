@@ -57,6 +57,18 @@ def test_intermediates_that_are_never_needed_together_share_an_arena():
   assert again.arena == lay.arena and again.arena_bytes == lay.arena_bytes
 
 
+def test_a_program_record_keeps_its_arena_and_one_from_before_arenas_is_not_found(tmp_path, monkeypatch):
+  monkeypatch.setenv("TRACEGRAD_CACHE_DIR", str(tmp_path))
+  d, lay = CPUDevice(), Layout.of(chain())
+  d.keep_program("now", "source", lay)
+  source, found = d.program_record("now")
+  assert source == "source" and found.arena == lay.arena and found.arena_bytes == lay.arena_bytes
+  before = {k: v for k, v in lay.to_json().items() if not k.startswith("arena")}
+  monkeypatch.setattr(Layout, "to_json", lambda self: before)
+  d.keep_program("before", "source", lay)
+  assert d.program_record("before") is None   # scheduled again, and kept with an arena
+
+
 @needs_cc
 def test_a_program_on_a_shared_arena_computes_what_it_did(tmp_path, monkeypatch):
   monkeypatch.setenv("TRACEGRAD_CACHE_DIR", str(tmp_path))

@@ -164,8 +164,9 @@ def host_calls(prog: Program) -> list:
 @dataclass(frozen=True, eq=False)
 class Layout:
   """What running a compiled Program needs besides its code: its buffers, which are the inputs and the outputs,
-  which ones kernels write, and how many kernels there are. A device keeps it on disk beside the code (`to_json`),
-  so that a program compiled in an earlier process runs again without being scheduled.
+  which ones kernels write, how many kernels there are, and where its intermediates lie in one arena (buffer_plan).
+  A device keeps it on disk beside the code (`to_json`), so that a program compiled in an earlier process runs again
+  without being scheduled (a record without an arena, from before there was one, is not found).
 
   >>> one = Layout((BufferSpec(3, dtype_from_name("float32")),), (0,), ((0, (3,)),), frozenset(), 0)
   >>> Layout.from_json(one.to_json()).outputs
@@ -207,4 +208,4 @@ class Layout:
       return BufferSpec(size, dt, None if data is None else np.frombuffer(base64.b64decode(data), dt.np))
     return Layout(tuple(buf(*b) for b in d["buffers"]), tuple(d["inputs"]),
                   tuple((n, tuple(sh)) for n, sh in d["outputs"]), frozenset(d["written"]), d["kernels"], (),
-                  tuple((n, off) for n, off in d.get("arena", ())), d.get("arena_bytes", 0))
+                  tuple((n, off) for n, off in d["arena"]), d["arena_bytes"])
