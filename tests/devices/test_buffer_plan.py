@@ -27,12 +27,12 @@ def overlapping(offsets, sizes):
 @given(st.lists(st.tuples(st.integers(0, 5000), st.integers(0, 20), st.integers(0, 6)), min_size=1, max_size=30))
 def test_buffers_needed_at_one_time_never_share_bytes(bufs):
   sizes = [(n, 4, count) for n, (count, _, _) in enumerate(bufs)]
-  used = {n: set(range(first, first + span + 1)) for n, (_, first, span) in enumerate(bufs)}
-  offsets, total = buffer_plan.plan(sizes, used)
+  live = {n: (first, first + span) for n, (_, first, span) in enumerate(bufs)}
+  offsets, total = buffer_plan.plan(sizes, live)
   nbytes = {n: 4 * count for n, (count, _, _) in enumerate(bufs)}
   assert all(off % buffer_plan.ALIGN == 0 and off + nbytes[n] <= total for n, off in offsets.items())
-  for a, b in overlapping(offsets, nbytes): assert not used[a] & used[b], (a, b)
-  peak = max(sum(-(-nbytes[n] // 64) * 64 for n in used if t in used[n]) for t in range(27))
+  for a, b in overlapping(offsets, nbytes): assert live[a][1] < live[b][0] or live[b][1] < live[a][0], (a, b)
+  peak = max(sum(-(-nbytes[n] // 64) * 64 for n, (lo, hi) in live.items() if lo <= t <= hi) for t in range(27))
   assert peak <= total <= sum(-(-b // 64) * 64 for b in nbytes.values())
 
 
@@ -84,13 +84,10 @@ def _checked(graph):
   """Layout.of the scheduled graph, after checking that buffers sharing bytes are never used by one item."""
   prog = schedule(graph)
   lay = Layout.of(prog)
-  when: dict[int, set[int]] = {}
-  for t, touched in enumerate(buffer_plan.uses(prog)):
-    for n in touched: when.setdefault(n, set()).add(t)
+  live = buffer_plan.live(prog)
   offsets = dict(lay.arena)
   sizes = {n: prog.buffers[n].size * prog.buffers[n].dtype.np.itemsize for n in offsets}
-  for a, b in overlapping(offsets, sizes):
-    assert max(when[a]) < min(when[b]) or max(when[b]) < min(when[a]), (a, b)
+  for a, b in overlapping(offsets, sizes): assert live[a][1] < live[b][0] or live[b][1] < live[a][0], (a, b)
   return lay
 
 

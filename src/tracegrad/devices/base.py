@@ -187,10 +187,7 @@ class Layout:
                         for p in (*getattr(k, "phases", ()), k) for s in p.stores)
     kept = set(prog.inputs) | {n for n, _ in prog.outputs}
     inner = [(n, b.dtype.np.itemsize, b.size) for n, b in enumerate(prog.buffers) if b.data is None and n not in kept]
-    used: dict[int, set[int]] = {}
-    for i, touched in enumerate(buffer_plan.uses(prog)):
-      for n in touched: used.setdefault(n, set()).add(i)
-    offsets, nbytes = buffer_plan.plan(inner, used)
+    offsets, nbytes = buffer_plan.plan(inner, buffer_plan.live(prog))
     return Layout(tuple(prog.buffers), tuple(prog.inputs), tuple((n, tuple(sh)) for n, sh in prog.outputs), written,
                   len(prog.kernels), tuple(host_calls(prog)), tuple(sorted(offsets.items())), nbytes)
 

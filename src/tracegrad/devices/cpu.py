@@ -319,10 +319,8 @@ class _Runner:
                    for b in layout.buffers]
     allocs = [(n, b.size, b.dtype.np) for n, b in enumerate(layout.buffers) if b.data is None and n not in ins]
     out = dict(reversed(layout.outputs))   # an output buffer's (first) shape
-    # fresh each call, shaped (the caller keeps them), each with what makes it: numpy's heap below the sizes that
-    # recycled_memory aligns or pools (a tiny call's output in 0.1 us rather than 0.4)
-    self.allocs = [(n, out[n], dt, np.empty if size * dt.itemsize < recycled_memory.ALIGN_MIN_BYTES else
-                    recycled_memory.empty) for n, size, dt in allocs if n in out]
+    # fresh each call, shaped (the caller keeps them), each with what makes it (a tiny call's output in 0.1 us)
+    self.allocs = [(n, out[n], dt, recycled_memory.maker(size * dt.itemsize)) for n, size, dt in allocs if n in out]
     self.scratch = [a for a in allocs if a[0] not in out]               # reused from a workspace
     self.offsets, self.arena_bytes = dict(layout.arena), layout.arena_bytes   # where in its arena (buffer_plan)
     self._spare: list = []
@@ -391,9 +389,8 @@ class _Runner:
     ptrs = _ffi.new(self.ptrs_type)
     if self.has_consts: _ffi.memmove(ptrs, self.const_ptrs, _ffi.sizeof(self.ptrs_type))
     arena = recycled_memory.aligned((self.arena_bytes,), np.dtype(np.uint8))
-    at = lambda n, size, dt: arena[self.offsets[n]:self.offsets[n] + size * dt.itemsize].view(dt)
-    arrays = {n: at(n, size, dt) if n in self.offsets else recycled_memory.aligned((size,), dt)
-              for n, size, dt in self.scratch}
+    at = self.offsets
+    arrays = {n: arena[at[n]:at[n] + size * dt.itemsize].view(dt) for n, size, dt in self.scratch}
     for n, a in arrays.items(): ptrs[n] = _ffi.from_buffer(a)
     return ptrs, arrays
 
