@@ -376,11 +376,16 @@ def first_calls(name: str) -> dict:
   env = {**os.environ, "TRACEGRAD_CACHE_DIR": cache}
   env.pop("TRACEGRAD_TIERED")
   if USER_TIERED is not None: env["TRACEGRAD_TIERED"] = USER_TIERED
-  run = lambda lib: float(subprocess.run([sys.executable, "-c", FIRST_CALL.format(here=HERE, lib=lib, name=name)],
-                                         env=env, capture_output=True, text=True, check=True).stdout.split()[-1])
+  # tracegrad's bytecode compiled beforehand, as a pip install leaves JAX's (an editable install under
+  # PYTHONDONTWRITEBYTECODE would have each process compile the modules it first imports within the timed call)
+  tg_env = {**env, "PYTHONPYCACHEPREFIX": os.path.join(cache, "pycache")}
+  tg_env.pop("PYTHONDONTWRITEBYTECODE", None)
+  subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.dirname(tg.__file__)], env=tg_env, check=True)
+  run = lambda lib, env: float(subprocess.run([sys.executable, "-c", FIRST_CALL.format(here=HERE, lib=lib, name=name)],
+                                              env=env, capture_output=True, text=True, check=True).stdout.split()[-1])
   try:
-    out = {"cold": run("tracegrad"), "warm": run("tracegrad")}
-    if _have("jax"): out["jax"] = run("jax")
+    out = {"cold": run("tracegrad", tg_env), "warm": run("tracegrad", tg_env)}
+    if _have("jax"): out["jax"] = run("jax", env)
   finally:
     shutil.rmtree(cache, ignore_errors=True)
   return out

@@ -461,6 +461,32 @@ def test_int_max_min_of_compares(cpu, monkeypatch, target):
     np.testing.assert_array_equal(got_min, want.min(1), err_msg=f"min over rows of {m}, {target}")
 
 
+
+@pytest.mark.parametrize("target", ["native", "x86-64-v3", "x86-64"])
+def test_a_transposing_copy_moves_squares_of_vectors_through_registers(cpu, monkeypatch, target):
+  """A transpose (as a contraction's packing copy is) reads a square of vectors along one loop, shuffles it in
+  registers and writes it along the other, on every target's vector width: numpy's values for floats and doubles.
+  A copy whose last two loops are not whole squares, or that converts what it copies, stays a loop of elements."""
+  import tracegrad.numpy as tnp
+  from tracegrad import make_graph
+  from tracegrad.lower.schedule import schedule
+  if target != "native":
+    if not _avx2_host(): pytest.skip("compiling for an x86-64 target needs an x86-64 host")
+    monkeypatch.setenv("TRACEGRAD_CPU_TARGET", target)
+  rng = np.random.default_rng(5)
+  cases = [(np.float32, (64, 48), (1, 0), None), (np.float64, (3, 32, 80), (0, 2, 1), None),
+           (np.float32, (32, 5, 16), (2, 1, 0), None), (np.float64, (16, 16), (1, 0), None),
+           (np.float32, (40, 24), (1, 0), None), (np.float32, (32, 48), (1, 0), np.float64)]
+  for dt, shape, perm, to in cases:
+    x = rng.standard_normal(shape).astype(dt)
+    f = lambda v: tnp.transpose(v if to is None else v.astype(to), perm)
+    with x64():
+      (k,) = (prog := schedule(make_graph(f)(x))).kernels
+      (got,) = run(cpu, prog, [x])
+    whole = to is None and all(n % 16 == 0 for n in np.transpose(x, perm).shape[-2:])
+    assert ("tg_tr_v" in k.source) == whole, k.source
+    np.testing.assert_array_equal(got, np.transpose(x, perm).astype(to or dt), err_msg=f"{shape} {perm} {target}")
+
 # ---- sequential scatter with each store mode ----
 
 MODES = [None, "set", "add", "mul", "min", "max"]

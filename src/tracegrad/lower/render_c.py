@@ -591,6 +591,36 @@ def _emit_nan_reduce(b: _Body, r):
 BLOCKS = {"__AVX512F__": dict(TG_ROWS=8, TG_VBYTES=256, TG_VREG=64, TG_DOT_COLS=3),
           "__AVX__": dict(TG_ROWS=6, TG_VBYTES=64, TG_VREG=32, TG_DOT_COLS=2),
           None: dict(TG_ROWS=4, TG_VBYTES=32, TG_VREG=16, TG_DOT_COLS=2)}
+def _transpose(name: str, vec: str, lanes: int) -> str:
+  """C of `name(r)`: the square of `lanes` vectors of `lanes` lanes at r transposed in place, in log2(lanes) rounds
+  that each swap the off-diagonal blocks of one size (a row's and a lane's bit of that size trade places)."""
+  lines, b = [f"TG_INLINE void {name}({vec} *r) {{", f"  {vec} x, y;"], 1
+  while b < lanes:
+    lo = ", ".join(str(l if l // b % 2 == 0 else lanes + l - b) for l in range(lanes))
+    hi = ", ".join(str(l + b if l // b % 2 == 0 else lanes + l) for l in range(lanes))
+    for j in (j for j in range(lanes) if j // b % 2 == 0):
+      lines.append(f"  x = r[{j}], y = r[{j + b}]; r[{j}] = TG_SHUFFLE({vec}_lanes, x, y, {lo}); "
+                   f"r[{j + b}] = TG_SHUFFLE({vec}_lanes, x, y, {hi});")
+    b *= 2
+  return "\n".join(lines + ["}"]) + "\n"
+
+
+# tg_tr_vf(r), tg_tr_vd(r): a square block of vectors transposed in registers (a packing copy's tiles), for each
+# target's register width; TG_SHUFFLE picks lanes of two vectors by constant indices
+TRANSPOSES = r"""
+#if defined(__clang__) || __GNUC__ >= 12
+#define TG_SHUFFLE(M, a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+#define TG_SHUFFLE(M, a, b, ...) __builtin_shuffle(a, b, (M){__VA_ARGS__})
+#endif
+typedef int32_t tg_vf_lanes __attribute__((vector_size(TG_VREG)));
+typedef int64_t tg_vd_lanes __attribute__((vector_size(TG_VREG)));
+""" + "".join(f"#{'if' if i == 0 else 'elif'} TG_VREG == {w}\n" + _transpose("tg_tr_vf", "tg_vf", w // 4) +
+              _transpose("tg_tr_vd", "tg_vd", w // 8)
+              for i, w in enumerate(sorted({b["TG_VREG"] for b in BLOCKS.values()}, reverse=True))) + "#endif\n"
+
+
+
 BLOCK_PRELUDE = "\n" + "".join(
   ("#else\n" if macro is None else f"#{'if' if i == 0 else 'elif'} defined({macro})\n")
   + "".join(f"#define {k} {v}\n" for k, v in sizes.items())
@@ -628,7 +658,7 @@ TG_INLINE tg_vd tg_vfma(tg_vd a, tg_vd b, tg_vd c) {
 #else
 #define TG_PIN(v) (void)0
 #endif
-"""
+""" + TRANSPOSES
 
 
 def interchanged(k: Kernel) -> bool:
@@ -1193,6 +1223,55 @@ def _emit_block(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str,
       for s in k.stores: _emit_store(b, s)
 
 
+def _exactly_linear(index: UOp, var: UOp) -> bool:
+  """Whether index steps by exactly one element along var (no clamp or division reads it)."""
+  terms, _ = _linear(index)
+  return terms.get(var) == 1 and not any(var in t.toposort() for t in terms if t is not var)
+
+
+def transposed_copy(k: Kernel) -> UOp | None:
+  """The load of a copy that reads along its second-last loop and writes along its last (a transposing packing
+  copy, a transpose) when both loops are whole squares of vectors on every target; None for any other kernel."""
+  if k.reduce is not None or k.epilogue or k.phases or len(k.stores) != 1 or len(k.loops) < 2: return None
+  s, (a, c) = k.stores[0], k.loops[-2:]
+  load = s.value
+  if s.mode not in (None, "set") or s.valid is not None or load.op is not Ops.GATHER: return None
+  if load.dtype not in VECTOR or s.buf.dtype is not load.dtype or load.src[0].dtype is not load.dtype: return None
+  lanes = max(t["TG_VREG"] for t in BLOCKS.values()) // load.dtype.itemsize
+  if a.extent % lanes or c.extent % lanes: return None
+  idx = load.src[1].src[0]
+  return load if _exactly_linear(s.index, c.var) and _exactly_linear(idx, a.var) and \
+      coefficient(idx, c.var) not in (0, 1, None) else None
+
+
+def _emit_transposed(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp):
+  """A transposing copy a square of vectors at a time: the square's rows read along the second-last loop as
+  vectors, transposed in registers, and written along the last."""
+  (a, c), s, n = k.loops[-2:], k.stores[0], len(k.loops)
+  vec, vecu, _ = VECTOR[load.dtype]
+  width = f"(TG_VREG / (int64_t)sizeof({CTYPE[load.dtype]}))"
+  with ExitStack() as loops:
+    for j, l in enumerate(k.loops):
+      b.names[l.var] = f"i{j}"
+      pragma = pragmas.get(j)
+      if pragma is not None: pragma = None if j == n - 1 else pragma.replace("parallel for simd", "parallel for")
+      header = _loop(f"i{j}", l.extent) if j < n - 2 else f"for (int64_t i{j} = 0; i{j} < {l.extent}; i{j} += {width})"
+      loops.enter_context(b.block(header, pragma))
+    b.line(f"{vec} r[{width}];")
+    for var, (moved, fixed), what in ((c.var, (f"i{n - 1}", f"i{n - 2}"), "read"), (a.var, (f"i{n - 2}", f"i{n - 1}"), "write")):
+      with b.block(f"for (int64_t q = 0; q < {width}; q++)", "#pragma GCC unroll 16"):
+        b.line(f"const int64_t m = {moved} + q;")
+        b.names[var] = "m"
+        if what == "read":
+          idx, = b.emit([load.src[1].src[0]])
+          b.line(f"r[q] = *(const {vecu} *)&{b.bufs[load.src[0]]}[{idx}];")
+        else:
+          idx, = b.emit([s.index])
+          b.line(f"*({vecu} *)&{b.bufs[s.buf]}[{idx}] = r[q];")
+      if what == "read": b.line(f"tg_tr_{vec[3:]}(r);")
+      b.names[var] = moved
+
+
 def _emit_store(b: _Body, s):
   if s.buf not in b.bufs: raise ValueError(f"render_c: a store writes {s.buf!r}, which is not a buffer of the kernel")
   with ExitStack() as guard:
@@ -1232,10 +1311,14 @@ def render_kernel(k: Kernel, name: str | None = None, restrict: bool = True, sto
   stored = {s.buf for p in k.steps() for s in p.stores}
   params = ", ".join(f"{'' if p in stored else 'const '}{MEMTYPE[p.dtype]} *{'restrict ' if restrict else ''}{n}"
                      for p, n in b.bufs.items())
-  pragmas = _loop_pragmas(k)
-  if dict(k.opts).get("block", 1) and (interchanged(k) or dot_blocked(k)):
+  pragmas, blocked = _loop_pragmas(k), dict(k.opts).get("block", 1)
+  head = f"{storage} void {name or c_name(k.name)}({params or 'void'}) {{\n"
+  if blocked and (interchanged(k) or dot_blocked(k)):
     (_emit_interchanged if interchanged(k) else _emit_dot_blocked)(b, k, pragmas)
-    return f"{storage} void {name or c_name(k.name)}({params or 'void'}) {{\n" + "".join(l + "\n" for l in b.lines) + "}"
+    return head + "".join(l + "\n" for l in b.lines) + "}"
+  if blocked and (load := transposed_copy(k)) is not None:
+    _emit_transposed(b, k, pragmas, load)
+    return head + "".join(l + "\n" for l in b.lines) + "}"
   with ExitStack() as loops:
     for j, l in enumerate(k.loops):
       b.names[l.var] = f"i{j}"
@@ -1243,7 +1326,7 @@ def render_kernel(k: Kernel, name: str | None = None, restrict: bool = True, sto
     for p in k.phase_kernels():
       with b.block(""): _emit_step(b, p)   # its accumulator and values stay inside
     _emit_step(b, k)
-  return f"{storage} void {name or c_name(k.name)}({params or 'void'}) {{\n" + "".join(l + "\n" for l in b.lines) + "}"
+  return head + "".join(l + "\n" for l in b.lines) + "}"
 
 
 Kernel.source = property(render_kernel, doc="The kernel as C source.")
