@@ -49,6 +49,11 @@ from .interp import InterpDevice
 FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-fopenmp", "-fwrapv", "-ffp-contract=off", "-fno-math-errno",
          "-fno-trapping-math")
 OPTIONAL_FLAGS = ("-fopenmp", "-march=native")   # dropped, in this order, by a compiler that rejects them
+# The first of these that the compiler takes (gcc 12.3 and later; gcc 12 before it) lets its vectoriser read elements
+# apart with gather instructions, which its generic tuning (that of any CPU it does not know by name) leaves out:
+# a stride-2 convolution's windows, read at clamped indices, ran lane by lane 4x slower (an Intel Xeon with AVX-512,
+# and as x86-64-v3); clang and other targets take neither
+GATHER_FLAGS = ("-mgather", "-mtune-ctrl=use_gather")
 COMPILERS = ("cc", "gcc", "clang")
 TARGET_ENV = "TRACEGRAD_CPU_TARGET"   # an -march value (x86-64-v3: AVX2 only) in place of native, to run as that host
 
@@ -156,10 +161,11 @@ def _version(cmd: list[str]) -> str | None:
 @lru_cache(None)
 def find_toolchain(cc: str | None, target: str = "") -> Toolchain | None:
   """The compiler `cc` (from $CC), else the first of cc, gcc, clang that compiles a shared library, with FLAGS (the
-  -march of `target` when given) less the optional flags it rejects; None when there is none. The answer is kept in
+  -march of `target` when given) less the optional flags it rejects, and the first of GATHER_FLAGS it takes; None when
+  there is none. The answer is kept in
   the cache directory under the candidates' paths, sizes and times of change: later processes skip the probe."""
   candidates = [shlex.split(cc)] if cc else [[c] for c in COMPILERS]
-  key = json.dumps([cc, target_flags(target), [_identity(cmd) for cmd in candidates]])
+  key = json.dumps([cc, target_flags(target), GATHER_FLAGS, [_identity(cmd) for cmd in candidates]])
   path = cache_dir() / "toolchains.json"
   try:
     known = json.loads(_read(path) or b"{}")
@@ -189,7 +195,8 @@ def _probe_toolchain(candidates: list[list[str]], target: str) -> Toolchain | No
     flags = target_flags(target)
     for drop in (None, *OPTIONAL_FLAGS):
       flags = tuple(f for f in flags if f != drop)
-      if _compiles(tc := Toolchain(tuple(cmd), flags, version)): return tc
+      for gather in (*((g,) for g in GATHER_FLAGS), ()):
+        if _compiles(tc := Toolchain(tuple(cmd), flags + gather, version)): return tc
   return None
 
 
