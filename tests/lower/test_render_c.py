@@ -696,6 +696,26 @@ def test_big_dot_products_sum_in_chunks_with_the_same_bits_on_any_thread_count(o
                              rtol=ulps(4 * n * p), atol=ulps(4 * n * p) * np.sqrt(n * p))
 
 
+
+def test_a_filter_gradient_read_again_for_each_tap_sums_in_chunks():
+  """The first layer's filter gradient (3 input channels): each tap's blocks read all the output gradients again,
+  which outgrow DOT_CHUNK_BYTES though a block's columns (3 taps along a row) are few: it sums in chunks, and equals
+  float64's filter gradient."""
+  import tracegrad as tg
+  from tracegrad.lower.render_c import dot_blocked, dot_chunk, reread_bytes, _Body
+  from tracegrad.lower.schedule import schedule
+  rng = np.random.default_rng(11)
+  x, w = rng.standard_normal((16, 3, 32, 32)).astype(np.float32), rng.standard_normal((32, 3, 3, 3)).astype(np.float32)
+  conv = lambda x, w: tg.lax.conv_general_dilated(x, w, (1, 1), "SAME")
+  f = lambda w, x: (conv(x, w) ** 2).sum()
+  (k,) = [k for k in schedule(tg.make_graph(tg.grad(f))(w, x)).kernels if dot_blocked(k) and len(k.loops) > 2]
+  assert reread_bytes(k) >= 32 * 4 and dot_chunk(_Body(k), k) is not None and "TG_THREAD()" in k.source
+  if tg.default_backend() != "cpu": return
+  win = np.lib.stride_tricks.sliding_window_view(np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1))),
+                                                (3, 3), axis=(2, 3))   # n, c, h, w, kh, kw
+  want = 2 * np.einsum("nohw,nchwab->ocab", np.einsum("nchwab,ocab->nohw", win, w), win)
+  np.testing.assert_allclose(np.asarray(tg.jit(tg.grad(f))(w, x)), want, rtol=ulps(16 * 1024), atol=ulps(16 * 1024) * 8)
+
 @pytest.mark.parametrize("o,q", [(64, 288), (32, 27)])
 def test_the_threads_share_out_the_bigger_operand_of_dot_products(o, q):
   """The outer, parallel loop of a block of dot products runs over the blocks of whichever operand is bigger (a

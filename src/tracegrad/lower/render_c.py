@@ -763,11 +763,26 @@ def _emit_dot_blocked(b: _Body, k: Kernel, pragmas: dict[int, str]):
 DOT_CHUNK_BYTES = 384 << 10
 
 
-def dot_chunk(b: _Body, k: Kernel) -> tuple[int, int] | None:
-  """The chunks (a sum_plan) a block of dot products is summed in, or None where the operand its inner loop of blocks
-  reads fits DOT_CHUNK_BYTES whole."""
+def reread_bytes(k: Kernel) -> int:
+  """The bytes per step of a register-blocked sum that a thread reads again after reading others: of each operand,
+  its values along the loops of blocks (outer loops first) inside the outermost loop it does not move with. The
+  operand of a matmul's inner loop of blocks; a filter gradient's output gradients, read again for each tap."""
   r, (rows, cols) = k.reduce, k.loops[-2:]
-  step = (rows if columns_outside(k) else cols).extent * r.acc.dtype.itemsize   # that operand's bytes per step
+  order = [l for l in (*k.loops[:-2], *((cols, rows) if columns_outside(k) else (rows, cols))) if l.extent > 1]
+  total = 0
+  for u in r.value.toposort():
+    if u.op is not Ops.GATHER: continue
+    deps = set(u.src[1].src[0].toposort())
+    still = next((j for j, l in enumerate(order) if l.var not in deps), len(order))
+    if inside := [l.extent for l in order[still:] if l.var in deps]: total += math.prod(inside) * u.dtype.itemsize
+  return total
+
+
+def dot_chunk(b: _Body, k: Kernel) -> tuple[int, int] | None:
+  """The chunks (a sum_plan) a block of dot products is summed in, or None where what its threads read again
+  (reread_bytes) fits DOT_CHUNK_BYTES whole."""
+  r = k.reduce
+  step = reread_bytes(k)
   if step * math.prod(l.extent for l in r.loops) <= DOT_CHUNK_BYTES: return None
   plan = sum_plan(r, min(DOT_CHUNK_BYTES // step, DOT_LANES * b.sum_block))
   if plan is None: return None
