@@ -54,20 +54,24 @@ class Array:
   >>> tnp.arange(3) * 2
   Array([0, 2, 4], dtype=int32)
   """
-  __slots__ = ("_u", "weak_type", "_shards", "__weakref__")
+  # _u: the node (None until first read where the value is held elsewhere); _shards: per-device buffers
+  # (sharding.ShardedBuffers); _held: (numpy array, DType) of a compiled program's output
+  __slots__ = ("_u", "weak_type", "_shards", "_held", "__weakref__")
   __array_priority__ = 100
 
   def __init__(self, uop: UOp, weak_type: bool = False):
     if not uop.traced and uop.depth > MAX_LAZY_DEPTH:
       uop = UOp.buffer(run.realize([uop])[0])
-    self._u, self._shards = uop, None
+    self._u, self._shards, self._held = uop, None, None
     self.weak_type = weak_type
 
   @classmethod
   def _of(cls, data: np.ndarray, dtype: DType, weak_type: bool = False) -> "Array":
-    """An Array of a numpy array already of `dtype` (a compiled program's output)."""
+    """An Array of a numpy array already of `dtype` (a compiled program's output). Its BUFFER node is made when
+    something first reads it: an output passed straight back into a compiled call (a training step's state) never
+    needs one."""
     a = cls.__new__(cls)
-    a._u, a._shards, a.weak_type = UOp._buffer(dtype, Buffer(data)), None, weak_type
+    a._u, a._shards, a._held, a.weak_type = None, None, (data, dtype), weak_type
     return a
 
   @classmethod
@@ -75,12 +79,14 @@ class Array:
     """An Array whose value lives in per-device buffers (sharding.ShardedBuffers); the global value is put
     together from them when an operation first reads it."""
     a = cls.__new__(cls)
-    a._u, a._shards, a.weak_type = None, shards, weak_type
+    a._u, a._shards, a._held, a.weak_type = None, shards, None, weak_type
     return a
 
   @property
   def _uop(self) -> UOp:
-    if self._u is None: self._u = UOp.buffer(self._shards.assemble())
+    if self._u is None:
+      if self._held is None: self._u = UOp.buffer(self._shards.assemble())
+      else: self._u, self._held = UOp._buffer(self._held[1], Buffer(self._held[0])), None
     return self._u
 
   @_uop.setter
@@ -89,9 +95,13 @@ class Array:
   @property
   def uop(self) -> UOp: return self._uop
   @property
-  def shape(self) -> tuple[int, ...]: return self._shards.shape if self._u is None else self._u.shape
+  def shape(self) -> tuple[int, ...]:
+    if (u := self._u) is not None: return u.shape
+    return self._shards.shape if self._held is None else self._held[0].shape
   @property
-  def dtype(self) -> DType: return self._shards.dtype if self._u is None else self._u.dtype
+  def dtype(self) -> DType:
+    if (u := self._u) is not None: return u.dtype
+    return self._shards.dtype if self._held is None else self._held[1]
   @property
   def ndim(self) -> int: return len(self.shape)
   @property
@@ -123,6 +133,7 @@ class Array:
 
   def block_until_ready(self) -> "Array":
     """Wait until the value is computed (one a device holds stays there); returns self."""
+    if self._held is not None: return self   # a compiled program's output, computed before it returned
     if (u := self._uop).op is Ops.BUFFER: u.arg.wait()
     elif not u.traced: self._value()
     return self

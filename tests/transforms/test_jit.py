@@ -109,6 +109,27 @@ def test_direct_calls_on_containers_of_arrays_keep_the_pytree_order():
   assert len(g._direct) == (1 if compiled else 0)
 
 
+def test_outputs_fed_back_into_a_compiled_call_never_become_graph_nodes():
+  """A compiled call's outputs hold their arrays until something reads them as nodes: a training loop passing its
+  state back runs without making any, and each output still reads as a value (read-only), a shape, a dtype, an
+  operand of eager code and of a trace, with the values of the loop run eagerly."""
+  step = tg.jit(lambda p, x: ({"w": p["w"] - 0.1 * x * p["w"], "n": p["n"] + 1}, (p["w"] * x).sum()))
+  p0 = {"w": tnp.asarray(X), "n": tnp.asarray(np.int32(0))}
+  p, want = p0, {"w": X.astype(np.float64), "n": 0}
+  for _ in range(4):
+    p, loss = step(p, tnp.asarray(X))
+    want_loss = (want["w"] * X).sum()
+    want = {"w": want["w"] - 0.1 * X * want["w"], "n": want["n"] + 1}
+  compiled = tg.default_backend() == "cpu"
+  assert all((a._u is None) == compiled for a in (p["w"], p["n"], loss))
+  assert p["w"].shape == X.shape and p["w"].dtype == tnp.float32 and p["n"].dtype == tnp.int32
+  assert p["w"].block_until_ready() is p["w"] and p["w"].is_traced is False
+  np.testing.assert_allclose(np.asarray(p["w"]), want["w"], rtol=ulps(8))
+  assert not np.asarray(p["w"]).flags.writeable and int(p["n"]) == 4 and p["w"]._u is not None
+  np.testing.assert_allclose(np.asarray(loss * 2), 2 * want_loss, rtol=ulps(64), atol=ulps(64) * np.abs(X).sum())
+  np.testing.assert_allclose(np.asarray(tg.grad(lambda w: (w * p["w"]).sum())(tnp.ones_like(p["w"]))),
+                             np.asarray(p["w"]))
+
 def test_lower_and_compile_expose_the_graph_and_kernels():
   f = tg.jit(lambda x: tnp.exp(x - x.max(1, keepdims=True)) / tnp.exp(x - x.max(1, keepdims=True)).sum(1, keepdims=True))
   lowered = f.lower(X)

@@ -101,7 +101,8 @@ def _compiled(g: Graph, ex: run.Executable) -> Callable:
       return tree_util.unflatten(tree, [Array(UOp.buffer(v), w) for v, w in zip(outs, weak)])
   else:
     def call(arrs: list[Array]):
-      outs = ex.run([u.arg.data if (u := a._u) is not None and u.op is Ops.BUFFER else a._value() for a in arrs])
+      outs = ex.run([h[0] if (h := a._held) is not None else u.arg.data if (u := a._u) is not None and
+                     u.op is Ops.BUFFER else a._value() for a in arrs])
       return tree_util.unflatten(tree, [Array(UOp.buffer(v), w) for v, w in zip(outs, weak)])
   return call
 
@@ -116,7 +117,13 @@ def _direct_key(args: tuple):
   key, arrays = [run.default_backend(), config.trace_key], []
   leaves = _flat_leaves(args, key)
   for a in leaves:
-    if type(a) is not Array or a._shards is not None or (u := a._u).op is not _BUFFER: return None
+    if type(a) is not Array: return None
+    if (held := a._held) is not None:   # a compiled call's output, not yet read
+      data, dtype = held
+      key += data.shape, dtype.name, a.weak_type
+      arrays.append(data)
+      continue
+    if a._shards is not None or (u := a._u).op is not _BUFFER: return None
     key += u.shape, u.dtype.name, a.weak_type   # a name: its hash is kept, a DType's is computed
     arrays.append(u.arg.data)
   return tuple(key), arrays
@@ -260,8 +267,9 @@ class Jitted:
       idx, statics, dyn, dkw = [], (), args, {}
       leaves, tree = tree_util.flatten(args)
     arrs = [x if type(x) is Array else to_array(x, fn=self.name) for x in leaves]
-    avals = tuple([(u.shape, u.dtype, a.weak_type, u.traced, None) if a._shards is None else
-                   (a.shape, a.dtype, a.weak_type, False, a._shards.sharding) for a in arrs for u in (a._u,)])
+    avals = tuple([(a.shape, a.dtype, a.weak_type, False, a._shards.sharding) if a._shards is not None else
+                   (u.shape, u.dtype, a.weak_type, u.traced, None) if (u := a._u) is not None else
+                   (a.shape, a.dtype, a.weak_type, False, None) for a in arrs])
     return (tree, avals, statics, _where()), arrs, (idx, dyn, dkw)
 
   def _entry(self, key, arrs: list[Array], args: tuple, kwargs: dict, where, graph: Graph | None = None) -> Callable:
