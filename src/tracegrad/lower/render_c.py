@@ -605,8 +605,19 @@ def _transpose(name: str, vec: str, lanes: int) -> str:
   return "\n".join(lines + ["}"]) + "\n"
 
 
-# tg_tr_vf(r), tg_tr_vd(r): a square block of vectors transposed in registers (a packing copy's tiles), for each
-# target's register width; TG_SHUFFLE picks lanes of two vectors by constant indices
+def _lane_sum(name: str, vec: str, ct: str, lanes: int) -> str:
+  """C of `name(v)`: the sum of v's lanes as a tree, log2(lanes) rounds each adding v turned by half the lanes left
+  to add (the first lane ends with the sum)."""
+  lines, b = [f"TG_INLINE {ct} {name}({vec} v) {{"], lanes // 2
+  while b:
+    lines.append(f"  v += TG_SHUFFLE({vec}_lanes, v, v, {', '.join(str((l + b) % lanes) for l in range(lanes))});")
+    b //= 2
+  return "\n".join(lines + ["  return v[0];", "}"]) + "\n"
+
+
+# tg_tr_vf(r), tg_tr_vd(r): a square block of vectors transposed in registers (a packing copy's tiles), and
+# tg_sum_vf(v), tg_sum_vd(v): a vector's lanes summed (a block of dot products' partial sums), for each target's
+# register width; TG_SHUFFLE picks lanes of two vectors by constant indices
 TRANSPOSES = r"""
 #if defined(__clang__) || __GNUC__ >= 12
 #define TG_SHUFFLE(M, a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
@@ -616,7 +627,8 @@ TRANSPOSES = r"""
 typedef int32_t tg_vf_lanes __attribute__((vector_size(TG_VREG)));
 typedef int64_t tg_vd_lanes __attribute__((vector_size(TG_VREG)));
 """ + "".join(f"#{'if' if i == 0 else 'elif'} TG_VREG == {w}\n" + _transpose("tg_tr_vf", "tg_vf", w // 4) +
-              _transpose("tg_tr_vd", "tg_vd", w // 8)
+              _transpose("tg_tr_vd", "tg_vd", w // 8) + _lane_sum("tg_sum_vf", "tg_vf", "float", w // 4) +
+              _lane_sum("tg_sum_vd", "tg_vd", "double", w // 8)
               for i, w in enumerate(sorted({b["TG_VREG"] for b in BLOCKS.values()}, reverse=True))) + "#endif\n"
 
 
@@ -966,16 +978,23 @@ def _emit_dots(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str, 
             _accumulate(b, r, ct, f"accs[q][c][{lane}]")
     if plan:
       with b.block(f"for (int64_t q = 0; q < {nr}; q++)"), b.block(f"for (int64_t c = 0; c < {nc}; c++)"):
-        b.line(f"{ct} part = 0;")
-        b.line(f"for (int64_t l = 0; l < {lanes}; l++) part += accs[q][c][l];")
+        _sum_lanes(b, k, "part", "accs[q][c]")
         b.line(add_exactly("sums[q][c]", "errs[q][c]", "part", ct))
   if not chunk: _store_dots(b, k, nr, nc, bool(plan))
+
+
+def _sum_lanes(b: _Body, k: Kernel, name: str, cell: str) -> None:
+  """`name` declared as the sum of the lanes of a block of dot products' partial sums at `cell`: a vector's as a
+  tree (tg_sum_vf), an array's lane by lane."""
+  ct = CTYPE[k.reduce.acc.dtype]
+  if vector_factors(k): return b.line(f"{ct} {name} = tg_sum_{VECTOR[k.reduce.acc.dtype][0][3:]}({cell});")
+  b.line(f"{ct} {name} = 0;")
+  b.line(f"for (int64_t l = 0; l < (TG_VREG / (int64_t)sizeof({ct})); l++) {name} += {cell}[l];")
 
 
 def _store_dots(b: _Body, k: Kernel, nr: str, nc: str, plan: bool):
   """The stores of a block of dot products: each point's sum (with its carried error, for a `plan`ned sum)."""
   r, n, ct = k.reduce, len(k.loops), CTYPE[k.reduce.acc.dtype]
-  lanes = f"(TG_VREG / (int64_t)sizeof({ct}))"
   with b.block(f"for (int64_t q = 0; q < {nr}; q++)"), b.block(f"for (int64_t c = 0; c < {nc}; c++)"):
     b.line(f"const int64_t i{n - 2} = ib + q;")
     b.line(f"const int64_t i{n - 1} = jb + c;")
@@ -984,8 +1003,7 @@ def _store_dots(b: _Body, k: Kernel, nr: str, nc: str, plan: bool):
       b.line(f"{ct} acc = sums[q][c];")
       b.line(add_error("acc", "errs[q][c]"))
     else:
-      b.line(f"{ct} acc = 0;")
-      b.line(f"for (int64_t l = 0; l < {lanes}; l++) acc += accs[q][c][l];")
+      _sum_lanes(b, k, "acc", "accs[q][c]")
     b.names[r.acc] = "acc"
     for s in k.stores: _emit_store(b, s)
 
