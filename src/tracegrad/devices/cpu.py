@@ -630,7 +630,7 @@ class CPUDevice(Device):
     """A quick build of `source`, upgraded in place to its full build once a background thread has compiled that
     into the cache entry `path` (a failed full build leaves the quick one running)."""
     tc = self.toolchain()
-    quick = Toolchain(tc.cmd, tuple(os.environ.get("QOPT", "-O1") if f == "-O3" else f for f in tc.flags), tc.version)
+    quick = Toolchain(tc.cmd, tuple("-O1" if f == "-O3" else f for f in tc.flags), tc.version)
     lib = Library(path, _build(quick, source, path, publish=False))
     lib.building = True
 
