@@ -162,8 +162,8 @@ def _version(cmd: list[str]) -> str | None:
 def find_toolchain(cc: str | None, target: str = "") -> Toolchain | None:
   """The compiler `cc` (from $CC), else the first of cc, gcc, clang that compiles a shared library, with FLAGS (the
   -march of `target` when given) less the optional flags it rejects, and the first of GATHER_FLAGS it takes; None when
-  there is none. The answer is kept in
-  the cache directory under the candidates' paths, sizes and times of change: later processes skip the probe."""
+  there is none. The answer is kept in the cache directory under the candidates' paths, sizes and times of change:
+  later processes skip the probe."""
   candidates = [shlex.split(cc)] if cc else [[c] for c in COMPILERS]
   key = json.dumps([cc, target_flags(target), GATHER_FLAGS, [_identity(cmd) for cmd in candidates]])
   path = cache_dir() / "toolchains.json"

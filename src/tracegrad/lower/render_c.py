@@ -36,7 +36,7 @@ from ..ir.dtypes import DType
 from ..ir.pattern import natural_exp_argument
 from .c_math import SOURCE as MATH
 from ..devices.base import Program, host_calls
-from .kernel import Control, Kernel
+from .kernel import Control, Kernel, Loop
 from .symbolic import _linear, coefficient
 
 # What a target defines before HELPERS: the fixed-width integer types, TG_INLINE (a helper function's qualifiers),
@@ -591,6 +591,8 @@ def _emit_nan_reduce(b: _Body, r):
 BLOCKS = {"__AVX512F__": dict(TG_ROWS=8, TG_VBYTES=256, TG_VREG=64, TG_DOT_COLS=3),
           "__AVX__": dict(TG_ROWS=6, TG_VBYTES=64, TG_VREG=32, TG_DOT_COLS=2),
           None: dict(TG_ROWS=4, TG_VBYTES=32, TG_VREG=16, TG_DOT_COLS=2)}
+
+
 def _transpose(name: str, vec: str, lanes: int) -> str:
   """C of `name(r)`: the square of `lanes` vectors of `lanes` lanes at r transposed in place, in log2(lanes) rounds
   that each swap the off-diagonal blocks of one size (a row's and a lane's bit of that size trade places)."""
@@ -618,7 +620,7 @@ def _lane_sum(name: str, vec: str, ct: str, lanes: int) -> str:
 # tg_tr_vf(r), tg_tr_vd(r): a square block of vectors transposed in registers (a packing copy's tiles), and
 # tg_sum_vf(v), tg_sum_vd(v): a vector's lanes summed (a block of dot products' partial sums), for each target's
 # register width; TG_SHUFFLE picks lanes of two vectors by constant indices
-TRANSPOSES = r"""
+SHUFFLES = r"""
 #if defined(__clang__) || __GNUC__ >= 12
 #define TG_SHUFFLE(M, a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
 #else
@@ -630,7 +632,6 @@ typedef int64_t tg_vd_lanes __attribute__((vector_size(TG_VREG)));
               _transpose("tg_tr_vd", "tg_vd", w // 8) + _lane_sum("tg_sum_vf", "tg_vf", "float", w // 4) +
               _lane_sum("tg_sum_vd", "tg_vd", "double", w // 8)
               for i, w in enumerate(sorted({b["TG_VREG"] for b in BLOCKS.values()}, reverse=True))) + "#endif\n"
-
 
 
 BLOCK_PRELUDE = "\n" + "".join(
@@ -670,7 +671,7 @@ TG_INLINE tg_vd tg_vfma(tg_vd a, tg_vd b, tg_vd c) {
 #else
 #define TG_PIN(v) (void)0
 #endif
-""" + TRANSPOSES
+""" + SHUFFLES
 
 
 def interchanged(k: Kernel) -> bool:
@@ -885,6 +886,12 @@ def _vector_width(extent: int, dtype: DType) -> str:
 VECTOR = {dtypes.float32: ("tg_vf", "tg_vfu", "tg_vfmaf"), dtypes.float64: ("tg_vd", "tg_vdu", "tg_vfma")}
 
 
+def _exactly_linear(index: UOp, var: UOp) -> bool:
+  """Whether index steps by exactly one element along var (no clamp or division reads it)."""
+  terms, _ = _linear(index)
+  return terms.get(var) == 1 and not any(var in t.toposort() for t in terms if t is not var)
+
+
 def vector_factors(k: Kernel) -> tuple[UOp, UOp] | None:
   """The loads of a block of dot products' row and column operands, when its step multiplies them: both of the sum's
   dtype and contiguous along the reduction (their index exactly linear in it), so that each step reads them as whole
@@ -897,9 +904,9 @@ def vector_factors(k: Kernel) -> tuple[UOp, UOp] | None:
   for u in r.value.src:
     if u.op is not Ops.GATHER or u.src[0].dtype is not r.acc.dtype: return None
     idx = u.src[1].src[0]
-    deps, (terms, _) = set(idx.toposort()), _linear(idx)
+    deps = set(idx.toposort())
     # exactly linear: coefficient() reads through clamps, and a clamped index is no run of consecutive elements
-    if terms.get(inner) != 1 or any(inner in t.toposort() for t in terms if t is not inner): return None
+    if not _exactly_linear(idx, inner): return None
     if (rows in deps) == (cols in deps): return None
     sides[rows in deps] = u
   return (sides[True], sides[False]) if len(sides) == 2 else None
@@ -978,16 +985,15 @@ def _emit_dots(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str, 
             _accumulate(b, r, ct, f"accs[q][c][{lane}]")
     if plan:
       with b.block(f"for (int64_t q = 0; q < {nr}; q++)"), b.block(f"for (int64_t c = 0; c < {nc}; c++)"):
-        _sum_lanes(b, k, "part", "accs[q][c]")
+        _sum_lanes(b, ct, "part", "accs[q][c]", bool(factors))
         b.line(add_exactly("sums[q][c]", "errs[q][c]", "part", ct))
   if not chunk: _store_dots(b, k, nr, nc, bool(plan))
 
 
-def _sum_lanes(b: _Body, k: Kernel, name: str, cell: str) -> None:
+def _sum_lanes(b: _Body, ct: str, name: str, cell: str, vector: bool) -> None:
   """`name` declared as the sum of the lanes of a block of dot products' partial sums at `cell`: a vector's as a
   tree (tg_sum_vf), an array's lane by lane."""
-  ct = CTYPE[k.reduce.acc.dtype]
-  if vector_factors(k): return b.line(f"{ct} {name} = tg_sum_{VECTOR[k.reduce.acc.dtype][0][3:]}({cell});")
+  if vector: return b.line(f"{ct} {name} = tg_sum_{'vf' if ct == 'float' else 'vd'}({cell});")
   b.line(f"{ct} {name} = 0;")
   b.line(f"for (int64_t l = 0; l < (TG_VREG / (int64_t)sizeof({ct})); l++) {name} += {cell}[l];")
 
@@ -1003,7 +1009,7 @@ def _store_dots(b: _Body, k: Kernel, nr: str, nc: str, plan: bool):
       b.line(f"{ct} acc = sums[q][c];")
       b.line(add_error("acc", "errs[q][c]"))
     else:
-      _sum_lanes(b, k, "acc", "accs[q][c]")
+      _sum_lanes(b, ct, "acc", "accs[q][c]", vector_factors(k) is not None)
     b.names[r.acc] = "acc"
     for s in k.stores: _emit_store(b, s)
 
@@ -1256,12 +1262,6 @@ def _emit_block(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str,
       for s in k.stores: _emit_store(b, s)
 
 
-def _exactly_linear(index: UOp, var: UOp) -> bool:
-  """Whether index steps by exactly one element along var (no clamp or division reads it)."""
-  terms, _ = _linear(index)
-  return terms.get(var) == 1 and not any(var in t.toposort() for t in terms if t is not var)
-
-
 def transposed_copy(k: Kernel) -> UOp | None:
   """The load of a copy that reads along its second-last loop and writes along its last (a transposing packing
   copy, a transpose) when both loops are whole squares of vectors on every target; None for any other kernel."""
@@ -1291,18 +1291,23 @@ def _emit_transposed(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp):
       header = _loop(f"i{j}", l.extent) if j < n - 2 else f"for (int64_t i{j} = 0; i{j} < {l.extent}; i{j} += {width})"
       loops.enter_context(b.block(header, pragma))
     b.line(f"{vec} r[{width}];")
-    for var, (moved, fixed), what in ((c.var, (f"i{n - 1}", f"i{n - 2}"), "read"), (a.var, (f"i{n - 2}", f"i{n - 1}"), "write")):
+
+    @contextmanager
+    def each_vector(l: Loop, j: int):
+      """The square's vectors, l's variable stepping through them inside (and its own name again after)."""
       with b.block(f"for (int64_t q = 0; q < {width}; q++)", "#pragma GCC unroll 16"):
-        b.line(f"const int64_t m = {moved} + q;")
-        b.names[var] = "m"
-        if what == "read":
-          idx, = b.emit([load.src[1].src[0]])
-          b.line(f"r[q] = *(const {vecu} *)&{b.bufs[load.src[0]]}[{idx}];")
-        else:
-          idx, = b.emit([s.index])
-          b.line(f"*({vecu} *)&{b.bufs[s.buf]}[{idx}] = r[q];")
-      if what == "read": b.line(f"tg_tr_{vec[3:]}(r);")
-      b.names[var] = moved
+        b.line(f"const int64_t m = i{j} + q;")
+        b.names[l.var] = "m"
+        yield
+      b.names[l.var] = f"i{j}"
+
+    with each_vector(c, n - 1):   # row q of the square: its elements along the second-last loop
+      idx, = b.emit([load.src[1].src[0]])
+      b.line(f"r[q] = *(const {vecu} *)&{b.bufs[load.src[0]]}[{idx}];")
+    b.line(f"tg_tr_{vec[3:]}(r);")
+    with each_vector(a, n - 2):   # column q: the elements along the last loop
+      idx, = b.emit([s.index])
+      b.line(f"*({vecu} *)&{b.bufs[s.buf]}[{idx}] = r[q];")
 
 
 def _emit_store(b: _Body, s):
