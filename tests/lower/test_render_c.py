@@ -206,6 +206,19 @@ def test_float_to_int_casts_vectorise(tmp_path):
     assert "loop vectorized" in r.stderr, f"{src} -> {dst}"
 
 
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="no gcc")
+@pytest.mark.parametrize("dst", FLOATS, ids=str)
+def test_bool_to_float_casts_vectorise(tmp_path, dst):
+  """A bool becomes a float by a select: GCC leaves a loop that converts a _Bool by a cast unvectorised (a ReLU's
+  gradient, a mask from a compare, ran 5x slower)."""
+  for fn, src in [(lambda a: a.alu(Ops.CMPLT, like(a, 0.0)).cast(dst), dtypes.float32),
+                  (lambda a: a.cast(dst), dtypes.bool_)]:
+    prog = elementwise([fn], [src], 4096, parallel=False)
+    r = gcc(render_program(prog), tmp_path / "k.o", "-c", "-fopt-info-vec-optimized")
+    assert r.returncode == 0, r.stderr
+    assert "loop vectorized" in r.stderr, f"{src} -> {dst}"
+
+
 MAIN = r"""
 #include <stdio.h>
 #include <stdlib.h>

@@ -262,6 +262,8 @@ def _saturate(src: DType, dst: DType, x: str) -> str:
 
 def render_cast(src: DType, dst: DType, x: str) -> str:
   if dst.is_bool: return f"{x} != 0"
+  if src.is_bool and dst.is_float:   # a select: GCC vectorises no loop that converts a _Bool to a float by a cast
+    return f"({x} ? {_float_literal(1.0, dst)} : {_float_literal(0.0, dst)})"
   if src.is_float and dst.is_int: return _saturate(src, dst, x)
   if dst in HALF:
     if src is dtypes.float64: x = f"tg_d2f_odd({x})"
