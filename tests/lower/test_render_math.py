@@ -121,6 +121,37 @@ def test_sweep_without_fma(tmp_path):
       assert_ulps(Ops.EXP2, x, dev.run_program(prog, dev.compile(source), [x])[0], want, 2)
 
 
+BEYOND = r"""
+#include <fenv.h>
+#include <stdio.h>
+int main(void) {
+  static const float xs[] = {-1e9f, -200.0f, -151.5f, -104.5f, -INFINITY, 104.5f, 151.5f, 1e30f, INFINITY};
+  volatile float sink = 0.0f;
+  feclearexcept(FE_ALL_EXCEPT);
+  for (int i = 0; i < 9; i++) sink += tg_expf(xs[i]) + tg_exp2f(1.5f * xs[i]);
+  int flags = fetestexcept(FE_UNDERFLOW | FE_OVERFLOW);
+  for (int i = 0; i < 9; i++) printf("%a %a\n", tg_expf(xs[i]), tg_exp2f(1.5f * xs[i]));
+  return flags ? 3 : 0;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="no gcc")
+def test_exp_beyond_its_range_is_selected_without_underflow(tmp_path):
+  """e^x and 2^x of an x past where they round to 0 or overflow (a mask's -1e9 in a softmax) are 0 and infinity,
+  selected: no operation underflows or overflows on the way, which some hosts handle in microcode, one vector at a
+  time."""
+  from tracegrad.lower.render_c import program_prelude
+  exe = tmp_path / "beyond"
+  r = subprocess.run(["gcc", *(f for f in FLAGS if f not in ("-shared", "-fPIC")), "-fno-fast-math", "-x", "c", "-",
+                      "-o", str(exe), "-lm"], input=program_prelude() + BEYOND, capture_output=True, text=True)
+  assert r.returncode == 0, r.stderr
+  out = subprocess.run([str(exe)], capture_output=True, text=True)
+  assert out.returncode == 0, f"an underflow or overflow was raised:\n{out.stdout}"
+  got = [[float.fromhex(v) for v in line.split()] for line in out.stdout.split("\n") if line]
+  assert got == [[0.0, 0.0]] * 5 + [[INF, INF]] * 4
+
+
 @pytest.mark.parametrize("op", list(OPS), ids=lambda o: o.name)
 def test_dense_ranges(cpu, op):
   """Every float32 in the ranges where the reductions change case: exp2's subnormal results, log2 near 1, sin and cos

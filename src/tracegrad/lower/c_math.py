@@ -66,25 +66,33 @@ TG_INLINE float tg_exp2_scaled(float r, int32_t n) {
   return p * tg_ffrom((uint32_t)(n1 + 127) << 23) * tg_ffrom((uint32_t)(n - n1 + 127) << 23);
 }
 
-/* 2^x = 2^n 2^r with n = round(x), |r| <= 1/2, after |x| is clamped to 151 */
+/* 0 for x < 0, infinity for x > 0: e^x and 2^x beyond the range where they are computed. They are selected rather
+   than computed from a clamped x, whose 2^n would underflow to 0 in the scaling: a host that handles a subnormal or
+   underflowing result in microcode then stalls on every vector holding one (a masked softmax ran 3x slower) */
+TG_INLINE float tg_exp_beyond(uint32_t ix) { return tg_ffrom(tg_sel(ix >> 31, 0u, 0x7f800000u)); }
+
+/* 2^x = 2^n 2^r with n = round(x), |r| <= 1/2, for |x| <= 151 */
 TG_INLINE float tg_exp2f(float x) {
   uint32_t ix = tg_fbits(x), ax = ix & 0x7fffffffu;
-  float c = tg_ffrom(tg_sel(ax > 0x43170000u, (ix & 0x80000000u) | 0x43170000u, ix));
+  int out = ax > 0x43170000u;
+  float c = tg_ffrom(tg_sel(out, 0u, ix));
   float t = c + 0x1.8p23f, r = c - (t - 0x1.8p23f);
-  return tg_self(ax > 0x7f800000u, x + x, tg_exp2_scaled(r, (int32_t)(tg_fbits(t) - 0x4b400000u)));
+  float y = tg_exp2_scaled(r, (int32_t)(tg_fbits(t) - 0x4b400000u));
+  return tg_self(ax > 0x7f800000u, x + x, tg_self(out, tg_exp_beyond(ix), y));
 }
 
 /* e^x = 2^n 2^y with n = round(x log2(e)) and y = (x - n ln2) log2(e): x - n ln2 is exact to float precision as ln2
    is split in a 16-bit high part (n ln2_hi exact for |n| <= 150) and the rest, so the error does not grow with |x| as
-   2^(x log2(e)) rounded does; |x| is clamped to 104 first */
+   2^(x log2(e)) rounded does; for |x| <= 104 */
 TG_INLINE float tg_expf(float x) {
   uint32_t ix = tg_fbits(x), ax = ix & 0x7fffffffu;
-  float c = tg_ffrom(tg_sel(ax > 0x42d00000u, (ix & 0x80000000u) | 0x42d00000u, ix));
+  int out = ax > 0x42d00000u;
+  float c = tg_ffrom(tg_sel(out, 0u, ix));
   float t = c * 0x1.715476p0f + 0x1.8p23f, n = t - 0x1.8p23f;
   float r = TG_FMAF(-n, 0x1.62e4p-1f, c);
   r = TG_FMAF(-n, 0x1.7f7d1cp-20f, r);
   float y = tg_exp2_scaled(r * 0x1.715476p0f, (int32_t)(tg_fbits(t) - 0x4b400000u));
-  return tg_self(ax > 0x7f800000u, x + x, y);
+  return tg_self(ax > 0x7f800000u, x + x, tg_self(out, tg_exp_beyond(ix), y));
 }
 
 /* log2(2^e (1 + f)) with 1 + f in [sqrt(1/2), sqrt(2)): e + f log2(e) + f^2 q(f), where f_hi log2(e)_hi (12 bits
