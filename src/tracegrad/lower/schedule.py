@@ -35,7 +35,7 @@ REINDEX = VIEWS | {Ops.CONCAT, Ops.GATHER, Ops.SCATTER}   # users that read thei
 # one step of these, needed by several kernels, is recomputed in each rather than stored and loaded back (x - mean, a
 # scale, a mask); not where read through a view, which could repeat it for every element a broadcast makes
 CHEAP = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.DIV, Ops.NEG, Ops.MAX, Ops.MIN, Ops.CMPLT, Ops.CMPEQ, Ops.CMPNE,
-                   Ops.AND, Ops.OR, Ops.XOR, Ops.WHERE, Ops.CAST})
+                   Ops.AND, Ops.OR, Ops.XOR, Ops.WHERE, Ops.CAST, Ops.BITCAST})
 
 
 # an elementwise value of at least STEPS operations, repeated at least REPEATS times by a broadcast into a reduction,
