@@ -31,13 +31,13 @@ from contextlib import ExitStack, contextmanager
 
 import numpy as np
 
-from ..ir import Ops, UOp, dtypes, substitute
+from ..ir import Ops, UOp, dtypes, substitute, toposort
 from ..ir.dtypes import DType
 from ..ir.pattern import natural_exp_argument
 from .c_math import SOURCE as MATH
 from ..devices.base import Program, host_calls
 from .kernel import Control, Kernel, Loop
-from .symbolic import _linear, coefficient
+from .symbolic import _linear, coefficient, simplify
 
 # What a target defines before HELPERS: the fixed-width integer types, TG_INLINE (a helper function's qualifiers),
 # TG_BITCAST(T, S, x), TG_CLZLL (leading zeros of a 64-bit value), and tg_fbits, tg_ffrom, tg_dbits, tg_dfrom (the
@@ -1359,6 +1359,9 @@ def render_kernel(k: Kernel, name: str | None = None, restrict: bool = True, sto
   if blocked and (load := transposed_copy(k)) is not None:
     _emit_transposed(b, k, pragmas, load)
     return head + "".join(l + "\n" for l in b.lines) + "}"
+  if (pieces := split_pieces(k, pragmas)) is not None:
+    _emit_pieces(b, k, pragmas, pieces)
+    return head + "".join(l + "\n" for l in b.lines) + "}"
   with ExitStack() as loops:
     for j, l in enumerate(k.loops):
       b.names[l.var] = f"i{j}"
@@ -1367,6 +1370,55 @@ def render_kernel(k: Kernel, name: str | None = None, restrict: bool = True, sto
       with b.block(""): _emit_step(b, p)   # its accumulator and values stay inside
     _emit_step(b, k)
   return head + "".join(l + "\n" for l in b.lines) + "}"
+
+
+MAX_PIECES = 8
+
+
+def _cut(u: UOp, var: UOp) -> int | None:
+  """Where the compare or clamp u of var plus a constant with a constant turns: the first value of var on its
+  other side (a clamp's at the point where both sides are equal goes with the side before the least value)."""
+  for e, c, before in ((u.src[0], u.src[1], False), (u.src[1], u.src[0], True)):
+    if c.op is not Ops.CONST or not e.dtype.is_int: continue
+    terms, offset = _linear(e)
+    if terms == {var: 1}: return c.arg - offset + (u.op is Ops.MIN or (before and u.op is Ops.CMPLT))
+  return None
+
+
+def split_pieces(k: Kernel, pragmas: dict[int, str]) -> list[tuple[int, int]] | None:
+  """The ranges of an elementwise kernel's innermost loop in each of which every compare and clamp of that loop's
+  variable with a constant goes one way (a concatenation's parts, a pad's edges), or None. Each range runs as a loop
+  of its own, where the selects and clamps fold away: GCC vectorises no loop that loads at a clamped index."""
+  n = len(k.loops)
+  if not n or k.reduce is not None or k.epilogue or k.phases or any(s.mode for s in k.stores): return None
+  if pragmas.get(n - 1, "#pragma omp simd") != "#pragma omp simd" or "collapse(%d)" % n in pragmas.get(0, ""):
+    return None
+  last = k.loops[-1]
+  roots = [x for s in k.stores for x in (s.index, s.value, s.valid) if x is not None]
+  cuts = {c for u in toposort(roots) if u.op in (Ops.CMPLT, Ops.MAX, Ops.MIN)
+          and (c := _cut(u, last.var)) is not None and 0 < c < last.extent}
+  if not cuts or len(cuts) >= MAX_PIECES: return None
+  ends = [0, *sorted(cuts), last.extent]
+  return list(zip(ends, ends[1:]))
+
+
+def _emit_pieces(b: _Body, k: Kernel, pragmas: dict[int, str], pieces: list[tuple[int, int]]):
+  """k's loops with the innermost one run as one loop a piece (split_pieces), each with its stores' expressions
+  simplified for its range."""
+  *outer, last = k.loops
+  with ExitStack() as loops:
+    for j, l in enumerate(outer):
+      b.names[l.var] = f"i{j}"
+      loops.enter_context(b.block(_loop(f"i{j}", l.extent), pragmas.get(j)))
+    for lo, hi in pieces:
+      var = UOp.param((), dtypes.int64)
+      ranges = {**{l.var: l.extent for l in outer}, var: hi - lo}
+      at = {last.var: var + UOp.const(dtypes.int64, lo) if lo else var}
+      fold = lambda u: None if u is None else simplify(substitute([u], at)[0], ranges)
+      b.names[var] = f"i{len(outer)}"
+      with b.block(_loop(f"i{len(outer)}", hi - lo), pragmas.get(len(outer))):
+        for s in k.stores:
+          _emit_store(b, dataclasses.replace(s, index=fold(s.index), value=fold(s.value), valid=fold(s.valid)))
 
 
 Kernel.source = property(render_kernel, doc="The kernel as C source.")
