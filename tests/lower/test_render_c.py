@@ -834,10 +834,11 @@ def test_an_elementwise_loop_is_cut_where_its_compares_and_clamps_turn(case, tmp
   f = {"concat": lambda a, b, c: tg.numpy.concatenate([a * 2, b, c + 1], axis=-1),
        "pad": lambda a, b, c: tg.numpy.pad(a + b[..., :32], ((0, 0), (0, 0), (1, 1))) * 3,
        "short": lambda a, b: tg.numpy.concatenate([a, -b], axis=-1)}[case]
-  (kern,) = schedule(tg.make_graph(f)(*xs)).kernels
+  prog = schedule(tg.make_graph(f)(*xs))
+  (kern,) = prog.kernels
   src = kern.source
   assert src.count("for (int64_t i2") == {"concat": 3, "pad": 3, "short": 2}[case] and " ? " not in src
-  r = gcc(render_program(schedule(tg.make_graph(f)(*xs))), tmp_path / "k.o", "-c", "-fopt-info-vec-optimized")
+  r = gcc(render_program(prog), tmp_path / "k.o", "-c", "-fopt-info-vec-optimized")
   assert r.returncode == 0, r.stderr
   assert r.stderr.count("loop vectorized") >= {"concat": 2, "pad": 1, "short": 0}[case]   # the parts of 32 or more
   want = {"concat": lambda a, b, c: np.concatenate([a * 2, b, c + 1], axis=-1),

@@ -1352,24 +1352,26 @@ def render_kernel(k: Kernel, name: str | None = None, restrict: bool = True, sto
   params = ", ".join(f"{'' if p in stored else 'const '}{MEMTYPE[p.dtype]} *{'restrict ' if restrict else ''}{n}"
                      for p, n in b.bufs.items())
   pragmas, blocked = _loop_pragmas(k), dict(k.opts).get("block", 1)
-  head = f"{storage} void {name or c_name(k.name)}({params or 'void'}) {{\n"
   if blocked and (interchanged(k) or dot_blocked(k)):
     (_emit_interchanged if interchanged(k) else _emit_dot_blocked)(b, k, pragmas)
-    return head + "".join(l + "\n" for l in b.lines) + "}"
-  if blocked and (load := transposed_copy(k)) is not None:
+  elif blocked and (load := transposed_copy(k)) is not None:
     _emit_transposed(b, k, pragmas, load)
-    return head + "".join(l + "\n" for l in b.lines) + "}"
-  if (pieces := split_pieces(k, pragmas)) is not None:
+  elif (pieces := split_pieces(k, pragmas)) is not None:
     _emit_pieces(b, k, pragmas, pieces)
-    return head + "".join(l + "\n" for l in b.lines) + "}"
-  with ExitStack() as loops:
-    for j, l in enumerate(k.loops):
-      b.names[l.var] = f"i{j}"
-      loops.enter_context(b.block(_loop(f"i{j}", l.extent), pragmas.get(j)))
-    for p in k.phase_kernels():
-      with b.block(""): _emit_step(b, p)   # its accumulator and values stay inside
-    _emit_step(b, k)
-  return head + "".join(l + "\n" for l in b.lines) + "}"
+  else:
+    with ExitStack() as loops:
+      _open_loops(b, k.loops, pragmas, loops)
+      for p in k.phase_kernels():
+        with b.block(""): _emit_step(b, p)   # its accumulator and values stay inside
+      _emit_step(b, k)
+  return f"{storage} void {name or c_name(k.name)}({params or 'void'}) {{\n" + "".join(l + "\n" for l in b.lines) + "}"
+
+
+def _open_loops(b: _Body, loops, pragmas: dict[int, str], stack: ExitStack) -> None:
+  """The loops i0, i1, ... opened on `stack`, each with its pragma."""
+  for j, l in enumerate(loops):
+    b.names[l.var] = f"i{j}"
+    stack.enter_context(b.block(_loop(f"i{j}", l.extent), pragmas.get(j)))
 
 
 MAX_PIECES = 8
@@ -1407,9 +1409,7 @@ def _emit_pieces(b: _Body, k: Kernel, pragmas: dict[int, str], pieces: list[tupl
   simplified for its range."""
   *outer, last = k.loops
   with ExitStack() as loops:
-    for j, l in enumerate(outer):
-      b.names[l.var] = f"i{j}"
-      loops.enter_context(b.block(_loop(f"i{j}", l.extent), pragmas.get(j)))
+    _open_loops(b, outer, pragmas, loops)
     for lo, hi in pieces:
       var = UOp.param((), dtypes.int64)
       ranges = {**{l.var: l.extent for l in outer}, var: hi - lo}
