@@ -642,6 +642,8 @@ BLOCK_PRELUDE = "\n" + "".join(
   for i, (macro, sizes) in enumerate(BLOCKS.items())) + "#endif\n" + \
   "#define TG_WIDTH(n, T) ((n) < TG_VBYTES / (int64_t)sizeof(T) ? (n) : TG_VBYTES / (int64_t)sizeof(T))\n" + \
   "#define TG_CLAMP(x, lo, hi) ((x) < (lo) ? (lo) : (x) > (hi) ? (hi) : (x))\n" + r"""
+/* n bytes starting at a cache line (a whole number of lines): a vector load at malloc's 16-byte alignment reads two */
+#define TG_LINES_ALLOC(n) aligned_alloc(64, ((size_t)(n) + 63) & ~(size_t)63)
 /* the threads of a parallel region, and this one's number */
 #ifdef _OPENMP
 int omp_get_num_threads(void);
@@ -1122,7 +1124,7 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
   with b.block(f"for (int64_t t0 = 0; t0 < {last.extent}; t0 += group * {width})",
                _omp("parallel for", 1) if pragmas else None):
     b.line(f"const int64_t np = TG_CLAMP(({last.extent} - t0 + {width} - 1) / {width}, 1, group);")
-    b.line(f"{mem} *panels = ({mem} *)malloc(group * {span});")
+    b.line(f"{mem} *panels = ({mem} *)TG_LINES_ALLOC(group * {span});")
     with ExitStack() as loops:
       loops.enter_context(each_panel())
       for j, l in enumerate(r.loops):
