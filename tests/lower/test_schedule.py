@@ -123,6 +123,24 @@ def test_a_gelus_bit_operations_are_recomputed_rather_than_stored():
   for got, want in zip(run_program(prog, [x, w]), g(x, w)):
     np.testing.assert_allclose(got.reshape(want.shape), np.asarray(want), **tol("float32", 16, 16))
 
+def test_a_gradient_step_is_stored_by_its_gradients_contraction():
+  """p - lr * (x.T @ dy) reads its contraction through a scaling and a reshape that drops the reduced axis: the
+  contraction's kernel stores the stepped parameter, and the gradient gets no buffer (a weight's update read and
+  wrote a gradient as big as the weight again)."""
+  x, dy = rng.normal(size=(64, 48)).astype(np.float32), rng.normal(size=(64, 32)).astype(np.float32)
+  p, b = rng.normal(size=(48, 32)).astype(np.float32), rng.normal(size=(32,)).astype(np.float32)
+  step = lambda p, b, x, dy: (p - 0.1 * (x.T @ dy), b - 0.1 * dy.sum(0))
+  prog = schedule(tg.make_graph(step)(p, b, x, dy))
+  assert [(k.name.split("_", 1)[1], k.reduce is not None) for k in prog.kernels] == [("sub", True)] * 2
+  # a contraction that is also an output: the kernel stores both
+  both = schedule(tg.make_graph(lambda p, x, dy: (p - 0.1 * (x.T @ dy), x.T @ dy))(p, x, dy))
+  assert [len(k.stores) for k in both.kernels] == [2]
+  for got, want in zip(run_program(prog, [p, b, x, dy]), step(p, b, x, dy)):
+    np.testing.assert_allclose(got.reshape(want.shape), np.asarray(want), **tol("float32", 64, 64))
+  for got, want in zip(tg.jit(step)(p, b, x, dy), step(p, b, x, dy)):
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), **tol("float32", 64, 64))
+
+
 def test_a_row_reduction_reading_a_per_row_value_stays_a_row_reduction():
   x = rng.normal(size=(64, 256)).astype(np.float32)
   prog = schedule(tg.make_graph(lambda x: ((x - x.mean(-1, keepdims=True)) ** 2).sum(-1))(x))

@@ -544,18 +544,33 @@ class _Scheduler:
     return False
 
   def _tails(self, order: list[UOp], keep: set[UOp]) -> dict[UOp, UOp]:
-    """Materialised elementwise nodes whose one operand that is not a constant or an input is a reduction nothing
-    else reads (a mean: a sum divided by n), each with that reduction: it gets no buffer, and its kernel stores the
-    node's value after the sum."""
-    users, out = self.users, {}
+    """Materialised elementwise nodes that read one reduction nothing else reads, at their own index, through
+    elementwise steps of their own (a mean: a sum divided by n; a gradient step: p - lr * sum), with constants and
+    inputs besides: each with that reduction. The reduction gets no buffer, and its kernel stores the node's value
+    after the sum."""
+    out = {}
     for u in order:
       if u not in keep or u.op not in ELEMENTWISE or u in self.epilogue: continue
-      reds = [s for s in set(u.src) if s.op in REDUCE]
-      if len(reds) != 1 or not all(s is reds[0] or self._cheap(s) for s in u.src): continue
-      r = reds[0]
-      if r.shape == u.shape and r not in self.outs and len(users[r]) == 1 and r not in self.epilogue.values():
-        out[u] = r
+      if (r := self._tail_of(u, keep)) is not None and r not in out.values(): out[u] = r
     return out
+
+  def _tail_of(self, u: UOp, keep: set[UOp]) -> UOp | None:
+    """The reduction u would store after (_tails), or None. Reshapes on the way may only add or drop axes of one: u
+    and the reduction then run the same loops."""
+    squeezed = lambda v: tuple(n for n in v.shape if n != 1)
+    reds, stack, seen = set(), list(u.src), set()
+    while stack:
+      s = stack.pop()
+      if s in seen or self._cheap(s): continue
+      seen.add(s)
+      if s.op in REDUCE and s in keep: reds.add(s)
+      elif s in keep or len(self.users[s]) != 1 or squeezed(s) != squeezed(u) or not (
+          s.op in ELEMENTWISE or s.op is Ops.RESHAPE and squeezed(s.src[0]) == squeezed(s)): return None
+      else: stack.extend(s.src)
+    if len(reds) != 1: return None
+    r = reds.pop()
+    ok = squeezed(r) == squeezed(u) and r not in self.outs and len(self.users[r]) == 1 and r not in self.epilogue.values()
+    return r if ok else None
 
   def _broadcast_back(self, r: UOp) -> tuple[UOp, list[UOp]] | None:
     """The broadcast of r (or of cheap elementwise steps on r alone: a variance's reciprocal square root) back over
@@ -685,9 +700,10 @@ class _Scheduler:
       r = self.tail.get(u, u)
       x = r.src[0]
       loops, idx = self._loops(u.shape)
+      _, at = self._loops(r.shape)   # the same loops, r's shape being u's up to axes of one
       rloops, ridx = self._loops(tuple(x.shape[a] if a in r.arg else 1 for a in range(x.ndim)), "reduce")
       kb = _KernelBuilder(self, {l.var: l.extent for l in loops + rloops})
-      full = [j if a in r.arg else i for a, (i, j) in enumerate(zip(idx, ridx))]
+      full = [j if a in r.arg else i for a, (i, j) in enumerate(zip(at, ridx))]
       ad = acc_dtype(r.dtype)
       acc = UOp.param((), ad)
       value = kb.value(x, full).cast(ad)
