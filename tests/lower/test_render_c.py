@@ -9,7 +9,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from oracles import ulps, x64
+from oracles import tol, ulps, x64
 from tracegrad.devices.cpu import FLAGS
 from tracegrad.devices.interp import InterpDevice
 from tracegrad.ir import Ops, UOp, dtypes
@@ -499,6 +499,31 @@ def test_a_transposing_copy_moves_squares_of_vectors_through_registers(cpu, monk
     whole = to is None and all(n % 16 == 0 for n in np.transpose(x, perm).shape[-2:])
     assert ("tg_tr_v" in k.source) == whole, k.source
     np.testing.assert_array_equal(got, np.transpose(x, perm).astype(to or dt), err_msg=f"{shape} {perm} {target}")
+
+@pytest.mark.parametrize("target", ["native", "x86-64-v3", "x86-64"])
+def test_a_transposed_right_operand_fills_its_panels_through_registers(cpu, monkeypatch, target):
+  """x @ w.T with a big w: one kernel, whose threads fill their column panels from w's rows a square of vectors at
+  a time (transposed in registers), with no packing copy of w.T before it; a last panel narrower than a register
+  block is filled element by element. numpy's values for floats and doubles, on every target's vector width."""
+  import tracegrad.numpy as tnp
+  from tracegrad import make_graph
+  from tracegrad.lower.schedule import schedule
+  if target != "native":
+    if not _avx2_host(): pytest.skip("compiling for an x86-64 target needs an x86-64 host")
+    monkeypatch.setenv("TRACEGRAD_CPU_TARGET", target)
+  rng = np.random.default_rng(6)
+  for dt, (m, n, k) in ((np.float32, (72, 520, 512)), (np.float64, (64, 136, 1024))):
+    x, w = rng.standard_normal((m, k)).astype(dt), rng.standard_normal((n, k)).astype(dt)
+    with x64():
+      (kern,) = (prog := schedule(make_graph(lambda x, w: x @ w.T)(x, w))).kernels
+      (got,) = run(cpu, prog, [x, w])
+    assert "tg_tr_v" in kern.source and "panels" in kern.source
+    np.testing.assert_allclose(got.reshape(m, n), x.astype(np.float64) @ w.T.astype(np.float64),
+                               **tol(np.dtype(dt).name, 4 * k, 4 * k), err_msg=f"{dt.__name__} {target}")
+  # a reduction that no target's vectors divide is packed as before
+  x, w = rng.standard_normal((256, 520)).astype(np.float32), rng.standard_normal((512, 520)).astype(np.float32)
+  assert [k.name.endswith("_pack") for k in schedule(make_graph(lambda x, w: x @ w.T)(x, w)).kernels] == [True, False]
+
 
 # ---- sequential scatter with each store mode ----
 

@@ -681,7 +681,8 @@ TG_INLINE tg_vd tg_vfma(tg_vd a, tg_vd b, tg_vd c) {
 def interchanged(k: Kernel) -> bool:
   """Whether to run the reduction's loops outside the last outer loop, with one accumulator per element of that
   loop: worth it when some load is contiguous (or of stride 2: a strided convolution's input) along the last outer
-  loop but strided along the reduction (the right operand of a matmul), so that the innermost loop vectorises."""
+  loop but strided along the reduction (the right operand of a matmul), so that the innermost loop vectorises; or
+  when a transposed right operand is read from column panels (transposed_panels)."""
   r = k.reduce
   if r is None or not k.loops or k.epilogue or k.phases or not r.loops or not k.parallel: return False
   last, inner = k.loops[-1].var, r.loops[-1].var
@@ -689,7 +690,7 @@ def interchanged(k: Kernel) -> bool:
     if u.op is Ops.GATHER:
       idx = u.src[1].src[0]
       if coefficient(idx, last) in (1, 2) and coefficient(idx, inner) not in (0, 1, None): return True
-  return False
+  return (load := panel_load(k)) is not None and transposed_panels(load, k.loops, r)
 
 
 def dot_blocked(k: Kernel) -> bool:
@@ -1083,17 +1084,36 @@ PANEL_GROUP_BYTES, PANEL_GROUP = 1 << 18, 8
 
 
 def panel_load(k: Kernel) -> UOp | None:
-  """The load of a matmul-like kernel's right operand (strided along the reduction, contiguous along the columns,
-  the same for every row) to copy into contiguous column panels, or None. Read in place, each step of the reduction
-  reads a new row of it, pages apart: past the cache's reach and the prefetchers' (a narrow vector's register block
-  had too few multiply-adds a step to hide that)."""
-  r = k.reduce
-  if len(k.loops) != 2 or k.loops[0].extent < PANEL_MIN_ROWS or not r.acc.dtype.is_float: return None
-  if math.prod(l.extent for l in r.loops) * k.loops[1].extent * r.acc.dtype.itemsize < PANEL_MIN_BYTES: return None
-  rows, last, inner = k.loops[0].var, k.loops[1].var, r.loops[-1].var
-  found = [u for u in r.value.toposort() if u.op is Ops.GATHER and coefficient(u.src[1].src[0], last) == 1 and
-           coefficient(u.src[1].src[0], inner) not in (0, 1, None) and rows not in u.src[1].src[0].toposort()]
+  """The load of a matmul-like kernel's right operand (the same for every row, in panels_read's layouts) to copy
+  into contiguous column panels, or None."""
+  return None if k.reduce is None else panels_read(k.loops, k.reduce)
+
+
+def panels_read(loops, r: Reduce) -> UOp | None:
+  """The load of a sum of products over two output loops that its register blocks read from column panels: one
+  strided along the reduction and contiguous along the columns, or (transposed_panels) contiguous along a reduction
+  of one loop and strided along the columns (x @ w.T), the same for every row. Read in place, each step of the
+  reduction reads a new row of it, pages apart: past the cache's reach and the prefetchers' (a narrow vector's
+  register block had too few multiply-adds a step to hide that)."""
+  if len(loops) != 2 or loops[0].extent < PANEL_MIN_ROWS or not r.acc.dtype.is_float: return None
+  if math.prod(l.extent for l in r.loops) * loops[1].extent * r.acc.dtype.itemsize < PANEL_MIN_BYTES: return None
+  rows, last, inner = loops[0].var, loops[1].var, r.loops[-1].var
+  found = [u for u in r.value.toposort() if u.op is Ops.GATHER and rows not in u.src[1].src[0].toposort() and
+           (coefficient(u.src[1].src[0], last) == 1 and coefficient(u.src[1].src[0], inner) not in (0, 1, None) or
+            transposed_panels(u, loops, r))]
   return found[0] if len(found) == 1 else None
+
+
+def transposed_panels(load: UOp, loops, r: Reduce) -> bool:
+  """Whether `load` is read along a reduction of one loop, a whole number of every target's vectors long, and at a
+  stride along the last output loop: its panels are filled a square of vectors at a time, transposed in registers,
+  where a packing copy would first write the transposed operand whole for the panels to be copied from."""
+  if len(r.loops) != 1 or load.dtype not in VECTOR or load.src[0].dtype is not load.dtype: return False
+  lanes = max(t["TG_VREG"] for t in BLOCKS.values()) // load.dtype.itemsize
+  terms, _ = _linear(load.src[1].src[0])
+  last, inner = loops[-1].var, r.loops[0].var
+  plain = not any(v in t.toposort() for t in terms if t is not last and t is not inner for v in (last, inner))
+  return r.loops[0].extent % lanes == 0 and plain and terms.get(inner) == 1 and terms.get(last, 0) not in (0, 1)
 
 
 def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width: str, nrows: str, ct: str):
@@ -1127,6 +1147,7 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
     b.line(f"{mem} *panels = ({mem} *)TG_LINES_ALLOC(group * {span});")
     with ExitStack() as loops:
       loops.enter_context(each_panel())
+      if transposed_panels(load, k.loops, r): _fill_transposed(b, load, (last.var, r.loops[0].var), width, steps, loops)
       for j, l in enumerate(r.loops):
         b.names[l.var] = f"r{j}"
         loops.enter_context(b.block(_loop(f"r{j}", l.extent)))
@@ -1142,6 +1163,27 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
                     _whole_width_blocks(k, nrows), (nrows, width), ("rn", "tn"),
                     f"({rows.extent} % {nrows})")
     b.line("free(panels);")
+
+
+def _fill_transposed(b: _Body, load: UOp, names: tuple[UOp, UOp], width: str, steps: int, stack: ExitStack) -> None:
+  """A whole panel of a load read along the reduction (transposed_panels) filled a square of vectors at a time: each
+  of the square's columns read as a vector along the reduction, the square transposed in registers, and its rows
+  written into the panel; the code after it, on `stack`'s else branch, fills a narrower panel element by element."""
+  vec, vecu, _ = VECTOR[load.dtype]
+  lanes = f"(TG_VREG / (int64_t)sizeof({CTYPE[load.dtype]}))"
+  with b.block(f"if (tn == {width} && {width} % {lanes} == 0)"):
+    with b.block(f"for (int64_t r0 = 0; r0 < {steps}; r0 += {lanes})"), \
+        b.block(f"for (int64_t j0 = 0; j0 < {width}; j0 += {lanes})"):
+      b.line(f"{vec} v[{lanes}];")
+      with b.block(f"for (int64_t q = 0; q < {lanes}; q++)", "#pragma GCC unroll 16"):
+        b.line("const int64_t i1 = t + j0 + q;")
+        b.names[names[0]], b.names[names[1]] = "i1", "r0"
+        idx, = b.emit([load.src[1].src[0]])
+        b.line(f"v[q] = *(const {vecu} *)&{b.bufs[load.src[0]]}[{idx}];")
+      b.line(f"tg_tr_{vec[3:]}(v);")
+      with b.block(f"for (int64_t q = 0; q < {lanes}; q++)", "#pragma GCC unroll 16"):
+        b.line(f"*({vecu} *)&panel[(r0 + q) * {width} + j0] = v[q];")
+  stack.enter_context(b.block("else"))
 
 
 # how many steps of a register block's reduction ahead its strided loads are prefetched: about a memory latency's

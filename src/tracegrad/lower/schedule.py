@@ -25,7 +25,7 @@ from ..devices.base import BufferSpec, Program
 from ..viz import record
 from .complex_split import ComplexUnsupported, split_complex
 from .kernel import Control, Kernel, Loop, Phase, Reduce, Store, acc_dtype
-from .render_c import dot_blocked, interchanged
+from .render_c import dot_blocked, interchanged, panels_read, transposed_panels
 from .symbolic import Simplifier, _linear, coefficient, simplify
 
 I64 = dtypes.int64
@@ -416,7 +416,7 @@ def _packable(loops, reduce: Reduce) -> UOp | None:
     along, across = coefficient(idx, last.var), coefficient(idx, inner.var)
     if along in (1, 2): return None
     if across == 1 and along not in (0, None) and found is None: found = u
-  if found is None: return None
+  if found is None or (panels_read(loops, reduce) is found and transposed_panels(found, loops, reduce)): return None
   deps = set(found.src[1].src[0].toposort())
   size = math.prod(l.extent for l in (*loops, *reduce.loops) if l.var in deps)
   return found if size <= PACK_MAX_RATIO * math.prod(l.extent for l in loops) else None
