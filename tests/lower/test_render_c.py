@@ -735,19 +735,25 @@ def test_big_dot_products_sum_in_chunks_with_the_same_bits_on_any_thread_count(o
 
 
 
-def test_a_filter_gradient_read_again_for_each_tap_sums_in_chunks():
-  """The first layer's filter gradient (3 input channels): each tap's blocks read all the output gradients again,
-  which outgrow DOT_CHUNK_BYTES though a block's columns (3 taps along a row) are few: it sums in chunks, and equals
-  float64's filter gradient."""
+def test_a_filter_gradient_reads_each_block_of_output_gradients_once_a_chunk_for_every_tap():
+  """The first layer's filter gradient (3 input channels): every tap's and channel's blocks read the same output
+  gradients, which outgrow the L1 cache. A thread's tiles run each block of output channels across all taps
+  (rows_first), in chunks of the sum whose slice of that block fits DOT_L1_BYTES, so each chunk of it is read from
+  memory once and from L1 for the other 26 taps; it equals float64's filter gradient."""
   import tracegrad as tg
-  from tracegrad.lower.render_c import dot_blocked, dot_chunk, reread_bytes, _Body
+  from tracegrad.lower.render_c import DOT_L1_BYTES, dot_blocked, dot_chunk, rows_first, _Body
   from tracegrad.lower.schedule import schedule
   rng = np.random.default_rng(11)
   x, w = rng.standard_normal((16, 3, 32, 32)).astype(np.float32), rng.standard_normal((32, 3, 3, 3)).astype(np.float32)
   conv = lambda x, w: tg.lax.conv_general_dilated(x, w, (1, 1), "SAME")
   f = lambda w, x: (conv(x, w) ** 2).sum()
   (k,) = [k for k in schedule(tg.make_graph(tg.grad(f))(w, x)).kernels if dot_blocked(k) and len(k.loops) > 2]
-  assert reread_bytes(k) >= 32 * 4 and dot_chunk(_Body(k), k) is not None and "TG_THREAD()" in k.source
+  j, c = dot_chunk(_Body(k), k)
+  steps = c * math.prod(l.extent for l in k.reduce.loops[j + 1:])
+  assert rows_first(k) and 8 * 4 * steps <= DOT_L1_BYTES and "TG_THREAD()" in k.source
+  # the tile's index: its block of rows the slowest part, its block of columns the fastest
+  decode = k.source[k.source.index("int64_t rest = tile;"):k.source.index("const int64_t rn")]
+  assert decode.index("const int64_t jb") < decode.index("const int64_t i0") < decode.index("const int64_t ib")
   if tg.default_backend() != "cpu": return
   win = np.lib.stride_tricks.sliding_window_view(np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1))),
                                                 (3, 3), axis=(2, 3))   # n, c, h, w, kh, kw

@@ -781,12 +781,36 @@ def _emit_dot_blocked(b: _Body, k: Kernel, pragmas: dict[int, str]):
 DOT_CHUNK_BYTES = 384 << 10
 
 
+DOT_L1_BYTES = 32 << 10   # a chunk of a block's rows read again for each tap (rows_first) stays within this
+
+
+def rows_first(k: Kernel) -> bool:
+  """Whether a block of dot products' tiles run with its blocks of rows outside its outer loops: where the rows'
+  operand (the bigger one) reads none of those loops (a filter gradient's output gradients, the same for every tap
+  and input channel), each thread then reads its blocks of it once a chunk, from the L1 cache for every tap, rather
+  than all of it again from L2 for each tap."""
+  r, (rows, cols) = k.reduce, k.loops[-2:]
+  if len(k.loops) < 3 or columns_outside(k): return False
+  outer = {l.var for l in k.loops[:-2] if l.extent > 1}
+  row_reads = [deps for u in r.value.toposort() if u.op is Ops.GATHER
+               and rows.var in (deps := set(u.src[1].src[0].toposort())) and cols.var not in deps]
+  return bool(outer and row_reads) and not any(outer & deps for deps in row_reads)
+
+
+def dot_tile_order(k: Kernel) -> list[Loop]:
+  """The loops of a block of dot products' tiles, slowest first: its outer loops, then the blocks of rows and of
+  columns (the columns' outside where columns_outside); the rows' first where rows_first."""
+  *outer, rows, cols = k.loops
+  if rows_first(k): return [rows, *outer, cols]
+  return [*outer, *((cols, rows) if columns_outside(k) else (rows, cols))]
+
+
 def reread_bytes(k: Kernel) -> int:
   """The bytes per step of a register-blocked sum that a thread reads again after reading others: of each operand,
   its values along the loops of blocks (outer loops first) inside the outermost loop it does not move with. The
   operand of a matmul's inner loop of blocks; a filter gradient's output gradients, read again for each tap."""
-  r, (rows, cols) = k.reduce, k.loops[-2:]
-  order = [l for l in (*k.loops[:-2], *((cols, rows) if columns_outside(k) else (rows, cols))) if l.extent > 1]
+  r = k.reduce
+  order = [l for l in dot_tile_order(k) if l.extent > 1]
   total = 0
   for u in r.value.toposort():
     if u.op is not Ops.GATHER: continue
@@ -798,11 +822,13 @@ def reread_bytes(k: Kernel) -> int:
 
 def dot_chunk(b: _Body, k: Kernel) -> tuple[int, int] | None:
   """The chunks (a sum_plan) a block of dot products is summed in, or None where what its threads read again
-  (reread_bytes) fits DOT_CHUNK_BYTES whole."""
+  (reread_bytes) fits DOT_CHUNK_BYTES whole. With rows_first, a chunk of a block's rows fits DOT_L1_BYTES."""
   r = k.reduce
-  step = reread_bytes(k)
-  if step * math.prod(l.extent for l in r.loops) <= DOT_CHUNK_BYTES: return None
-  plan = sum_plan(r, min(DOT_CHUNK_BYTES // step, DOT_LANES * b.sum_block))
+  step, steps = reread_bytes(k), math.prod(l.extent for l in r.loops)
+  most = DOT_CHUNK_BYTES // max(step, 1)
+  if rows_first(k): most = min(most, DOT_L1_BYTES // (max(t["TG_ROWS"] for t in BLOCKS.values()) * r.acc.dtype.itemsize))
+  if most >= steps: return None
+  plan = sum_plan(r, min(most, DOT_LANES * b.sum_block))
   if plan is None: return None
   j, c = plan
   if j == len(r.loops) - 1: c -= c % 16   # whole vectors but the last
@@ -818,21 +844,20 @@ def _emit_dot_chunked(b: _Body, k: Kernel, pragmas: dict[int, str], chunk: tuple
   outer = k.loops[:-2]
   nbr, nbc = f"(({rows.extent} + {nr} - 1) / {nr})", f"(({cols.extent} + {nc} - 1) / {nc})"
   tiles = " * ".join([*(str(l.extent) for l in outer), nbr, nbc])
-  inner_first = [("ib", nbr, nr), ("jb", nbc, nc)]
-  if not columns_outside(k): inner_first.reverse()
+  # each tile loop's index, number of tiles and step, the fastest first
+  named = {rows.var: ("ib", nbr, nr), cols.var: ("jb", nbc, nc)}
+  named |= {l.var: (f"i{j}", str(l.extent), "1") for j, l in enumerate(outer)}
+  fastest_first = [named[l.var] for l in reversed(dot_tile_order(k))]
 
   def each_block():
     """The loop over the thread's blocks, naming each one's points (ib, jb and the outer loops' indices)."""
     stack = ExitStack()
     stack.enter_context(b.block("for (int64_t tile = lo; tile < hi; tile++)"))
     b.line("int64_t rest = tile;")
-    for name, count, size in inner_first:
-      b.line(f"const int64_t {name} = rest % {count} * {size};")
+    for name, count, size in fastest_first:
+      b.line(f"const int64_t {name} = rest % {count}{'' if size == '1' else f' * {size}'};")
       b.line(f"rest /= {count};")
-    for j in reversed(range(len(outer))):
-      b.line(f"const int64_t i{j} = rest % {outer[j].extent};")
-      b.line(f"rest /= {outer[j].extent};")
-      b.names[outer[j].var] = f"i{j}"
+    for j, l in enumerate(outer): b.names[l.var] = f"i{j}"
     b.line(f"const int64_t rn = {rows.extent} - ib < {nr} ? {rows.extent} - ib : {nr};")
     b.line(f"const int64_t cn = {cols.extent} - jb < {nc} ? {cols.extent} - jb : {nc};")
     b.line(f"{ct} (*sums)[{nc}] = part[tile - lo], (*errs)[{nc}] = part[hi - lo + tile - lo];")
