@@ -394,15 +394,21 @@ def test_kernels_of_a_program_from_its_record(cache, monkeypatch):
 
 @needs_cc
 def test_long_source_runs_a_quick_build_until_its_full_one_is_cached(cache, monkeypatch):
-  monkeypatch.setattr(sys.modules[CPUDevice.__module__], "TIER_MIN_CHARS", 0)
+  mod = sys.modules[CPUDevice.__module__]
+  monkeypatch.setattr(mod, "TIER_MIN_CHARS", 0)
+  flags, build = [], mod._build
+  monkeypatch.setattr(mod, "_build", lambda tc, *a, **k: (flags.append(tc.flags), build(tc, *a, **k))[1])
   dev = CPUDevice()
   prog, src = _prog(double)
   lib = dev.compile(src, tiered=True)
   (got,) = dev.run_program(prog, lib, [X])   # the quick build runs at once
+  # -O1 with the source's unrolling and prefetches left out (TG_QUICK)
+  assert "-O1" in flags[0] and "-DTG_QUICK" in flags[0]
   np.testing.assert_array_equal(got, double(X))
   for t in [t for t in threading.enumerate() if t.name == "tracegrad-full-build"]: t.join(60)
   entry = dev.library_path(src)
   assert lib.better is not None and lib.tg_run is lib.better.tg_run and _digest_matches(entry) and not lib.building
+  assert "-O3" in flags[1] and "-DTG_QUICK" not in flags[1]
   assert dev.compile(src, tiered=True) is lib.better   # the full build is what later programs get
   (got,) = dev.run_program(prog, lib, [X])
   np.testing.assert_array_equal(got, double(X))

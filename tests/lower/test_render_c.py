@@ -661,14 +661,32 @@ def test_a_weight_gradients_strided_operands_are_prefetched(t, m, n):
   x, g = rng.standard_normal((t, m)).astype(np.float32), rng.standard_normal((t, n)).astype(np.float32)
   f = lambda x, g: x.T @ g
   (kern,) = schedule(tg.make_graph(f)(x, g)).kernels
-  assert kern.source.count("__builtin_prefetch(&b0[") >= 1 and kern.source.count("__builtin_prefetch(&b1[") >= 1
+  assert kern.source.count("TG_PREFETCH(&b0[") >= 1 and kern.source.count("TG_PREFETCH(&b1[") >= 1
   (small,) = schedule(tg.make_graph(f)(x[:40, :30], g[:40, :20])).kernels
-  assert "__builtin_prefetch" not in small.source
+  assert "TG_PREFETCH" not in small.source
   # x, the operand read along the rows, is the bigger: the threads share out blocks of rows, each reading its part
   assert kern.source.index("for (int64_t ib = 0") < kern.source.index("for (int64_t t = 0")
   if tg.default_backend() == "cpu":
     np.testing.assert_allclose(np.asarray(tg.jit(f)(x, g)), x.T.astype(np.float64) @ g,
                                rtol=ulps(4 * t), atol=ulps(4 * t) * math.sqrt(t) * 4)
+
+
+@pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="no C compiler")
+def test_a_quick_build_leaves_out_unrolling_and_prefetches():
+  """TG_UNROLL and TG_PREFETCH are the pragma and the builtin in a full build, nothing under TG_QUICK (the quick
+  build that runs the first calls, where they cost a fifth of the compiler's time)."""
+  import tracegrad as tg
+  from tracegrad.lower.render_c import BLOCK_PRELUDE
+  from tracegrad.lower.schedule import schedule
+  x, g = np.ones((128, 512), np.float32), np.ones((128, 512), np.float32)
+  (kern,) = [k for k in schedule(tg.make_graph(lambda x, g: x.T @ g)(x, g)).kernels if k.reduce is not None]
+  assert "TG_PREFETCH(" in kern.source and "TG_UNROLL(16)" in kern.source
+  cc = shutil.which("cc") or shutil.which("gcc")
+  for quick in (False, True):
+    out = subprocess.run([cc, "-E", "-P", *(["-DTG_QUICK"] if quick else []), "-x", "c", "-"], text=True, check=True,
+                         input=BLOCK_PRELUDE + kern.source, capture_output=True).stdout
+    body = out[out.index("k0_reduce_sum"):]
+    assert ("__builtin_prefetch" in body and "GCC unroll 16" in body) == (not quick)
 
 
 @pytest.mark.parametrize("s,d", [(64, 32), (20, 12)])

@@ -644,6 +644,16 @@ BLOCK_PRELUDE = "\n" + "".join(
   "#define TG_CLAMP(x, lo, hi) ((x) < (lo) ? (lo) : (x) > (hi) ? (hi) : (x))\n" + r"""
 /* n bytes starting at a cache line (a whole number of lines): a vector load at malloc's 16-byte alignment reads two */
 #define TG_LINES_ALLOC(n) aligned_alloc(64, ((size_t)(n) + 63) & ~(size_t)63)
+/* a loop's unrolling and a prefetch, both left out of a quick build (TG_QUICK: the -O1 build that runs the first calls
+   while the full one compiles), where they took a fifth of the compiler's time */
+#ifdef TG_QUICK
+#define TG_UNROLL(n)
+#define TG_PREFETCH(...) ((void)0)
+#else
+#define TG_PRAGMA(x) _Pragma(#x)
+#define TG_UNROLL(n) TG_PRAGMA(GCC unroll n)
+#define TG_PREFETCH(...) __builtin_prefetch(__VA_ARGS__)
+#endif
 /* the threads of a parallel region, and this one's number */
 #ifdef _OPENMP
 int omp_get_num_threads(void);
@@ -962,7 +972,7 @@ def _emit_dots(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str, 
   elif plan: _declare_sums(b, nr, nc, ct, size, "c")
   else: b.line(zero)
   for j, l in enumerate(r.loops): b.names[l.var] = f"r{j}"
-  unroll = "#pragma GCC unroll 16" if nr == size[0] else None
+  unroll = "TG_UNROLL(16)" if nr == size[0] else None
 
   def row():
     b.line(f"const int64_t i{n - 2} = ib + q;")
@@ -1001,9 +1011,9 @@ def _emit_dots(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str, 
                 f"for (int64_t r{m} = {hi} - {hi if lo == '0' else f'({hi} - {lo})'} % {lanes}; r{m} < {hi}; r{m}++)")
         n_unroll = dict(k.opts).get("unroll")
         if main and factors:
-          with b.block(head, f"#pragma GCC unroll {n_unroll}" if n_unroll else None): vector_step()
+          with b.block(head, f"TG_UNROLL({n_unroll})" if n_unroll else None): vector_step()
           continue
-        with b.block(head, f"#pragma GCC unroll {n_unroll}" if n_unroll and main else None), \
+        with b.block(head, f"TG_UNROLL({n_unroll})" if n_unroll and main else None), \
              b.block(f"for (int64_t q = 0; q < {nr}; q++)", unroll), \
              b.block(f"for (int64_t c = 0; c < {nc}; c++)", unroll):
           lane = "l" if main else "0"
@@ -1200,13 +1210,13 @@ def _fill_transposed(b: _Body, load: UOp, names: tuple[UOp, UOp], width: str, st
     with b.block(f"for (int64_t r0 = 0; r0 < {steps}; r0 += {lanes})"), \
         b.block(f"for (int64_t j0 = 0; j0 < {width}; j0 += {lanes})"):
       b.line(f"{vec} v[{lanes}];")
-      with b.block(f"for (int64_t q = 0; q < {lanes}; q++)", "#pragma GCC unroll 16"):
+      with b.block(f"for (int64_t q = 0; q < {lanes}; q++)", "TG_UNROLL(16)"):
         b.line("const int64_t i1 = t + j0 + q;")
         b.names[names[0]], b.names[names[1]] = "i1", "r0"
         idx, = b.emit([load.src[1].src[0]])
         b.line(f"v[q] = *(const {vecu} *)&{b.bufs[load.src[0]]}[{idx}];")
       b.line(f"tg_tr_{vec[3:]}(v);")
-      with b.block(f"for (int64_t q = 0; q < {lanes}; q++)", "#pragma GCC unroll 16"):
+      with b.block(f"for (int64_t q = 0; q < {lanes}; q++)", "TG_UNROLL(16)"):
         b.line(f"*({vecu} *)&panel[(r0 + q) * {width} + j0] = v[q];")
   stack.enter_context(b.block("else"))
 
@@ -1247,7 +1257,7 @@ def _prefetch(b: _Body, k: Kernel, nr: str, nc: str, loads=None):
     if rows is not None: mapping[rows] = ib
     at = b.emit([substitute([idx], mapping)[0]])[0]
     b.line(f"for (int64_t pq = 0; pq < {nr}; pq += {sq}) for (int64_t pj = 0; pj < {nc}; pj += {sj}) "
-           f"__builtin_prefetch(&{b.bufs[u.src[0]]}[{at} + pq * {cr} + pj * {cj}]);")
+           f"TG_PREFETCH(&{b.bufs[u.src[0]]}[{at} + pq * {cr} + pj * {cj}]);")
 
 
 AHEAD_LINES = 4   # a row's first lines of the next block's row operand are prefetched; the hardware follows the rest
@@ -1276,14 +1286,14 @@ def _prefetch_next_block(b: _Body, k: Kernel, nr: str, width: str, rows_inner: b
     lines = min(-(-r.loops[-1].extent // line), AHEAD_LINES)
     at = b.emit([substitute([idx], at_start)[0]])[0]
     b.line(f"for (int64_t pq = 0; pq < {nr}; pq++) for (int64_t pj = 0; pj < {lines * line}; pj += {line}) "
-           f"__builtin_prefetch(&{b.bufs[u.src[0]]}[{at} + pq * {cr} + pj]);")
+           f"TG_PREFETCH(&{b.bufs[u.src[0]]}[{at} + pq * {cr} + pj]);")
   for st in k.stores:
     cr = coefficient(st.index, rows)
     if st.mode is not None or cr in (0, None) or coefficient(st.index, last) != 1 or _cached(st.buf): continue
     line = 64 // st.buf.dtype.itemsize
     at = b.emit([substitute([st.index], {rows: ib, last: t})[0]])[0]
     b.line(f"for (int64_t pq = 0; pq < {nr}; pq++) for (int64_t pj = 0; pj < {width}; pj += {line}) "
-           f"__builtin_prefetch(&{b.bufs[st.buf]}[{at} + pq * {cr} + pj], 1);")
+           f"TG_PREFETCH(&{b.bufs[st.buf]}[{at} + pq * {cr} + pj], 1);")
 
 
 def _emit_block(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str, str]):
@@ -1313,9 +1323,9 @@ def _emit_block(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str,
       for j in range(plan[0] if plan else 0, len(r.loops)):
         last = j == len(r.loops) - 1
         head = block_loop(r, plan, j) if plan else _loop(f"r{j}", r.loops[j].extent)
-        rloops.enter_context(b.block(head, f"#pragma GCC unroll {unroll}" if unroll and last else None))
+        rloops.enter_context(b.block(head, f"TG_UNROLL({unroll})" if unroll and last else None))
       _prefetch(b, k, nr, nc)
-      with b.block(f"for (int64_t q = 0; q < {nr}; q++)", "#pragma GCC unroll 16" if nr == size[0] else None):
+      with b.block(f"for (int64_t q = 0; q < {nr}; q++)", "TG_UNROLL(16)" if nr == size[0] else None):
         with b.block(f"for (int64_t j = 0; j < {nc}; j++)", "#pragma omp simd"):
           point()
           _accumulate(b, r, ct, "accs[q][j]")
@@ -1366,7 +1376,7 @@ def _emit_transposed(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp):
     @contextmanager
     def each_vector(l: Loop, j: int):
       """The square's vectors, l's variable stepping through them inside (and its own name again after)."""
-      with b.block(f"for (int64_t q = 0; q < {width}; q++)", "#pragma GCC unroll 16"):
+      with b.block(f"for (int64_t q = 0; q < {width}; q++)", "TG_UNROLL(16)"):
         b.line(f"const int64_t m = i{j} + q;")
         b.names[l.var] = "m"
         yield
