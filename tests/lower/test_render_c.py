@@ -563,6 +563,33 @@ def test_scatter_modes(cpu, d):
     assert_same(g, w, f"{d} {mode}")
 
 
+@pytest.mark.parametrize("stride,pad,dil", [(2, (1, 1), 1), (3, (2, 0), 1), (2, (0, 3), 2), (2, (-1, 2), 1)])
+def test_a_strided_convolutions_input_gradient_adds_its_taps_over_ranges(stride, pad, dil):
+  """The input gradient of a strided convolution adds each window's taps onto the input where they lie inside it:
+  a scatter whose guard compares its innermost loops' variables (times the stride, plus a tap) with the input's
+  edges. Those loops run over the ranges where the guard holds (floor divisions of the edges by the stride), the
+  innermost as whole vectors, with no guard; numpy's gradient (np.add.at of the windows' cotangents)."""
+  import tracegrad as tg
+  from tracegrad.lower.schedule import schedule
+  rng = np.random.default_rng(8)
+  x, w = rng.standard_normal((2, 3, 13, 11)).astype(np.float32), rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+  conv = lambda x, w: tg.lax.conv_general_dilated(x, w, (stride, stride), [pad, pad], rhs_dilation=(dil, dil))
+  out = conv(x, w)
+  dy = rng.standard_normal(out.shape).astype(np.float32)
+  f = tg.grad(lambda x, w, dy: (conv(x, w) * dy).sum())
+  scatters = [k for k in schedule(tg.make_graph(f)(x, w, dy)).kernels if k.stores[0].mode == "add"]
+  assert scatters and all("TG_FLOOR_DIV(" in k.source and "#pragma omp simd" in k.source for k in scatters)
+  want = np.zeros(x.shape)
+  for i in range(3):
+    for j in range(3):
+      for a in range(out.shape[2]):
+        for c in range(out.shape[3]):
+          p, q = a * stride + i * dil - pad[0], c * stride + j * dil - pad[0]   # the tap's element of x, if inside
+          if 0 <= p < x.shape[2] and 0 <= q < x.shape[3]:
+            want[:, :, p, q] += np.einsum("no,oc->nc", dy[:, :, a, c].astype(np.float64), w[:, :, i, j])
+  np.testing.assert_allclose(np.asarray(tg.jit(f)(x, w, dy)), want, **tol("float32", 64, 64))
+
+
 # ---- the rendered text ----
 
 def test_statements_once_per_node():

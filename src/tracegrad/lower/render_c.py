@@ -641,7 +641,9 @@ BLOCK_PRELUDE = "\n" + "".join(
   + "".join(f"#define {k} {v}\n" for k, v in sizes.items())
   for i, (macro, sizes) in enumerate(BLOCKS.items())) + "#endif\n" + \
   "#define TG_WIDTH(n, T) ((n) < TG_VBYTES / (int64_t)sizeof(T) ? (n) : TG_VBYTES / (int64_t)sizeof(T))\n" + \
-  "#define TG_CLAMP(x, lo, hi) ((x) < (lo) ? (lo) : (x) > (hi) ? (hi) : (x))\n" + r"""
+  "#define TG_CLAMP(x, lo, hi) ((x) < (lo) ? (lo) : (x) > (hi) ? (hi) : (x))\n" + \
+  "#define TG_MIN2(a, b) ((a) < (b) ? (a) : (b))\n#define TG_MAX2(a, b) ((a) > (b) ? (a) : (b))\n" + \
+  "#define TG_FLOOR_DIV(a, b) ((a) >= 0 ? (a) / (b) : -((-(a) + (b) - 1) / (b)))\n" + r"""
 /* n bytes starting at a cache line (a whole number of lines): a vector load at malloc's 16-byte alignment reads two */
 #define TG_LINES_ALLOC(n) aligned_alloc(64, ((size_t)(n) + 63) & ~(size_t)63)
 /* a loop's unrolling and a prefetch, both left out of a quick build (TG_QUICK: the -O1 build that runs the first calls
@@ -1411,11 +1413,78 @@ def _emit_step(b: _Body, k: Kernel):
     if k.epilogue:   # a value loaded once before the loop (gcc vectorises no loop loading what the kernel stores)
       _hoist(b, [u for s in k.stores for u in (s.index, s.value, s.valid) if u is not None],
              {l.var for l in k.epilogue}, frozenset(s.buf for s in k.stores))
+    stores, bounds = k.stores, None
+    if (ranged := guarded_ranges(k.stores, k.epilogue)) is not None: (stores, bounds), simd = ranged, True
     for j, l in enumerate(k.epilogue):
       b.names[l.var] = f"e{j}"
-      loops.enter_context(b.block(_loop(f"e{j}", l.extent),
-                                  "#pragma omp simd" if simd and j == len(k.epilogue) - 1 else None))
-    for s in k.stores: _emit_store(b, s)
+      head = _loop(f"e{j}", l.extent) if bounds is None else _ranged_loop(b, l, bounds[j])
+      loops.enter_context(b.block(head, "#pragma omp simd" if simd and j == len(k.epilogue) - 1 else None))
+    for s in stores: _emit_store(b, s)
+
+
+def guarded_ranges(stores, loops) -> tuple[tuple, list] | None:
+  """Where one guarded store (a strided convolution's input gradient adding its windows' taps where they lie inside
+  the input) holds along its loops: for each loop, innermost first, the lower and upper bounds that the guard's
+  compares of its variable (times a positive step, plus what the loops outside give) with what the loops outside
+  give set, each (numerator, step) of a floor division; and the store without those compares. None where the guard
+  has none along the innermost loop, or where two of its points could add to one element. The loops then run over
+  those ranges alone, the innermost as whole vectors: gcc vectorised no loop storing under a guard at a stride."""
+  if len(stores) != 1 or (s := stores[0]).valid is None or s.mode not in ("add", None) or not loops: return None
+  if not _exactly_linear_by(s.index, loops[-1].var): return None
+  conjuncts = _conjunct_set(s.valid)
+  left = [u for u in toposort([s.valid]) if u in conjuncts]
+  bounds, inner = [None] * len(loops), set()
+  for j in reversed(range(len(loops))):
+    var, lows, highs, kept = loops[j].var, [], [], []
+    at0 = lambda u: simplify(substitute([u], {var: UOp.const(var.dtype, 0)})[0], {})
+    for c in left:
+      a, z = c.src if c.op is Ops.CMPLT else (None, None)
+      deps = [set() if u is None else set(u.toposort()) for u in (a, z)]
+      if c.op is not Ops.CMPLT or inner & (deps[0] | deps[1]): kept.append(c)
+      elif var in deps[0] and var not in deps[1] and (step := _exactly_linear_by(a, var)) > 0:
+        highs.append((z - at0(a) + UOp.const(var.dtype, step - 1), step))   # step*v + rest < z
+      elif var in deps[1] and var not in deps[0] and (step := _exactly_linear_by(z, var)) > 0:
+        lows.append((a - at0(z) + UOp.const(var.dtype, step), step))   # a < step*v + rest
+      else: kept.append(c)
+    if j == len(loops) - 1 and not lows and not highs: return None
+    bounds[j], left = (lows, highs), kept
+    inner.add(var)
+  valid = None
+  for c in left: valid = c if valid is None else valid.alu(Ops.AND, c)
+  return (dataclasses.replace(s, valid=valid),), bounds
+
+
+def _exactly_linear_by(index: UOp, var: UOp) -> int:
+  """The step of index along var when it moves by a constant step there (no clamp or division reading var), else 0."""
+  terms, _ = _linear(index)
+  step = terms.get(var, 0)
+  return step if isinstance(step, int) and not any(var in t.toposort() for t in terms if t is not var) else 0
+
+
+def _conjunct_set(c: UOp) -> set[UOp]:
+  out, stack = set(), [c]
+  while stack:
+    u = stack.pop()
+    if u.op is Ops.AND and u.dtype is dtypes.bool_: stack.extend(u.src)
+    else: out.add(u)
+  return out
+
+
+def _ranged_loop(b: _Body, loop: Loop, bounds: tuple[list, list]) -> str:
+  """The header of `loop` over [max(0, lows), min(extent, highs)), each bound floor(numerator / step)."""
+  name = b.names[loop.var]
+  parts = {"lo": ["0"], "hi": [str(loop.extent)]}
+  for key, bs in zip(("lo", "hi"), bounds):
+    for num, step in bs:
+      n, = b.emit([num])
+      parts[key].append(f"TG_FLOOR_DIV({n}, {step})")
+  return f"for (int64_t {name} = {_fold('TG_MAX2', parts['lo'])}; {name} < {_fold('TG_MIN2', parts['hi'])}; {name}++)"
+
+
+def _fold(macro: str, xs: list[str]) -> str:
+  out = xs[0]
+  for x in xs[1:]: out = f"{macro}({out}, {x})"
+  return out
 
 
 def c_name(name: str) -> str:

@@ -386,17 +386,29 @@ def _unclamped(st: Store) -> Store:
   vectorises (the clamps mapped the edge's masked points onto one element, which kept every point in order)."""
   v = st.value
   if st.mode != "add" or v.op is not Ops.WHERE or v.src[2].op is not Ops.CONST or v.src[2].arg != 0: return st
-  have = _conjuncts(v.src[0])
+  bounds = [(c.src, _linear(c.src[1] if c.src[0].op is Ops.CONST else c.src[0]))
+            for c in _conjuncts(v.src[0]) if c.op is Ops.CMPLT and Ops.CONST in (c.src[0].op, c.src[1].op)]
+
+  def within(t: UOp, lo: int | None, hi: int | None) -> bool:
+    """Whether the guard's compares of t plus a constant with constants keep t within [lo, hi)."""
+    terms, at = _linear(t)
+    below = [a.arg - (o - at) + 1 for (a, z), (tt, o) in bounds if a.op is Ops.CONST and tt == terms]
+    above = [z.arg - (o - at) for (a, z), (tt, o) in bounds if z.op is Ops.CONST and a.op is not Ops.CONST
+             and tt == terms]
+    return (lo is None or any(b >= lo for b in below)) and (hi is None or any(b <= hi for b in above))
   clamps = {}
-  for u in toposort([st.index]):
-    if u.op is Ops.MIN and u.src[1].op is Ops.CONST and u.src[0].op is Ops.MAX and u.src[0].src[1].op is Ops.CONST \
-       and u.src[0].src[1].arg == 0:
-      t, hi = u.src[0].src[0], u.src[1].arg + 1
-      lo_ok, hi_ok = UOp.const(t.dtype, -1).alu(Ops.CMPLT, t), t.alu(Ops.CMPLT, UOp.const(t.dtype, hi))
-      if lo_ok not in have or hi_ok not in have: return st
-      clamps[u] = t
-  parts = set(clamps) | {u.src[0] for u in clamps}
-  if not clamps or any(u.op in (Ops.MIN, Ops.MAX) and u not in parts for u in toposort([st.index])): return st
+  for u in toposort([st.index]):   # max(min(t, hi - 1), 0), or either alone where the simplifier proved the other
+    if u.op not in (Ops.MIN, Ops.MAX) or u.src[1].op is not Ops.CONST or u in clamps: continue
+    inner = u.src[0]
+    if u.op is Ops.MIN and inner.op is Ops.MAX and inner.src[1].op is Ops.CONST and inner.src[1].arg == 0:
+      t, lo, hi = inner.src[0], 0, u.src[1].arg + 1
+    elif u.op is Ops.MIN: t, lo, hi = inner, None, u.src[1].arg + 1
+    elif u.src[1].arg == 0: t, lo, hi = inner, 0, None
+    else: return st
+    if not within(t, lo, hi): return st
+    clamps[u] = t
+    clamps.update({inner: inner.src[0]} if inner is not t else {})
+  if not clamps: return st
   valid = v.src[0] if st.valid is None else st.valid.alu(Ops.AND, v.src[0])
   return Store(st.buf, substitute([st.index], clamps)[0], v.src[1], st.mode, valid)
 
