@@ -600,7 +600,7 @@ class CPUDevice(Device):
     """The library of a C source, from the disk cache ($TRACEGRAD_CACHE_DIR, default ~/.cache/tracegrad) when an
     earlier compile left it there. A compile error (or one past `timeout` seconds) raises RuntimeError with the
     compiler's message and the source. `tiered`: a long source missing from the cache first runs as a quick build
-    (-O1 with no unrolling or prefetches, TG_QUICK: about a third of the compile time) while the full one compiles in
+    (-O1 with no unrolling or prefetches, TG_QUICK: under half the compile time) while the full one compiles in
     the background, which it then runs as
     (TRACEGRAD_TIERED=0 turns this off)."""
     path = self.library_path(source)
