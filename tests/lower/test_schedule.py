@@ -123,6 +123,7 @@ def test_a_gelus_bit_operations_are_recomputed_rather_than_stored():
   for got, want in zip(run_program(prog, [x, w]), g(x, w)):
     np.testing.assert_allclose(got.reshape(want.shape), np.asarray(want), **tol("float32", 16, 16))
 
+
 def test_a_gradient_step_is_stored_by_its_gradients_contraction():
   """p - lr * (x.T @ dy) reads its contraction through a scaling and a reshape that drops the reduced axis: the
   contraction's kernel stores the stepped parameter, and the gradient gets no buffer (a weight's update read and
@@ -139,6 +140,16 @@ def test_a_gradient_step_is_stored_by_its_gradients_contraction():
     np.testing.assert_allclose(got.reshape(want.shape), np.asarray(want), **tol("float32", 64, 64))
   for got, want in zip(tg.jit(step)(p, b, x, dy), step(p, b, x, dy)):
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), **tol("float32", 64, 64))
+  # a ReLU's backward: the gradient's contraction stores it masked by the forward contraction, another kernel's
+  # output (which the forward's ReLU reads too), read from that kernel's buffer
+  relu = lambda x, v, dy, w: (tnp.maximum(x @ v, 0.0), (dy @ w) * (x @ v > 0))
+  v, w = rng.normal(size=(48, 32)).astype(np.float32), rng.normal(size=(48, 32)).astype(np.float32)
+  dz = rng.normal(size=(64, 48)).astype(np.float32)
+  masked = schedule(tg.make_graph(relu)(x, v, dz, w))
+  assert [k.reduce is not None for k in masked.kernels] == [True, True]   # the forward's ReLU joins its contraction
+  assert Ops.CMPLT in [u.op for u in masked.kernels[1].stores[0].value.toposort()]
+  for got, want in zip(run_program(masked, [x, v, dz, w]), relu(x, v, dz, w)):
+    np.testing.assert_allclose(got.reshape(want.shape), np.asarray(want), **tol("float32", 64, 64))
 
 
 def test_a_row_reduction_reading_a_per_row_value_stays_a_row_reduction():

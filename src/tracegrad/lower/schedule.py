@@ -557,8 +557,8 @@ class _Scheduler:
 
   def _tails(self, order: list[UOp], keep: set[UOp]) -> dict[UOp, UOp]:
     """Materialised elementwise nodes that read one reduction nothing else reads, at their own index, through
-    elementwise steps of their own (a mean: a sum divided by n; a gradient step: p - lr * sum), with constants and
-    inputs besides: each with that reduction. The reduction gets no buffer, and its kernel stores the node's value
+    elementwise steps of their own (a mean: a sum divided by n; a gradient step: p - lr * sum; a ReLU's backward:
+    sum * (h > 0)), each with that reduction. The reduction gets no buffer, and its kernel stores the node's value
     after the sum."""
     out = {}
     for u in order:
@@ -567,22 +567,33 @@ class _Scheduler:
     return out
 
   def _tail_of(self, u: UOp, keep: set[UOp]) -> UOp | None:
-    """The reduction u would store after (_tails), or None. Reshapes on the way may only add or drop axes of one: u
-    and the reduction then run the same loops."""
+    """The reduction u would store after (_tails), or None. What else u reads (constants, inputs, other kernels'
+    outputs, cheap work) it reads as any kernel does; the steps from u down to the reduction are u's alone, and are
+    elementwise or reshapes that add or drop axes of one: u and the reduction then run the same loops."""
     squeezed = lambda v: tuple(n for n in v.shape if n != 1)
-    reds, stack, seen = set(), list(u.src), set()
-    while stack:
+    region, stack, reds = set(), list(u.src), set()
+    while stack:   # the work u's kernel computes itself, and the reductions that are read nowhere else
       s = stack.pop()
-      if s in seen or self._cheap(s): continue
-      seen.add(s)
-      if s.op in REDUCE and s in keep: reds.add(s)
-      elif s in keep or len(self.users[s]) != 1 or squeezed(s) != squeezed(u) or not (
-          s.op in ELEMENTWISE or s.op is Ops.RESHAPE and squeezed(s.src[0]) == squeezed(s)): return None
-      else: stack.extend(s.src)
-    if len(reds) != 1: return None
-    r = reds.pop()
-    ok = squeezed(r) == squeezed(u) and r not in self.outs and len(self.users[r]) == 1 and r not in self.epilogue.values()
-    return r if ok else None
+      if s in region or s in reds or self._cheap(s): continue
+      if s in keep:
+        if s.op in REDUCE and s not in self.outs and len(self.users[s]) == 1 and s not in self.epilogue.values() \
+           and squeezed(s) == squeezed(u): reds.add(s)
+        continue
+      region.add(s)
+      stack.extend(s.src)
+    ok = lambda s: len(self.users[s]) == 1 and squeezed(s) == squeezed(u) and \
+        (s.op in ELEMENTWISE or s.op is Ops.RESHAPE and squeezed(s.src[0]) == squeezed(s))
+
+    def steps(r: UOp) -> set[UOp]:
+      """The work in u's kernel that reads r."""
+      path, grew = set(), True
+      while grew:
+        more = {s for s in region - path if r in s.src or path & set(s.src)}
+        path, grew = path | more, bool(more)
+      return path
+    # a reduction whose value other kernels need too (through a step they share) stays stored, read as a leaf
+    found = [r for r in reds if all(ok(s) for s in steps(r))]
+    return found[0] if len(found) == 1 else None
 
   def _broadcast_back(self, r: UOp) -> tuple[UOp, list[UOp]] | None:
     """The broadcast of r (or of cheap elementwise steps on r alone: a variance's reciprocal square root) back over
