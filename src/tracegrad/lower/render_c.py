@@ -1431,8 +1431,8 @@ def guarded_ranges(stores, loops) -> tuple[tuple, list] | None:
   those ranges alone, the innermost as whole vectors: gcc vectorised no loop storing under a guard at a stride."""
   if len(stores) != 1 or (s := stores[0]).valid is None or s.mode not in ("add", None) or not loops: return None
   if not _exactly_linear_by(s.index, loops[-1].var): return None
-  conjuncts = _conjunct_set(s.valid)
-  left = [u for u in toposort([s.valid]) if u in conjuncts]
+  parts = conjuncts(s.valid)
+  left = [u for u in toposort([s.valid]) if u in parts]
   bounds, inner = [None] * len(loops), set()
   for j in reversed(range(len(loops))):
     var, lows, highs, kept = loops[j].var, [], [], []
@@ -1461,7 +1461,8 @@ def _exactly_linear_by(index: UOp, var: UOp) -> int:
   return step if isinstance(step, int) and not any(var in t.toposort() for t in terms if t is not var) else 0
 
 
-def _conjunct_set(c: UOp) -> set[UOp]:
+def conjuncts(c: UOp) -> set[UOp]:
+  """The terms of a bool AND (of ANDs), or c itself."""
   out, stack = set(), [c]
   while stack:
     u = stack.pop()

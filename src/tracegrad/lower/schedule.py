@@ -25,7 +25,7 @@ from ..devices.base import BufferSpec, Program
 from ..viz import record
 from .complex_split import ComplexUnsupported, split_complex
 from .kernel import Control, Kernel, Loop, Phase, Reduce, Store, acc_dtype
-from .render_c import dot_blocked, interchanged, panels_read, transposed_panels
+from .render_c import conjuncts, dot_blocked, interchanged, panels_read, transposed_panels
 from .symbolic import Simplifier, _linear, coefficient, simplify
 
 I64 = dtypes.int64
@@ -370,15 +370,6 @@ def _fuse_outer_loops(loops, stores, reduce: Reduce | None, ranges: dict) -> tup
   return (*loops[:-2], *last), _restored(stores, flat[:base]), reduce
 
 
-def _conjuncts(c: UOp) -> set[UOp]:
-  out, stack = set(), [c]
-  while stack:
-    u = stack.pop()
-    if u.op is Ops.AND and u.dtype is dtypes.bool_: stack.extend(u.src)
-    else: out.add(u)
-  return out
-
-
 def _unclamped(st: Store) -> Store:
   """A scatter-add of where(inside, v, 0) at an index clamped to the target's edges, where `inside` says that each
   clamped term lies within them (a convolution's input gradient adding its windows' taps, the padding's masked): the
@@ -387,7 +378,7 @@ def _unclamped(st: Store) -> Store:
   v = st.value
   if st.mode != "add" or v.op is not Ops.WHERE or v.src[2].op is not Ops.CONST or v.src[2].arg != 0: return st
   bounds = [(c.src, _linear(c.src[1] if c.src[0].op is Ops.CONST else c.src[0]))
-            for c in _conjuncts(v.src[0]) if c.op is Ops.CMPLT and Ops.CONST in (c.src[0].op, c.src[1].op)]
+            for c in conjuncts(v.src[0]) if c.op is Ops.CMPLT and Ops.CONST in (c.src[0].op, c.src[1].op)]
 
   def within(t: UOp, lo: int | None, hi: int | None) -> bool:
     """Whether the guard's compares of t plus a constant with constants keep t within [lo, hi)."""
