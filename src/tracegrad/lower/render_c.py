@@ -25,6 +25,7 @@ rounding error (TwoSum), so its error grows with the block, not with its length 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 from contextlib import ExitStack, contextmanager
@@ -838,7 +839,8 @@ def dot_chunk(b: _Body, k: Kernel) -> tuple[int, int] | None:
   r = k.reduce
   step, steps = reread_bytes(k), math.prod(l.extent for l in r.loops)
   most = DOT_CHUNK_BYTES // max(step, 1)
-  if rows_first(k): most = min(most, DOT_L1_BYTES // (max(t["TG_ROWS"] for t in BLOCKS.values()) * r.acc.dtype.itemsize))
+  if rows_first(k):
+    most = min(most, DOT_L1_BYTES // (max(t["TG_ROWS"] for t in BLOCKS.values()) * r.acc.dtype.itemsize))
   if most >= steps: return None
   plan = sum_plan(r, min(most, DOT_LANES * b.sum_block))
   if plan is None: return None
@@ -930,8 +932,7 @@ VECTOR = {dtypes.float32: ("tg_vf", "tg_vfu", "tg_vfmaf"), dtypes.float64: ("tg_
 
 def _exactly_linear(index: UOp, var: UOp) -> bool:
   """Whether index steps by exactly one element along var (no clamp or division reads it)."""
-  terms, _ = _linear(index)
-  return terms.get(var) == 1 and not any(var in t.toposort() for t in terms if t is not var)
+  return _exactly_linear_by(index, var) == 1
 
 
 def vector_factors(k: Kernel) -> tuple[UOp, UOp] | None:
@@ -1147,10 +1148,9 @@ def transposed_panels(load: UOp, loops, r: Reduce) -> bool:
   where a packing copy would first write the transposed operand whole for the panels to be copied from."""
   if len(r.loops) != 1 or load.dtype not in VECTOR or load.src[0].dtype is not load.dtype: return False
   lanes = max(t["TG_VREG"] for t in BLOCKS.values()) // load.dtype.itemsize
-  terms, _ = _linear(load.src[1].src[0])
-  last, inner = loops[-1].var, r.loops[0].var
-  plain = not any(v in t.toposort() for t in terms if t is not last and t is not inner for v in (last, inner))
-  return r.loops[0].extent % lanes == 0 and plain and terms.get(inner) == 1 and terms.get(last, 0) not in (0, 1)
+  idx = load.src[1].src[0]
+  return r.loops[0].extent % lanes == 0 and _exactly_linear(idx, r.loops[0].var) and \
+      _exactly_linear_by(idx, loops[-1].var) not in (0, 1)
 
 
 def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width: str, nrows: str, ct: str):
@@ -1479,13 +1479,9 @@ def _ranged_loop(b: _Body, loop: Loop, bounds: tuple[list, list]) -> str:
     for num, step in bs:
       n, = b.emit([num])
       parts[key].append(f"TG_FLOOR_DIV({n}, {step})")
-  return f"for (int64_t {name} = {_fold('TG_MAX2', parts['lo'])}; {name} < {_fold('TG_MIN2', parts['hi'])}; {name}++)"
-
-
-def _fold(macro: str, xs: list[str]) -> str:
-  out = xs[0]
-  for x in xs[1:]: out = f"{macro}({out}, {x})"
-  return out
+  lo = functools.reduce(lambda a, x: f"TG_MAX2({a}, {x})", parts["lo"])
+  hi = functools.reduce(lambda a, x: f"TG_MIN2({a}, {x})", parts["hi"])
+  return f"for (int64_t {name} = {lo}; {name} < {hi}; {name}++)"
 
 
 def c_name(name: str) -> str:
