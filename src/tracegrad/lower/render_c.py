@@ -1501,6 +1501,8 @@ def render_kernel(k: Kernel, name: str | None = None, restrict: bool = True, sto
     (_emit_interchanged if interchanged(k) else _emit_dot_blocked)(b, k, pragmas)
   elif blocked and (load := transposed_copy(k)) is not None:
     _emit_transposed(b, k, pragmas, load)
+  elif (short := phase_loops(k, pragmas)) is not None:
+    _emit_unrolled(b, k, pragmas, short)
   elif (pieces := split_pieces(k, pragmas)) is not None:
     _emit_pieces(b, k, pragmas, pieces)
   else:
@@ -1523,12 +1525,14 @@ MAX_PIECES = 8
 
 
 def _cut(u: UOp, var: UOp) -> int | None:
-  """Where the compare or clamp u of var plus a constant with a constant turns: the first value of var on its
-  other side (a clamp's at the point where both sides are equal goes with the side before the least value)."""
+  """Where the compare or clamp u of a positive multiple of var plus a constant with a constant turns: the first
+  value of var on its other side (a clamp's at the point where both sides are equal goes with the side before)."""
   for e, c, before in ((u.src[0], u.src[1], False), (u.src[1], u.src[0], True)):
     if c.op is not Ops.CONST or not e.dtype.is_int: continue
     terms, offset = _linear(e)
-    if terms == {var: 1}: return c.arg - offset + (u.op is Ops.MIN or (before and u.op is Ops.CMPLT))
+    if len(terms) == 1 and (a := terms.get(var, 0)) > 0:
+      q = c.arg - offset
+      return q // a + 1 if u.op is Ops.MIN or (before and u.op is Ops.CMPLT) else -(-q // a)
   return None
 
 
@@ -1540,30 +1544,92 @@ def split_pieces(k: Kernel, pragmas: dict[int, str]) -> list[tuple[int, int]] | 
   if not n or k.reduce is not None or k.epilogue or k.phases or any(s.mode for s in k.stores): return None
   if pragmas.get(n - 1, "#pragma omp simd") != "#pragma omp simd" or "collapse(%d)" % n in pragmas.get(0, ""):
     return None
-  last = k.loops[-1]
-  roots = [x for s in k.stores for x in (s.index, s.value, s.valid) if x is not None]
+  return _pieces(k.stores, k.loops[-1])
+
+
+def _pieces(stores, loop) -> list[tuple[int, int]] | None:
+  roots = [x for s in stores for x in (s.index, s.value, s.valid) if x is not None]
   cuts = {c for u in toposort(roots) if u.op in (Ops.CMPLT, Ops.MAX, Ops.MIN)
-          and (c := _cut(u, last.var)) is not None and 0 < c < last.extent}
+          and (c := _cut(u, loop.var)) is not None and 0 < c < loop.extent}
   if not cuts or len(cuts) >= MAX_PIECES: return None
-  ends = [0, *sorted(cuts), last.extent]
+  ends = [0, *sorted(cuts), loop.extent]
   return list(zip(ends, ends[1:]))
 
 
+def _folded(s, at: dict, ranges: dict):
+  """The store s with `at`'s substitutions made and its expressions simplified over `ranges`."""
+  fold = lambda u: None if u is None else simplify(substitute([u], at)[0], ranges)
+  return dataclasses.replace(s, index=fold(s.index), value=fold(s.value), valid=fold(s.valid))
+
+
+def _emit_in_pieces(b: _Body, stores, loop, j: int, ranges: dict, pragma: str | None, pieces: list[tuple[int, int]]):
+  """The innermost loop (named i{j}) as one loop a piece, each with the stores simplified for its range."""
+  for lo, hi in pieces:
+    var = UOp.param((), dtypes.int64)
+    b.names[var] = f"i{j}"
+    with b.block(_loop(f"i{j}", hi - lo), pragma):
+      at = {loop.var: var + UOp.const(dtypes.int64, lo) if lo else var}
+      for s in stores: _emit_store(b, _folded(s, at, {**ranges, var: hi - lo}))
+
+
 def _emit_pieces(b: _Body, k: Kernel, pragmas: dict[int, str], pieces: list[tuple[int, int]]):
-  """k's loops with the innermost one run as one loop a piece (split_pieces), each with its stores' expressions
-  simplified for its range."""
+  """k's loops with the innermost one run as one loop a piece (split_pieces)."""
   *outer, last = k.loops
   with ExitStack() as loops:
     _open_loops(b, outer, pragmas, loops)
-    for lo, hi in pieces:
-      var = UOp.param((), dtypes.int64)
-      ranges = {**{l.var: l.extent for l in outer}, var: hi - lo}
-      at = {last.var: var + UOp.const(dtypes.int64, lo) if lo else var}
-      fold = lambda u: None if u is None else simplify(substitute([u], at)[0], ranges)
-      b.names[var] = f"i{len(outer)}"
-      with b.block(_loop(f"i{len(outer)}", hi - lo), pragmas.get(len(outer))):
-        for s in k.stores:
-          _emit_store(b, dataclasses.replace(s, index=fold(s.index), value=fold(s.value), valid=fold(s.valid)))
+    _emit_in_pieces(b, k.stores, last, len(outer), {l.var: l.extent for l in outer}, pragmas.get(len(outer)), pieces)
+
+
+PHASE_MAX, PHASE_COPIES = 4, 16
+
+
+def _compared(u: UOp, var: UOp) -> bool:
+  """Whether the compare or clamp u sets a constant against a linear form of var."""
+  return any(c.op is Ops.CONST and e.dtype.is_int and var in _linear(e)[0]
+             for e, c in ((u.src[0], u.src[1]), (u.src[1], u.src[0])))
+
+
+def phase_loops(k: Kernel, pragmas: dict[int, str]) -> set[int] | None:
+  """The positions of an elementwise kernel's short loops (PHASE_MAX or fewer steps, not the outermost) on whose
+  variable a compare with a constant turns, or None: an interleave's phases, whose parts a select picks. They run
+  unrolled, each step with its stores' expressions simplified (the selects fold to one part), and the loop inside
+  them vectorises over whole parts rather than over a loop of two or three steps."""
+  n = len(k.loops)
+  if n < 2 or k.reduce is not None or k.epilogue or k.phases or any(s.mode for s in k.stores): return None
+  roots = [x for s in k.stores for x in (s.index, s.value, s.valid) if x is not None]
+  turns = [u for u in toposort(roots) if u.op in (Ops.CMPLT, Ops.MAX, Ops.MIN)]
+  short = {j for j, l in enumerate(k.loops) if j and 1 < l.extent <= PHASE_MAX and any(_compared(u, l.var) for u in turns)}
+  if not short or len(short) == n - 1 or math.prod(k.loops[j].extent for j in short) > PHASE_COPIES: return None
+  return short
+
+
+def _emit_unrolled(b: _Body, k: Kernel, pragmas: dict[int, str], short: set[int]):
+  """k's loops with those in `short` unrolled (phase_loops): threads share the loops outside the first of them, the
+  innermost of the others runs as vectors."""
+  first, last = min(short), max(j for j in range(len(k.loops)) if j not in short)
+  threads = re.search(r"collapse\((\d+)\)", pragmas.get(0, ""))
+  shared = min(int(threads.group(1)) if threads else 1, first) if "parallel" in pragmas.get(0, "") else 0
+  ranges = {l.var: l.extent for j, l in enumerate(k.loops) if j not in short}
+  heads = {0: _omp("parallel for simd" if last < shared else "parallel for", shared)} if shared else {}
+  if last >= shared: heads[last] = "#pragma omp simd"
+
+  def emit(j: int, at: dict):
+    if j == len(k.loops):
+      for s in k.stores: _emit_store(b, _folded(s, at, ranges))
+      return
+    l = k.loops[j]
+    if j == last == len(k.loops) - 1:   # the innermost loop, cut where the unrolled steps' compares of it turn
+      stores = [_folded(s, at, ranges) for s in k.stores]
+      _emit_in_pieces(b, stores, l, j, ranges, heads.get(j), _pieces(stores, l) or [(0, l.extent)])
+      return
+    if j in short:
+      for v in range(l.extent): emit(j + 1, {**at, l.var: UOp.const(dtypes.int64, v)})
+      return
+    b.names[l.var] = f"i{j}"
+    with b.block(_loop(f"i{j}", l.extent), heads.get(j)):
+      emit(j + 1, at)
+
+  emit(0, {})
 
 
 Kernel.source = property(render_kernel, doc="The kernel as C source.")
