@@ -227,10 +227,12 @@ def eval_shape(f: Callable, *args, **kwargs):
 
 # ---- named composites: a function of primitives kept whole in the graph under its name ----
 
-def composite(name: str, fun: Callable, *args, **static):
+def composite(name: str, fun: Callable, *args, transposes: tuple | None = None, **static):
   """fun(*args, **static), where an argument is traced, as one COMPOSITE node named `name`: a graph prints it as
   `name`, lowering and differentiation expand its body, vmap batches it. On concrete arguments fun simply runs.
-  `static` are hashable keyword arguments (axes, flags) the body is traced with.
+  `static` are hashable keyword arguments (axes, flags) the body is traced with. `transposes`, one entry per
+  argument, gives reverse mode a rule `rule(ct, *args, **static) -> that argument's cotangent` in place of the body's
+  own (None: the body's); fun must then close over no traced value.
 
   >>> print(tracegrad.make_graph(lambda x: composite("double", lambda v: v * 2, x))(tnp.ones(2)))
   { lambda a:f32[2]. let
@@ -240,8 +242,13 @@ def composite(name: str, fun: Callable, *args, **static):
   arrs = [a if isinstance(a, Array) else to_array(a, fn=name) for a in args]
   if not any(a.is_traced for a in arrs): return fun(*arrs, **static)
   avals = tuple((a.shape, a.dtype, a.weak_type) for a in arrs)
-  g, free = _composite_graph(name, fun, tuple(sorted(static.items())), avals)
-  outs = UOp.multi(Ops.COMPOSITE, (*free, *(a.uop for a in arrs)), (g, name))
+  static_items = tuple(sorted(static.items()))
+  g, free = _composite_graph(name, fun, static_items, avals)
+  if transposes is not None and (free or len(transposes) != len(arrs)):
+    raise ValueError(f"composite: {name} has {len(arrs)} arguments and {len(transposes)} transposes, and may close "
+                     f"over no traced value when it has them (it closes over {len(free)})")
+  rules = () if transposes is None else (tuple(transposes), static_items)
+  outs = UOp.multi(Ops.COMPOSITE, (*free, *(a.uop for a in arrs)), (g, name, *rules))
   return tree_util.unflatten(g.out_tree, [Array(o, w) for o, w in zip(outs, g.out_weak)])
 
 

@@ -82,8 +82,8 @@ def test_conv_matches_jax_in_value_and_gradient(case):
 
 def test_unit_stride_windows_are_read_in_place_on_a_cpu():
   """A unit-stride convolution with rows of 16 outputs or more reads its windows from the padded input inside each
-  contraction (forward, filter gradient): no kernel writes an im2col copy (taps times the input). The windows'
-  gradient, on the way to the input's, runs over the positions as one loop. A strided one keeps the copy."""
+  contraction (forward, filter gradient): no kernel writes an im2col copy (taps times the input). Its input's
+  gradient is one such convolution of the output's cotangent, with no scatter. A strided one keeps the copy."""
   from tracegrad.lower.schedule import schedule
   if tg.default_backend() != "cpu": pytest.skip("the CPU's convolution")
   x, w = rng.standard_normal((4, 8, 16, 16)).astype(np.float32), rng.standard_normal((16, 8, 3, 3)).astype(np.float32)
@@ -96,8 +96,9 @@ def test_unit_stride_windows_are_read_in_place_on_a_cpu():
   assert windows not in [b.size for b in program((1, 1), 1).buffers]
   assert windows // 4 in [b.size for b in program((2, 2), 1).buffers]   # stride 2: 8 x 8 positions of 9 taps
   prog = program((1, 1), 0)
-  assert any(k.reduce is not None and k.loops[-1].extent == 256 for k in prog.kernels), \
-    [(k.name, [l.extent for l in k.loops]) for k in prog.kernels]
+  assert windows not in [b.size for b in prog.buffers]
+  assert not any(s.mode for k in prog.kernels for s in k.stores), [k.name for k in prog.kernels]
+  assert sum(k.reduce is not None and k.loops[-1].extent == 16 for k in prog.kernels) == 2   # forward, x's gradient
 
 
 def test_layouts_and_errors():
@@ -120,6 +121,12 @@ LHS_DILATION_CASES = [  # (x shape NCHW, w shape OIHW, strides, explicit padding
   ((1, 2, 4, 5), (3, 2, 3, 2), (1, 2), ((2, 1), (1, 0)), (2, 3), (1, 1)),
   ((1, 2, 4, 4), (2, 2, 2, 2), (2, 1), ((1, -1), (0, 1)), (3, 2), (2, 1)),
   ((1, 2, 3, 9), (2, 2, 2, 3), (1, 1), ((1, 1), (2, 2)), (2, 2), (1, 1)),   # 19 wide: read in place
+  # unit strides: one convolution of x per phase (conv._phased), some phases without a tap, kernel dilations that
+  # share a factor with the lhs dilation or not, cropping
+  ((1, 2, 4, 5), (3, 2, 1, 1), (1, 1), ((0, 1), (1, 0)), (3, 2), (1, 1)),
+  ((1, 2, 5, 4), (2, 2, 3, 2), (1, 1), ((1, -1), (2, 1)), (2, 2), (2, 3)),
+  ((1, 3, 6, 17), (4, 3, 4, 4), (1, 1), ((3, 3), (3, 3)), (2, 2), (1, 1)),   # a 4 x 4 transposed conv, 18 wide phases
+  ((2, 1, 3, 3), (1, 1, 3, 3), (1, 1), ((0, 0), (-1, 4)), (3, 1), (1, 2)),
 ]
 
 
@@ -144,6 +151,49 @@ def test_lhs_dilation_is_a_convolution_of_the_zero_dilated_input(case):
   _, got_t = tg.jvp(lambda x: f(lax, x, w), (x,), (t,))
   want_t = jax.jvp(lambda x: f(jax.lax, x, w), (x,), (t,))[1]
   np.testing.assert_allclose(np.asarray(got_t), want_t, rtol=ulps(840), atol=ulps(840))
+
+
+def test_a_transposed_convolution_multiplies_no_inserted_zero():
+  """A convolution of an input with zeros between its elements (lhs dilation 2, a stride-2 transposed convolution)
+  runs as one convolution of the input per phase of the output: its products are the kernel's taps times the input's
+  own elements, not a quarter of them times inserted zeros."""
+  from tracegrad.lower.schedule import schedule
+  x, w = rng.standard_normal((2, 8, 16, 16)).astype(np.float32), rng.standard_normal((4, 8, 4, 4)).astype(np.float32)
+  f = lambda x, w: lax.conv_general_dilated(x, w, (1, 1), ((2, 2), (2, 2)), lhs_dilation=(2, 2))
+  out = f(x, w)
+  assert out.shape == (2, 4, 32, 32)
+  flops = sum(k.cost()[0] for k in schedule(tg.make_graph(f)(x, w)).kernels)
+  assert flops < 1.25 * 2 * x.size * w.size // 8, flops   # each input element meets each of its 16 taps once
+  xd = np.zeros((2, 8, 31, 31), np.float32)
+  xd[:, :, ::2, ::2] = x
+  np.testing.assert_allclose(np.asarray(out), ref_conv(xd, w, (1, 1), [(2, 2), (2, 2)], (1, 1), 1),
+                             rtol=ulps(840), atol=ulps(840))
+
+
+@pytest.mark.parametrize("strides", [(1, 1), (2, 1)])
+def test_second_derivatives_and_batching_of_a_convolution(strides):
+  """The input's gradient of a unit-stride convolution is a convolution (conv_general_dilated's transpose rule), so
+  differentiating it again, in either mode, and batching it, go through the same rules; against finite differences,
+  per-example slices and JAX."""
+  from oracles import check_vmap
+  x, w = rng.standard_normal((2, 3, 5, 6)).astype(np.float32), rng.standard_normal((4, 3, 3, 2)).astype(np.float32)
+  f = lambda x, w: lax.conv_general_dilated(x, w, strides, ((1, 1), (0, 1)), rhs_dilation=(1, 2))
+  check_grads(lambda x, w: (f(x, w) ** 2).sum() * 0.01, (x, w), order=2)
+  dx = lambda x, w: tg.grad(lambda x: (f(x, w) ** 2).sum())(x)
+  check_vmap(lambda x: dx(x[None], w)[0], (x,))
+  check_vmap(lambda x: tg.grad(lambda x: (f(x[None], w) ** 2).sum())(x), (x,))
+  jax = pytest.importorskip("jax")
+  jf = lambda x, w: jax.lax.conv_general_dilated(x, w, strides, ((1, 1), (0, 1)), rhs_dilation=(1, 2))
+  t = rng.standard_normal(x.shape).astype(np.float32)
+  hvp = lambda g, grad, jvp: jvp(lambda x: grad(lambda x: (g(x, w) ** 2).sum())(x), (x,), (t,))[1]
+  np.testing.assert_allclose(np.asarray(hvp(f, tg.grad, tg.jvp)), np.asarray(hvp(jf, jax.grad, jax.jvp)),
+                             rtol=ulps(4096), atol=ulps(4096) * 100)
+
+
+def test_a_convolution_prints_as_one_node():
+  g = tg.make_graph(lambda x, w: lax.conv(x, w, (1, 1), "SAME"))(np.ones((1, 2, 4, 4), np.float32),
+                                                                  np.ones((3, 2, 3, 3), np.float32))
+  assert "conv_general_dilated" in str(g) and "gather" not in str(g)
 
 
 def test_lhs_dilation_errors():

@@ -43,9 +43,10 @@ outputs     value they use is a source.
               with the derivative given by Python rules rather than by fun's nodes; `free` are the values fun closes
               over. Reverse mode swaps fun for fwd, whose results after fun's are the residuals (res_tree not None)
             REMAT(*operands; arg=fun): fun(*operands), recomputed rather than stored for the backward pass
-            COMPOSITE(*free, *operands; arg=(fun, name)): fun(*operands), a function built from primitives (tanh,
-              softmax, solve, ...) kept whole under its name, so a graph prints as the user wrote it; lowering and
-              differentiation expand it, vmap batches its body
+            COMPOSITE(*free, *operands; arg=(fun, name[, transposes, static])): fun(*operands), a function built from
+              primitives (tanh, softmax, solve, ...) kept whole under its name, so a graph prints as the user wrote
+              it; lowering and differentiation expand it, vmap batches its body. transposes: per operand, None or a
+              rule(ct, *operands, **static) giving its cotangent in reverse mode in place of the body's
             CALLBACK(*operands; arg=HostCall): a Python function of the operands' values, run on the host where the
               program reaches it (pure_callback); results of the shapes and dtypes arg.results names
             FFT(x; arg=inverse): the unnormalised discrete Fourier transform of a complex x along its last axis,

@@ -12,11 +12,13 @@ scatter-add.
 from __future__ import annotations
 
 import math
+from itertools import product as _product
 from typing import Sequence
 
 from ..array import Array, to_array
 from ..ir import Ops, UOp, dtypes
-from . import control, dot, ops
+from ..trace import composite
+from . import control, dot, ops, shapes
 from .conv_shapes import conv_dimension_numbers
 from .dot import check_precision, tensorfloat32, tf32
 
@@ -155,26 +157,94 @@ def conv_general_dilated(lhs, rhs, window_strides: Sequence[int], padding, lhs_d
   dt = dtypes.result_type((x.dtype, x.weak_type), (w.dtype, w.weak_type))[0]  # mixed dtypes promote by JAX's lattice
   x, w = (Array(a.uop.cast(dt), a.weak_type) for a in (x, w))
   if tensorfloat32(precision, dt): x, w = (Array(tf32(a.uop), a.weak_type) for a in (x, w))   # as JAX on a GPU
+  xp_sp = [(sp - 1) * d + 1 if sp else 0 for sp, d in zip(spatial, ldil)]
+  if any((sp + lo + hi - (k - 1) * d - 1) // s + 1 <= 0 for sp, (lo, hi), k, d, s in zip(xp_sp, pads, window, dil, strides)):
+    padded = tuple(sp + lo + hi for sp, (lo, hi) in zip(xp_sp, pads))
+    raise ValueError(f"{fn}: the window does not fit the padded input {padded}")
+  # the input's gradient by unit strides is one convolution reading the output's cotangent in place; by larger
+  # strides the body's own (one contraction of every tap's cotangent, added onto the input by a scatter) measured
+  # faster than a convolution per phase of the strides
+  rules = (_lhs_transpose if all(s == 1 for s in strides) else None, None)
+  out = composite("conv_general_dilated", _conv, x, w, transposes=rules, strides=strides,
+                  pads=tuple(map(tuple, pads)), ldil=ldil, dil=dil, groups=g)
+  out = out if preferred_element_type is None else ops.convert_element_type(out, preferred_element_type)
+  return ops.transpose(out, [dn.out_spec.index(i) for i in range(out.ndim)])
+
+
+def _conv(x: Array, w: Array, *, strides, pads, ldil, dil, groups) -> Array:
+  """The convolution of x (N, C, *spatial) by w (O, I, *window), both of one dtype: the body of conv_general_dilated."""
+  nd, dt = x.ndim - 2, x.dtype
+  n, window, o = x.shape[0], w.shape[2:], w.shape[0]
+  if any(d > 1 for d in ldil) and all(s == 1 for s in strides): return _phased(x, w, pads, ldil, dil, groups)
   # zeros between the input's elements are a padded copy; the zeros around it, the windows' reads outside it
   xp = _pad(x, 0, [(0, 0), (0, 0), *[(0, 0)] * nd], (1, 1, *ldil)) if any(d > 1 for d in ldil) else x
   padded = [sp + lo + hi for sp, (lo, hi) in zip(xp.shape[2:], pads)]
   out_sp = [(sp - (k - 1) * d - 1) // s + 1 for sp, k, d, s in zip(padded, window, dil, strides)]
-  if any(m <= 0 for m in out_sp): raise ValueError(f"{fn}: the window does not fit the padded input {tuple(padded)}")
   if _direct(strides, out_sp):
-    out = _direct_conv(_pad(xp, 0, [(0, 0), (0, 0), *pads], (1,) * xp.ndim), w, window, dil, out_sp, g, dt)
-  else:
-    # im2col: the windows of the padded input stored once, (n, g, ci * taps, positions); then one contraction
-    cols = _windows(xp, window, strides, dil, out_sp, [lo for lo, _ in pads])
-    taps, positions = math.prod(window), math.prod(out_sp)
-    cols = control.optimization_barrier(ops.reshape(cols, (n, g, ci * taps, positions)))
-    wg = ops.reshape(w, (g, o // g, ci * taps))
-    # positions last, where the windows, the output and its cotangent are contiguous: the forward pass and both
-    # gradients each vectorise along them (the filter's gradient sums along them)
-    full = (n, g, o // g, ci * taps, positions)
-    prod = ops.mul(ops.broadcast_in_dim(wg, full, (1, 2, 3)), ops.broadcast_in_dim(cols, full, (0, 1, 3, 4)))
-    out = ops.reshape(_summed(prod, (3,), dt), (n, o, *out_sp))
-  out = out if preferred_element_type is None else ops.convert_element_type(out, preferred_element_type)
-  return ops.transpose(out, [dn.out_spec.index(i) for i in range(out.ndim)])
+    return _direct_conv(_pad(xp, 0, [(0, 0), (0, 0), *pads], (1,) * xp.ndim), w, window, dil, out_sp, groups, dt)
+  # im2col: the windows of the padded input stored once, (n, g, ci * taps, positions); then one contraction
+  g, ci = groups, w.shape[1]
+  cols = _windows(xp, window, strides, dil, out_sp, [lo for lo, _ in pads])
+  taps, positions = math.prod(window), math.prod(out_sp)
+  cols = control.optimization_barrier(ops.reshape(cols, (n, g, ci * taps, positions)))
+  wg = ops.reshape(w, (g, o // g, ci * taps))
+  # positions last, where the windows, the output and its cotangent are contiguous: the forward pass and both
+  # gradients each vectorise along them (the filter's gradient sums along them)
+  full = (n, g, o // g, ci * taps, positions)
+  prod = ops.mul(ops.broadcast_in_dim(wg, full, (1, 2, 3)), ops.broadcast_in_dim(cols, full, (0, 1, 3, 4)))
+  return ops.reshape(_summed(prod, (3,), dt), (n, o, *out_sp))
+
+
+def _phased(x: Array, w: Array, pads, ldil, dil, groups) -> Array:
+  """A convolution of x with s - 1 zeros between its elements (lhs dilation s; unit strides) as s ** nd convolutions
+  of x itself, one per phase of the output's position modulo s: output i = s * q + r reads x at q plus a fixed offset
+  through the taps k with (r + k * d - low) divisible by s, every (s / gcd(d, s))-th tap, so no product meets a zero.
+  The phases are interleaved back into one stored array. This is the input gradient of a strided convolution (JAX's transpose)."""
+  nd, (n, o), window, spatial = x.ndim - 2, (x.shape[0], w.shape[0]), w.shape[2:], x.shape[2:]
+  out_sp = [((sp - 1) * s + 1) + lo + hi - (k - 1) * d for sp, s, (lo, hi), k, d in zip(spatial, ldil, pads, window, dil)]
+  q_sp = [-(-m // s) for m, s in zip(out_sp, ldil)]
+  axes = []   # per axis, per phase: (first tap, tap step, sub-dilation, low pad) or None where no tap meets x
+  for sp, s, (lo, _), k, d, q in zip(spatial, ldil, pads, window, dil, q_sp):
+    step, phases = s // math.gcd(d, s), []
+    for r in range(s):
+      first = next((t for t in range(min(k, step)) if (r + t * d - lo) % s == 0), None)
+      phases.append(None if first is None else (first, step, d // math.gcd(d, s), -((r + first * d - lo) // s)))
+    axes.append(phases)
+  parts = []
+  for phase in _product(*[range(s) for s in ldil]):
+    got = [ax[r] for ax, r in zip(axes, phase)]
+    if any(p is None for p in got):
+      parts.append(Array(UOp.const(_sum_dtype(x.dtype), 0, (n, o, *q_sp)))); continue
+    wk = ops.slice(w, (0, 0, *[f for f, *_ in got]), w.shape, (1, 1, *[st for _, st, _, _ in got]))
+    sub = [(lo, q + (kk - 1) * dd - sp - lo)
+           for (_, _, dd, lo), q, kk, sp in zip(got, q_sp, wk.shape[2:], spatial)]
+    parts.append(_conv(x, wk, strides=(1,) * nd, pads=tuple(sub), ldil=(1,) * nd, dil=tuple(g[2] for g in got),
+                       groups=groups))
+  # parts in phase order (r_1, ..., r_nd) -> (n, o, s_1.., q_1..) -> (n, o, q_1, s_1, ...) -> crop to out_sp
+  stacked = ops.reshape(shapes.concatenate([ops.reshape(p, (n, o, 1, *q_sp)) for p in parts], 2),
+                        (n, o, *ldil, *q_sp))
+  inter = ops.transpose(stacked, (0, 1, *[a for i in range(nd) for a in (2 + nd + i, 2 + i)]))
+  inter = ops.reshape(inter, (n, o, *[q * s for q, s in zip(q_sp, ldil)]))
+  # stored once: a consumer reading the phases in place would pick among them at every element
+  return control.optimization_barrier(ops.slice(inter, (0,) * inter.ndim, (n, o, *out_sp)))
+
+
+def _lhs_transpose(ct: Array, x: Array, w: Array, *, strides, pads, ldil, dil, groups) -> Array:
+  """x's cotangent: ct convolved with w flipped, its input and output features swapped within each group, with
+  ct's elements spaced by the strides (lhs dilation), x's lhs dilation as the strides, and the padding that lines
+  each of x's elements up with the outputs that read it (as JAX's transpose rule)."""
+  nd, window = x.ndim - 2, w.shape[2:]
+  o, i = w.shape[:2]
+  kd = [(k - 1) * d + 1 for k, d in zip(window, dil)]
+  xd = [(sp - 1) * s + 1 for sp, s in zip(x.shape[2:], ldil)]
+  od = [(m - 1) * s + 1 for m, s in zip(ct.shape[2:], strides)]
+  before = [k - lo - 1 for k, (lo, _) in zip(kd, pads)]
+  pads_t = [(b, a + k - 1 - m - b) for b, a, k, m in zip(before, xd, kd, od)]
+  wt = ops.reshape(w, (groups, o // groups, i, *window))
+  wt = ops.transpose(wt, (0, 2, 1, *range(3, 3 + nd)))
+  wt = shapes.rev(ops.reshape(wt, (groups * i, o // groups, *window)), tuple(range(2, 2 + nd)))
+  return conv_general_dilated(ct, wt, ldil, pads_t, lhs_dilation=strides, rhs_dilation=dil,
+                              feature_group_count=groups)
 
 
 def conv(lhs, rhs, window_strides: Sequence[int], padding, precision=None, preferred_element_type=None) -> Array:

@@ -203,7 +203,14 @@ def _composite(ct, u):
   fun = u.arg[0]
   mask = [m and c is not None for c, m in zip(ct, _float_mask(fun.outputs))]
   cts = [c for c, m in zip(ct, mask) if m]
-  return tuple(_spread(vjp_graph(fun, mask)(*u.src, *cts), _float_mask(u.src)))
+  rules, static = u.arg[2:] if len(u.arg) > 2 else ((None,) * len(u.src), ())
+  wrt = [m and r is None for m, r in zip(_float_mask(u.src), rules)]
+  got = _spread(vjp_graph(fun, mask, wrt)(*u.src, *cts), wrt) if any(wrt) else [None] * len(u.src)
+  if mask[0] and any(r is not None for r in rules):   # a composite with rules has one output
+    ct0 = Array(ct[0])
+    got = [to_array(r(ct0, *(Array(s) for s in u.src), **dict(static))).uop if r is not None and m else g
+           for g, r, m in zip(got, rules, _float_mask(u.src))]
+  return tuple(got)
 
 
 def _custom_jvp(ct, u):

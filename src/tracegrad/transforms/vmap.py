@@ -163,8 +163,9 @@ def _remat(c, u):
 
 
 def _composite(c, u):
-  """The composite of the batched body, under the same name; unbatched operands stay unbatched."""
-  fun, name = u.arg
+  """The composite of the batched body, under the same name; unbatched operands stay unbatched. Transpose rules,
+  written for the unbatched operands, are left behind: the batched body's own derivative stands in."""
+  fun, name = u.arg[:2]
   which = [x is not None for x in c.b]
   g, _ = batch_graph(fun, which, c.size)
   return UOp.multi(Ops.COMPOSITE, tuple(c.b[i] if w else s for i, (s, w) in enumerate(zip(u.src, which))), (g, name))
