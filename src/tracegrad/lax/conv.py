@@ -1,9 +1,10 @@
-"""Convolutions as jax.lax.conv_general_dilated: the windows of the padded input, a gather at indices made from
-iotas, contracted with the kernel in one sum over channels and taps; so every transform (grad, vmap, jit) goes
-through ordinary gathers, products and sums. With unit strides on a CPU each contraction reads the windows from the
-padded input in place (_direct_conv); otherwise they are stored once behind an optimization barrier (im2col). The
-forward pass and the filter gradient are each one register-blocked contraction, the input gradient one and a
-scatter-add.
+"""Convolutions as jax.lax.conv_general_dilated: one named composite node whose body is the windows of the padded
+input, a gather at indices made from iotas, contracted with the kernel in one sum over channels and taps; so every
+transform (grad, vmap, jit) goes through ordinary gathers, products and sums. With unit strides on a CPU each
+contraction reads the windows from the padded input in place (_direct_conv); otherwise they are stored once behind an
+optimization barrier (im2col). The forward pass and the filter gradient are each one register-blocked contraction.
+The input gradient by unit strides is a convolution of the cotangent (the node's transpose rule, as JAX's); by larger
+strides, the body's: one contraction giving every tap's cotangent, and a scatter-add.
 
 >>> x, w = tnp.ones((1, 1, 4, 4)), tnp.ones((1, 1, 3, 3))
 >>> lax.conv_general_dilated(x, w, (1, 1), "VALID").shape
