@@ -83,7 +83,8 @@ def test_conv_matches_jax_in_value_and_gradient(case):
 def test_unit_stride_windows_are_read_in_place_on_a_cpu():
   """A unit-stride convolution with rows of 16 outputs or more reads its windows from the padded input inside each
   contraction (forward, filter gradient): no kernel writes an im2col copy (taps times the input). Its input's
-  gradient is one such convolution of the output's cotangent, with no scatter. A strided one keeps the copy."""
+  gradient is one such convolution of the output's cotangent, with no scatter. A strided one keeps the copy, and its
+  input's gradient writes each element once too: every tap's cotangent, then their sum for each element."""
   from tracegrad.lower.schedule import schedule
   if tg.default_backend() != "cpu": pytest.skip("the CPU's convolution")
   x, w = rng.standard_normal((4, 8, 16, 16)).astype(np.float32), rng.standard_normal((16, 8, 3, 3)).astype(np.float32)
@@ -99,6 +100,7 @@ def test_unit_stride_windows_are_read_in_place_on_a_cpu():
   assert windows not in [b.size for b in prog.buffers]
   assert not any(s.mode for k in prog.kernels for s in k.stores), [k.name for k in prog.kernels]
   assert sum(k.reduce is not None and k.loops[-1].extent == 16 for k in prog.kernels) == 2   # forward, x's gradient
+  assert not any(s.mode for k in program((2, 2), 0).kernels for s in k.stores)
 
 
 def test_layouts_and_errors():

@@ -567,15 +567,17 @@ def test_scatter_modes(cpu, d):
 
 @pytest.mark.parametrize("stride,pad,dil", [(2, (1, 1), 1), (3, (2, 0), 1), (2, (0, 3), 2), (2, (-1, 2), 1)])
 def test_a_strided_convolutions_input_gradient_adds_its_taps_over_ranges(stride, pad, dil):
-  """The input gradient of a strided convolution adds each window's taps onto the input where they lie inside it:
-  a scatter whose guard compares its innermost loops' variables (times the stride, plus a tap) with the input's
-  edges. Those loops run over the ranges where the guard holds (floor divisions of the edges by the stride), the
-  innermost as whole vectors, with no guard; numpy's gradient (np.add.at of the windows' cotangents)."""
+  """The input gradient of a strided convolution, differentiated through its body (here under vmap, which leaves the
+  convolution's transpose rule behind), adds each window's taps onto the input where they lie inside it: a scatter
+  whose guard compares its innermost loops' variables (times the stride, plus a tap) with the input's edges. Those
+  loops run over the ranges where the guard holds (floor divisions of the edges by the stride), the innermost as
+  whole vectors, with no guard; numpy's gradient (np.add.at of the windows' cotangents)."""
   import tracegrad as tg
   from tracegrad.lower.schedule import schedule
   rng = np.random.default_rng(8)
   x, w = rng.standard_normal((2, 3, 13, 11)).astype(np.float32), rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
-  conv = lambda x, w: tg.lax.conv_general_dilated(x, w, (stride, stride), [pad, pad], rhs_dilation=(dil, dil))
+  one = lambda x, w: tg.lax.conv_general_dilated(x[None], w, (stride, stride), [pad, pad], rhs_dilation=(dil, dil))[0]
+  conv = lambda x, w: tg.vmap(one, (0, None))(x, w)
   out = conv(x, w)
   dy = rng.standard_normal(out.shape).astype(np.float32)
   f = tg.grad(lambda x, w, dy: (conv(x, w) * dy).sum())

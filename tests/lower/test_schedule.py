@@ -254,10 +254,12 @@ def test_a_convolution_is_its_windows_stored_once_and_one_contraction_without_in
 def test_a_convolutions_input_gradient_is_one_scatter_shared_out_over_batch_and_channels():
   x, w = rng.normal(size=(4, 8, 9, 9)).astype(np.float32), rng.normal(size=(5, 8, 3, 3)).astype(np.float32)
   ct = rng.normal(size=(4, 5, 5, 5)).astype(np.float32)
-  f = lambda x, w: tg.grad(lambda x: (lax.conv_general_dilated(x, w, (2, 2), "SAME") * ct).sum())(x)
+  # under vmap, which leaves the convolution's transpose rule behind: the gradient of its body
+  conv = tg.vmap(lambda x, w: lax.conv_general_dilated(x[None], w, (2, 2), "SAME")[0], (0, None))
+  f = lambda x, w: tg.grad(lambda x: (conv(x, w) * ct).sum())(x)
   prog = schedule(tg.make_graph(f)(x, w))
   (scatter,) = [k for k in prog.kernels if k.stores[0].mode == "add"]
-  assert [l.extent for l in scatter.loops] == [4, 8] and scatter.parallel and len(scatter.epilogue) == 4
+  assert [l.extent for l in scatter.loops][:2] == [4, 8] and scatter.parallel
   xp = np.pad(x, [(0, 0), (0, 0), (1, 1), (1, 1)])
   want = np.zeros_like(xp)
   for i in range(3):
@@ -443,7 +445,8 @@ def test_a_convolutions_input_gradient_adds_inside_the_input_unclamped():
   so each point adds to its own element (a loop that vectorises); the gradient is unchanged."""
   x = rng.normal(size=(2, 3, 8, 8)).astype(np.float32)
   w = rng.normal(size=(4, 3, 3, 3)).astype(np.float32)
-  dx = lambda x, w: tg.grad(lambda x: (lax.conv_general_dilated(x, w, (2, 2), "SAME") ** 2).sum())(x)
+  conv = tg.vmap(lambda x, w: lax.conv_general_dilated(x[None], w, (2, 2), "SAME")[0], (0, None))   # the body's gradient
+  dx = lambda x, w: tg.grad(lambda x: (conv(x, w) ** 2).sum())(x)
   prog = schedule(tg.make_graph(dx)(x, w))
   (sc,) = [k for k in prog.kernels if any(s.mode == "add" for s in k.stores)]
   (st,) = sc.stores

@@ -3,8 +3,9 @@ input, a gather at indices made from iotas, contracted with the kernel in one su
 transform (grad, vmap, jit) goes through ordinary gathers, products and sums. With unit strides on a CPU each
 contraction reads the windows from the padded input in place (_direct_conv); otherwise they are stored once behind an
 optimization barrier (im2col). The forward pass and the filter gradient are each one register-blocked contraction.
-The input gradient by unit strides is a convolution of the cotangent (the node's transpose rule, as JAX's); by larger
-strides, the body's: one contraction giving every tap's cotangent, and a scatter-add.
+The input gradient (the node's transpose rule) by unit strides is a convolution of the cotangent, as JAX's; by
+larger strides, one contraction giving every tap's cotangent and one pass summing, for each input element, the taps
+that reach it.
 
 >>> x, w = tnp.ones((1, 1, 4, 4)), tnp.ones((1, 1, 3, 3))
 >>> lax.conv_general_dilated(x, w, (1, 1), "VALID").shape
@@ -163,9 +164,10 @@ def conv_general_dilated(lhs, rhs, window_strides: Sequence[int], padding, lhs_d
     padded = tuple(sp + lo + hi for sp, (lo, hi) in zip(xp_sp, pads))
     raise ValueError(f"{fn}: the window does not fit the padded input {padded}")
   # the input's gradient by unit strides is one convolution reading the output's cotangent in place; by larger
-  # strides the body's own (one contraction of every tap's cotangent, added onto the input by a scatter) measured
-  # faster than a convolution per phase of the strides
-  rules = (_lhs_transpose if all(s == 1 for s in strides) else None, None)
+  # strides, one contraction giving every tap's cotangent and one pass adding them up for each of the input's
+  # elements (measured faster than a convolution per phase of the strides, whose rows are short)
+  rules = (_lhs_transpose if all(s == 1 for s in strides) else _strided_lhs_transpose if all(d == 1 for d in ldil)
+           else None, None)
   out = composite("conv_general_dilated", _conv, x, w, transposes=rules, strides=strides,
                   pads=tuple(map(tuple, pads)), ldil=ldil, dil=dil, groups=g)
   out = out if preferred_element_type is None else ops.convert_element_type(out, preferred_element_type)
@@ -221,13 +223,45 @@ def _phased(x: Array, w: Array, pads, ldil, dil, groups) -> Array:
            for (_, _, dd, lo), q, kk, sp in zip(got, q_sp, wk.shape[2:], spatial)]
     parts.append(_conv(x, wk, strides=(1,) * nd, pads=tuple(sub), ldil=(1,) * nd, dil=tuple(g[2] for g in got),
                        groups=groups))
-  # parts in phase order (r_1, ..., r_nd) -> (n, o, s_1.., q_1..) -> (n, o, q_1, s_1, ...) -> crop to out_sp
-  stacked = ops.reshape(shapes.concatenate([ops.reshape(p, (n, o, 1, *q_sp)) for p in parts], 2),
-                        (n, o, *ldil, *q_sp))
+  return _interleaved(parts, ldil, out_sp)
+
+
+def _interleaved(parts: list[Array], s, size) -> Array:
+  """Arrays (n, c, *q) in phase order (r_1, ..., r_nd), element q of phase r going to s * q + r, cropped to size and
+  stored once: a consumer reading the phases in place would pick among them at every element."""
+  (n, c, *q_sp), nd = parts[0].shape, len(s)
+  stacked = ops.reshape(shapes.concatenate([ops.reshape(p, (n, c, 1, *q_sp)) for p in parts], 2), (n, c, *s, *q_sp))
   inter = ops.transpose(stacked, (0, 1, *[a for i in range(nd) for a in (2 + nd + i, 2 + i)]))
-  inter = ops.reshape(inter, (n, o, *[q * s for q, s in zip(q_sp, ldil)]))
-  # stored once: a consumer reading the phases in place would pick among them at every element
-  return control.optimization_barrier(ops.slice(inter, (0,) * inter.ndim, (n, o, *out_sp)))
+  inter = ops.reshape(inter, (n, c, *[q * k for q, k in zip(q_sp, s)]))
+  return control.optimization_barrier(ops.slice(inter, (0,) * inter.ndim, (n, c, *size)))
+
+
+def _strided_lhs_transpose(ct: Array, x: Array, w: Array, *, strides, pads, ldil, dil, groups) -> Array:
+  """x's cotangent by strides above 1: every tap's cotangent, T[n, c, k, y] = sum_o w[o, c, k] ct[n, o, y], in one
+  contraction; then element s * q + r of x (phase r of the strides) adds T at y = q + e over the taps k that reach it,
+  those with r + low - k * dilation = s * e. The phases are interleaved: each element is written once, by one pass
+  reading T, rather than zeroed and then added to tap by tap."""
+  nd, (n, c), window, out_sp, spatial = x.ndim - 2, x.shape[:2], w.shape[2:], ct.shape[2:], x.shape[2:]
+  o, ci, g = w.shape[0], w.shape[1], groups
+  taps, positions = math.prod(window), math.prod(out_sp)
+  full = (n, g, o // g, ci * taps, positions)
+  prod = ops.mul(ops.broadcast_in_dim(ops.reshape(w, (g, o // g, ci * taps)), full, (1, 2, 3)),
+                 ops.broadcast_in_dim(ops.reshape(ct, (n, g, o // g, positions)), full, (0, 1, 2, 4)))
+  t = ops.reshape(_summed(prod, (2,), x.dtype), (n, c, *window, *out_sp))
+  q_sp = [-(-h // k) for h, k in zip(spatial, strides)]
+  parts = []
+  for phase in _product(*[range(k) for k in strides]):
+    got = None
+    for tap in _product(*[range(k) for k in window]):
+      shift = [(r + lo - k * d) for r, (lo, _), k, d in zip(phase, pads, tap, dil)]
+      if any(e % k for e, k in zip(shift, strides)): continue
+      shift = [e // k for e, k in zip(shift, strides)]
+      if any(e >= m or e + q <= 0 for e, m, q in zip(shift, out_sp, q_sp)): continue   # reaches no element
+      one = ops.reshape(ops.slice(t, (0, 0, *tap, *[0] * nd), (n, c, *[k + 1 for k in tap], *out_sp)), (n, c, *out_sp))
+      one = ops.pad(one, 0, [(0, 0, 0)] * 2 + [(-e, q - m + e, 0) for e, q, m in zip(shift, q_sp, out_sp)])
+      got = one if got is None else ops.add(got, one)
+    parts.append(Array(UOp.const(t.dtype, 0, (n, c, *q_sp))) if got is None else got)
+  return _interleaved(parts, strides, spatial)
 
 
 def _lhs_transpose(ct: Array, x: Array, w: Array, *, strides, pads, ldil, dil, groups) -> Array:

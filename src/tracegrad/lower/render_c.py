@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import math
 import re
 from contextlib import ExitStack, contextmanager
@@ -1608,18 +1609,19 @@ def _emit_unrolled(b: _Body, k: Kernel, pragmas: dict[int, str], short: set[int]
   innermost of the others runs as vectors."""
   first, last = min(short), max(j for j in range(len(k.loops)) if j not in short)
   threads = re.search(r"collapse\((\d+)\)", pragmas.get(0, ""))
-  shared = min(int(threads.group(1)) if threads else 1, first) if "parallel" in pragmas.get(0, "") else 0
+  # the threads' loops enclose the innermost one (cut into pieces, it cannot be collapsed with them) unless it is the
+  # outermost, whose pieces then each share their steps out
+  shared = min(int(threads.group(1)) if threads else 1, first, max(last, 1)) if "parallel" in pragmas.get(0, "") else 0
   ranges = {l.var: l.extent for j, l in enumerate(k.loops) if j not in short}
   heads = {0: _omp("parallel for simd" if last < shared else "parallel for", shared)} if shared else {}
   if last >= shared: heads[last] = "#pragma omp simd"
 
   def emit(j: int, at: dict):
-    if j == len(k.loops):
-      for s in k.stores: _emit_store(b, _folded(s, at, ranges))
-      return
     l = k.loops[j]
-    if j == last == len(k.loops) - 1:   # the innermost loop, cut where the unrolled steps' compares of it turn
-      stores = [_folded(s, at, ranges) for s in k.stores]
+    if j == last:   # the innermost loop, with the steps of those inside it unrolled, cut where their compares turn
+      inner = k.loops[j + 1:]
+      stores = [_folded(s, {**at, **{i.var: UOp.const(dtypes.int64, v) for i, v in zip(inner, vs)}}, ranges)
+                for vs in itertools.product(*[range(i.extent) for i in inner]) for s in k.stores]
       _emit_in_pieces(b, stores, l, j, ranges, heads.get(j), _pieces(stores, l) or [(0, l.extent)])
       return
     if j in short:
