@@ -1600,7 +1600,7 @@ def phase_loops(k: Kernel, pragmas: dict[int, str]) -> set[int] | None:
   roots = [x for s in k.stores for x in (s.index, s.value, s.valid) if x is not None]
   turns = [u for u in toposort(roots) if u.op in (Ops.CMPLT, Ops.MAX, Ops.MIN)]
   short = {j for j, l in enumerate(k.loops) if j and 1 < l.extent <= PHASE_MAX and any(_compared(u, l.var) for u in turns)}
-  if not short or len(short) == n - 1 or math.prod(k.loops[j].extent for j in short) > PHASE_COPIES: return None
+  if not short or math.prod(k.loops[j].extent for j in short) > PHASE_COPIES: return None
   return short
 
 
