@@ -1557,19 +1557,19 @@ def _pieces(stores, loop) -> list[tuple[int, int]] | None:
   return list(zip(ends, ends[1:]))
 
 
-def _folded(s, at: dict, ranges: dict):
-  """The store s with `at`'s substitutions made and its expressions simplified over `ranges`."""
-  fold = lambda u: None if u is None else simplify(substitute([u], at)[0], ranges)
+def _folded(s, at: dict, ranges: dict | None = None):
+  """The store s with `at`'s substitutions made and, given `ranges`, its expressions simplified over them."""
+  fold = lambda u: None if u is None else (lambda v: v if ranges is None else simplify(v, ranges))(substitute([u], at)[0])
   return dataclasses.replace(s, index=fold(s.index), value=fold(s.value), valid=fold(s.valid))
 
 
 def _emit_in_pieces(b: _Body, stores, loop, j: int, ranges: dict, pragma: str | None, pieces: list[tuple[int, int]]):
   """The innermost loop (named i{j}) as one loop a piece, each with the stores simplified for its range."""
   for lo, hi in pieces:
-    var = UOp.param((), dtypes.int64)
+    var = loop.var if (lo, hi) == (0, loop.extent) else UOp.param((), dtypes.int64)
     b.names[var] = f"i{j}"
     with b.block(_loop(f"i{j}", hi - lo), pragma):
-      at = {loop.var: var + UOp.const(dtypes.int64, lo) if lo else var}
+      at = {loop.var: var + UOp.const(dtypes.int64, lo) if lo else var} if var is not loop.var else {}
       for s in stores: _emit_store(b, _folded(s, at, {**ranges, var: hi - lo}))
 
 
@@ -1620,8 +1620,8 @@ def _emit_unrolled(b: _Body, k: Kernel, pragmas: dict[int, str], short: set[int]
     l = k.loops[j]
     if j == last:   # the innermost loop, with the steps of those inside it unrolled, cut where their compares turn
       inner = k.loops[j + 1:]
-      stores = [_folded(s, {**at, **{i.var: UOp.const(dtypes.int64, v) for i, v in zip(inner, vs)}}, ranges)
-                for vs in itertools.product(*[range(i.extent) for i in inner]) for s in k.stores]
+      stores = [_folded(s, {**at, **{i.var: UOp.const(dtypes.int64, v) for i, v in zip(inner, vs)}})
+                for vs in itertools.product(*[range(i.extent) for i in inner]) for s in k.stores]   # simplified per piece
       _emit_in_pieces(b, stores, l, j, ranges, heads.get(j), _pieces(stores, l) or [(0, l.extent)])
       return
     if j in short:
