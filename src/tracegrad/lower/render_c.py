@@ -39,7 +39,7 @@ from ..ir.pattern import natural_exp_argument
 from .c_math import SOURCE as MATH
 from ..devices.base import Program, host_calls
 from .kernel import Control, Kernel, Loop
-from .symbolic import _linear, coefficient, simplify
+from .symbolic import Simplifier, _linear, coefficient, simplify
 
 # What a target defines before HELPERS: the fixed-width integer types, TG_INLINE (a helper function's qualifiers),
 # TG_BITCAST(T, S, x), TG_CLZLL (leading zeros of a 64-bit value), and tg_fbits, tg_ffrom, tg_dbits, tg_dfrom (the
@@ -1557,10 +1557,13 @@ def _pieces(stores, loop) -> list[tuple[int, int]] | None:
   return list(zip(ends, ends[1:]))
 
 
-def _folded(s, at: dict, ranges: dict | None = None):
-  """The store s with `at`'s substitutions made and, given `ranges`, its expressions simplified over them."""
-  fold = lambda u: None if u is None else (lambda v: v if ranges is None else simplify(v, ranges))(substitute([u], at)[0])
-  return dataclasses.replace(s, index=fold(s.index), value=fold(s.value), valid=fold(s.valid))
+def _folded(s, at: dict, simp: Simplifier | None = None):
+  """The store s with `at`'s substitutions made and, given a Simplifier, its expressions simplified by it."""
+  roots = [u for u in (s.index, s.value, s.valid) if u is not None]
+  got = iter(substitute(roots, at) if at else roots)
+  index, value, valid = (None if u is None else (lambda v: v if simp is None else simp(v))(next(got))
+                         for u in (s.index, s.value, s.valid))
+  return dataclasses.replace(s, index=index, value=value, valid=valid)
 
 
 def _emit_in_pieces(b: _Body, stores, loop, j: int, ranges: dict, pragma: str | None, pieces: list[tuple[int, int]]):
@@ -1570,7 +1573,8 @@ def _emit_in_pieces(b: _Body, stores, loop, j: int, ranges: dict, pragma: str | 
     b.names[var] = f"i{j}"
     with b.block(_loop(f"i{j}", hi - lo), pragma):
       at = {loop.var: var + UOp.const(dtypes.int64, lo) if lo else var} if var is not loop.var else {}
-      for s in stores: _emit_store(b, _folded(s, at, {**ranges, var: hi - lo}))
+      simp = Simplifier({**ranges, var: hi - lo})   # the stores share most of their terms
+      for s in stores: _emit_store(b, _folded(s, at, simp))
 
 
 def _emit_pieces(b: _Body, k: Kernel, pragmas: dict[int, str], pieces: list[tuple[int, int]]):
