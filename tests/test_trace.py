@@ -148,6 +148,22 @@ def test_composite_under_transforms():
   assert Ops.SQRT in {u.op for u in h.nodes()}   # differentiation expands it
 
 
+def test_composite_transpose_rules_replace_the_bodys_derivative_in_reverse_mode():
+  """A rule given for an argument is its cotangent in reverse mode; an argument without one, and forward mode, keep
+  the body's derivative. The rules need one entry per argument and a body closing over no traced value."""
+  def rule(ct, x, y, *, k): return ct * k * 10.0   # deliberately not the body's derivative, to see it used
+  f = lambda x, y: composite("scaled", lambda x, y, *, k: x * k + y * y, x, y, transposes=(rule, None), k=2.0)
+  x, y = np.ones(3, np.float32), np.arange(3.0, dtype=np.float32)
+  gx, gy = tracegrad.grad(lambda x, y: f(x, y).sum(), argnums=(0, 1))(x, y)
+  assert_close(gx, np.full(3, 20.0, np.float32))
+  assert_close(gy, 2 * y)
+  assert_close(tracegrad.jvp(lambda x: f(x, y), (x,), (np.ones(3, np.float32),))[1], np.full(3, 2.0, np.float32))
+  with pytest.raises(ValueError, match=r"composite: scaled has 2 arguments and 1 transposes"):
+    make_graph(lambda x, y: composite("scaled", lambda x, y: x + y, x, y, transposes=(rule,)))(x, y)
+  with pytest.raises(ValueError, match=r"closes over 1"):
+    make_graph(lambda x, y: composite("scaled", lambda v: v * y, x, transposes=(rule,)))(x, y)
+
+
 def test_composite_on_concrete_arguments_just_runs():
   calls = []
   out = composite("n", lambda v: calls.append(1) or v + 1, tnp.ones(2))

@@ -943,7 +943,8 @@ def test_an_interleaves_short_phase_loops_run_unrolled(case, tmp_path):
     xs = [rng.standard_normal(16).astype(np.float32) for _ in range(2)]
     f = lambda a, b: tg.numpy.stack([a, b * 2], axis=-1).reshape(32) + 1
     want = np.stack([xs[0], xs[1] * 2], axis=-1).reshape(32) + 1
-  else:   # a stride-2 convolution's windows of a 32 x 32 input, padded after: tap (i, j) of window (a, b) at 2a + i, 2b + j
+  else:   # a stride-2 convolution's windows of a 32 x 32 input, padded after: tap (i, j) of window (a, b) at
+    # 2a + i, 2b + j
     xs = [rng.standard_normal((2, 3, 32, 32)).astype(np.float32), rng.standard_normal((4, 3, 3, 3)).astype(np.float32)]
     f = lambda x, w: tg.lax.conv_general_dilated(x, w, (2, 2), "SAME")
     xp = np.pad(xs[0].astype(np.float64), ((0, 0), (0, 0), (0, 1), (0, 1)))

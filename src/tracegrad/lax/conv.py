@@ -160,7 +160,8 @@ def conv_general_dilated(lhs, rhs, window_strides: Sequence[int], padding, lhs_d
   x, w = (Array(a.uop.cast(dt), a.weak_type) for a in (x, w))
   if tensorfloat32(precision, dt): x, w = (Array(tf32(a.uop), a.weak_type) for a in (x, w))   # as JAX on a GPU
   xp_sp = [(sp - 1) * d + 1 if sp else 0 for sp, d in zip(spatial, ldil)]
-  if any((sp + lo + hi - (k - 1) * d - 1) // s + 1 <= 0 for sp, (lo, hi), k, d, s in zip(xp_sp, pads, window, dil, strides)):
+  if any((sp + lo + hi - (k - 1) * d - 1) // s + 1 <= 0
+         for sp, (lo, hi), k, d, s in zip(xp_sp, pads, window, dil, strides)):
     padded = tuple(sp + lo + hi for sp, (lo, hi) in zip(xp_sp, pads))
     raise ValueError(f"{fn}: the window does not fit the padded input {padded}")
   # the input's gradient by unit strides is one convolution reading the output's cotangent in place; by larger
@@ -202,9 +203,10 @@ def _phased(x: Array, w: Array, pads, ldil, dil, groups) -> Array:
   """A convolution of x with s - 1 zeros between its elements (lhs dilation s; unit strides) as s ** nd convolutions
   of x itself, one per phase of the output's position modulo s: output i = s * q + r reads x at q plus a fixed offset
   through the taps k with (r + k * d - low) divisible by s, every (s / gcd(d, s))-th tap, so no product meets a zero.
-  The phases are interleaved back into one stored array. This is the input gradient of a strided convolution (JAX's transpose)."""
+  The phases are interleaved back into one stored array. This is a transposed convolution (conv_transpose)."""
   nd, (n, o), window, spatial = x.ndim - 2, (x.shape[0], w.shape[0]), w.shape[2:], x.shape[2:]
-  out_sp = [((sp - 1) * s + 1) + lo + hi - (k - 1) * d for sp, s, (lo, hi), k, d in zip(spatial, ldil, pads, window, dil)]
+  out_sp = [((sp - 1) * s + 1) + lo + hi - (k - 1) * d
+            for sp, s, (lo, hi), k, d in zip(spatial, ldil, pads, window, dil)]
   q_sp = [-(-m // s) for m, s in zip(out_sp, ldil)]
   axes = []   # per axis, per phase: (first tap, tap step, sub-dilation, low pad) or None where no tap meets x
   for sp, s, (lo, _), k, d, q in zip(spatial, ldil, pads, window, dil, q_sp):

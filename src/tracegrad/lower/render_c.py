@@ -1559,11 +1559,9 @@ def _pieces(stores, loop) -> list[tuple[int, int]] | None:
 
 def _folded(s, at: dict, simp: Simplifier | None = None):
   """The store s with `at`'s substitutions made and, given a Simplifier, its expressions simplified by it."""
-  roots = [u for u in (s.index, s.value, s.valid) if u is not None]
-  got = iter(substitute(roots, at) if at else roots)
-  index, value, valid = (None if u is None else (lambda v: v if simp is None else simp(v))(next(got))
-                         for u in (s.index, s.value, s.valid))
-  return dataclasses.replace(s, index=index, value=value, valid=valid)
+  given = {f: u for f in ("index", "value", "valid") if (u := getattr(s, f)) is not None}
+  got = substitute(list(given.values()), at) if at else list(given.values())
+  return dataclasses.replace(s, **{f: u if simp is None else simp(u) for f, u in zip(given, got)})
 
 
 def _emit_in_pieces(b: _Body, stores, loop, j: int, ranges: dict, pragma: str | None, pieces: list[tuple[int, int]]):
@@ -1603,7 +1601,8 @@ def phase_loops(k: Kernel, pragmas: dict[int, str]) -> set[int] | None:
   if n < 2 or k.reduce is not None or k.epilogue or k.phases or any(s.mode for s in k.stores): return None
   roots = [x for s in k.stores for x in (s.index, s.value, s.valid) if x is not None]
   turns = [u for u in toposort(roots) if u.op in (Ops.CMPLT, Ops.MAX, Ops.MIN)]
-  short = {j for j, l in enumerate(k.loops) if j and 1 < l.extent <= PHASE_MAX and any(_compared(u, l.var) for u in turns)}
+  short = {j for j, l in enumerate(k.loops)
+           if j and 1 < l.extent <= PHASE_MAX and any(_compared(u, l.var) for u in turns)}
   if not short or math.prod(k.loops[j].extent for j in short) > PHASE_COPIES: return None
   return short
 
@@ -1624,8 +1623,9 @@ def _emit_unrolled(b: _Body, k: Kernel, pragmas: dict[int, str], short: set[int]
     l = k.loops[j]
     if j == last:   # the innermost loop, with the steps of those inside it unrolled, cut where their compares turn
       inner = k.loops[j + 1:]
+      # simplified per piece, in _emit_in_pieces
       stores = [_folded(s, {**at, **{i.var: UOp.const(dtypes.int64, v) for i, v in zip(inner, vs)}})
-                for vs in itertools.product(*[range(i.extent) for i in inner]) for s in k.stores]   # simplified per piece
+                for vs in itertools.product(*[range(i.extent) for i in inner]) for s in k.stores]
       _emit_in_pieces(b, stores, l, j, ranges, heads.get(j), _pieces(stores, l) or [(0, l.extent)])
       return
     if j in short:
