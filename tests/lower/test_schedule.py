@@ -237,6 +237,27 @@ def test_an_optimization_barrier_is_stored_and_nothing_fuses_across_it():
   np.testing.assert_allclose(run_program(prog, [X])[0], (np.exp(X) * 2).sum(1), **tol("float32", 16, 16))
 
 
+def test_an_optimization_barriers_one_stored_elementwise_user_computes_it_where_it_reads_it():
+  """A barrier whose only user is an elementwise node with a buffer of its own is computed in that node's kernel
+  (each element once, as before), not stored by one kernel for the next to read back; with two users it stays
+  stored."""
+  once = schedule(tg.make_graph(lambda x: lax.optimization_barrier(tnp.exp(x)) * 2.0)(X))
+  (k,) = once.kernels
+  assert len(once.buffers) == 2 and any(u.op is Ops.EXP2 for st in k.stores for u in st.value.toposort())
+  np.testing.assert_allclose(run_program(once, [X])[0], np.exp(X) * 2, **tol("float32", 8, 8))
+  twice = schedule(tg.make_graph(lambda x: (lambda b: (b * 2.0, b + 1.0))(lax.optimization_barrier(tnp.exp(x))))(X))
+  assert len(twice.buffers) == 4   # the input, the barrier's and the two outputs
+  # a strided convolution's input gradient (a barrier) and the ReLU's mask in front of it: one pass
+  x, w = rng.normal(size=(2, 3, 9, 9)).astype(np.float32), rng.normal(size=(4, 3, 3, 3)).astype(np.float32)
+  conv = lambda h, w: lax.conv_general_dilated(h, w, (2, 2), "SAME")
+  dx = lambda x, w: tg.grad(lambda x: (conv(tg.nn.relu(x), w) ** 2).sum())(x)
+  prog = schedule(tg.make_graph(dx)(x, w))
+  # the windows, the forward pass, every tap's cotangent, then the input's gradient: four kernels storing one array each
+  assert [len(k.stores) for k in prog.kernels] == [1, 1, 1, 1]
+  want = np.asarray(tg.jit(dx)(x, w))
+  np.testing.assert_allclose(run_program(prog, [x, w])[0].reshape(want.shape), want, **tol("float32", 64, 64))
+
+
 def test_a_convolution_is_its_windows_stored_once_and_one_contraction_without_index_division():
   x, w = rng.normal(size=(2, 3, 9, 9)).astype(np.float32), rng.normal(size=(4, 3, 3, 3)).astype(np.float32)
   prog = schedule(tg.make_graph(lambda x, w: lax.conv_general_dilated(x, w, (2, 2), "SAME"))(x, w))

@@ -478,11 +478,11 @@ class _Scheduler:
     self.calls: list[tuple[int, ...]] = []
 
   def _materialised(self, order: list[UOp]) -> set[UOp]:
-    """Nodes that get a buffer: outputs, reductions, scatters, optimization barriers; nodes read at several indices
-    (used by a movement op and something else); and nodes that several kernels would otherwise each recompute. A
-    reduction whose only use is broadcast back over its own input's shape into one elementwise output (softmax's
-    sums) gets no buffer: it runs in that output's kernel, which stores the output in a loop after the reduction
-    (its epilogue)."""
+    """Nodes that get a buffer: outputs, reductions, scatters, optimization barriers (but those _absorbed); nodes read
+    at several indices (used by a movement op and something else); and nodes that several kernels would otherwise
+    each recompute. A reduction whose only use is broadcast back over its own input's shape into one elementwise
+    output (softmax's sums) gets no buffer: it runs in that output's kernel, which stores the output in a loop after
+    the reduction (its epilogue)."""
     self.users = users = {u: [] for u in order}
     for u in order:
       for s in set(u.src): users[s].append(u)
@@ -508,9 +508,17 @@ class _Scheduler:
                 and not (self._cheap(u) or u.op in CHEAP) and u.op not in CONTROL_FLOW} - base
         if not more: break
         base |= more
-      if all(self._epilogue_root(r, users, base - {r}) is o for o, r in self.epilogue.items()): return base
+      if all(self._epilogue_root(r, users, base - {r}) is o for o, r in self.epilogue.items()):
+        return base - self._absorbed(base)
       m = base | set(self.epilogue.values())
       candidates = [r for r in candidates if self._epilogue_root(r, users, base - {r}) is not None]
+
+  def _absorbed(self, base: set[UOp]) -> set[UOp]:
+    """Optimization barriers whose one user is a stored elementwise node (a strided convolution's input gradient,
+    masked by a ReLU's backward): that node's kernel computes the barrier's value where it reads it, rather than a
+    kernel of its own storing it for the next to read back."""
+    return {u for u in base if u.op is Ops.OPTIMIZATION_BARRIER and u not in self.outs and len(self.users[u]) == 1
+            and (v := self.users[u][0]).op in ELEMENTWISE and v in base}
 
   def _repeated_into_reductions(self, order: list[UOp]) -> set[UOp]:
     """Elementwise work of several steps that a broadcast repeats into a reduction (a contraction's operand: the
