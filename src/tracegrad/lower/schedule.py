@@ -104,12 +104,30 @@ FOLD = PatternMatcher([
 def _permuted_reduce(uses: dict, p: UOp, s: UOp, r: UOp) -> UOp | None:
   """permute(reshape(reduce(x))), the reshape dropping the reduced unit axes, as the reduce of x permuted likewise,
   when nothing else reads the reduce: its kernel then stores what its reader reads in place (a weight's gradient
-  for the update p - lr * g, not its transpose read at a stride)."""
+  for the update p - lr * g, not its transpose read at a stride). A reshape that also splits kept axes moves too
+  where x's innermost axis is summed (a convolution filter's gradient, OIHW inside, computed in the HWIO its update
+  reads, so that the channels-last gradient it sums is read along the output's last axis, as vectors); a sum along
+  another axis keeps the order its innermost one gives it (a convolution's positions, along which its windows
+  run)."""
   axes = list(r.arg)
   kept = [i for i in range(r.ndim) if i not in axes]
-  if uses.get(r) != 1 or uses.get(s) != 1 or s.shape != tuple(r.shape[i] for i in kept): return None
-  x = r.src[0].permute(axes + [kept[i] for i in p.arg])
+  if uses.get(r, 1) != 1 or uses.get(s, 1) != 1: return None   # one made by a rewrite above has that one reader
+  shape, into = [r.shape[i] for i in kept if r.shape[i] != 1], [n for n in s.shape if n != 1]
+  if shape != into and not (r.ndim - 1 in axes and _splits(shape, into)): return None
+  x = r.src[0].permute(axes + kept)
+  x = x.reshape(x.shape[:len(axes)] + s.shape).permute(list(range(len(axes))) + [len(axes) + i for i in p.arg])
   return x.reduce(r.op, range(len(axes))).reshape(p.shape)
+
+
+def _splits(shape, into) -> bool:
+  """Whether reshaping `shape` to `into` (neither with axes of size 1) only splits axes: each axis of `into` then
+  reads one axis of `shape` at an affine index, with no division."""
+  a, b = list(shape), list(into)
+  while a and b:
+    group = b.pop(0)
+    while group < a[0] and b: group *= b.pop(0)
+    if group != a.pop(0): return False
+  return not a and not b
 
 
 TRANSPOSED_SUMS = PatternMatcher([
