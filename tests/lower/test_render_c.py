@@ -498,9 +498,34 @@ def test_a_transposing_copy_moves_squares_of_vectors_through_registers(cpu, monk
     with x64():
       (k,) = (prog := schedule(make_graph(f)(x))).kernels
       (got,) = run(cpu, prog, [x])
-    whole = to is None and all(n % 16 == 0 for n in np.transpose(x, perm).shape[-2:])
+    # (32, 5, 16) -> (16, 5, 32): the scheduler puts the loop along which x is read second-last (16 by 32)
+    whole = to is None and all(l.extent % 16 == 0 for l in k.loops[-2:])
     assert ("tg_tr_v" in k.source) == whole, k.source
     np.testing.assert_array_equal(got, np.transpose(x, perm).astype(to or dt), err_msg=f"{shape} {perm} {target}")
+
+@pytest.mark.parametrize("target", ["native", "x86-64-v3"])
+def test_a_transposing_elementwise_kernel_runs_along_its_near_reads_with_strides_gcc_vectorises(cpu, monkeypatch,
+                                                                                               target):
+  """A ReLU's mask applied to a channels-last cotangent read from a channels-first one (a convolution's layouts): the
+  channels-first read steps 1 KB a channel, so the loop along the width (where it is contiguous, and the other
+  accesses step a line) runs innermost, with the channels just outside it, whose lines it reuses. The width's
+  stride of 32 floats reaches gcc as an opaque value (TG_OPAQUE): at a constant power of two of 128 bytes or more,
+  gcc 12 leaves the loop scalar, branching on the mask. numpy's values."""
+  import tracegrad.numpy as tnp
+  from tracegrad import make_graph
+  from tracegrad.lower.schedule import schedule
+  if target != "native":
+    if not _avx2_host(): pytest.skip("compiling for an x86-64 target needs an x86-64 host")
+    monkeypatch.setenv("TRACEGRAD_CPU_TARGET", target)
+  rng = np.random.default_rng(6)
+  a = rng.standard_normal((2, 16, 16, 32)).astype(np.float32)
+  b = rng.standard_normal((2, 32, 16, 16)).astype(np.float32)
+  f = lambda a, b: tnp.where(tnp.transpose(b, (0, 2, 3, 1)) > 0, a, 0.0)
+  (k,) = (prog := schedule(make_graph(f)(a, b))).kernels
+  assert [l.extent for l in k.loops] == [2, 16, 32, 16] and "TG_OPAQUE(32LL)" in k.source, k.source
+  (got,) = run(cpu, prog, [a, b])
+  np.testing.assert_array_equal(got.reshape(a.shape), np.where(np.transpose(b, (0, 2, 3, 1)) > 0, a, 0.0))
+
 
 @pytest.mark.parametrize("target", ["native", "x86-64-v3", "x86-64"])
 def test_a_transposed_right_operand_fills_its_panels_through_registers(cpu, monkeypatch, target):

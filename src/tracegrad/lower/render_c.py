@@ -313,6 +313,9 @@ def _widening(u: UOp) -> bool:
   return u.op is Ops.CAST and u.dtype is dtypes.float32 and u.src[0].dtype in HALF
 
 
+OPAQUE_BYTES = 128   # strides of this many bytes or more, powers of two, along a vectorised loop are TG_OPAQUE
+
+
 class _Body:
   """The statements of one kernel function; each value is named once per scope, and read again from memory after a
   store to a buffer it loads from."""
@@ -325,6 +328,9 @@ class _Body:
     self.reads: dict[UOp, frozenset] = {}
     self.lines: list[str] = []
     self.count, self.depth = 0, 1
+    self.simd: UOp | None = None   # the variable of the loop that gcc vectorises (its "omp simd" pragma), if any
+    self.opaque: set[int] = set()   # the strides along it that are read as TG_OPAQUE(n) (opaque_stride)
+    self.far = OPAQUE_BYTES // min((b.dtype.itemsize for b in k.bufs), default=1)
 
   def line(self, s: str): self.lines.append("  " * self.depth + s)
 
@@ -351,6 +357,9 @@ class _Body:
     if u.op is Ops.EXP2 and (x := natural_exp_argument(u)) is not None:   # exp(x), not 2^(x log2(e)) rounded
       e = f"{'exp' if _dt(u) is dtypes.float64 else 'tg_expf'}({self.names[x]})"
       return f"{ROUND[u.dtype]}({e})" if u.dtype in ROUND else e
+    if (n := self.opaque_stride(u)) is not None:
+      self.opaque.add(n)
+      return f"{self.names[self.simd]} * tg_s{n}"
     if u.op in ALU:
       e = ALU[u.op](u, *a)
       return f"{ROUND[u.dtype]}({e})" if u.dtype in ROUND and u.op in ROUNDED else e
@@ -360,6 +369,18 @@ class _Body:
     if u.op is Ops.PARAM:
       raise ValueError(f"render_c: {u!r} is not a loop variable, the accumulator or a buffer load of the kernel")
     raise NotImplementedError(f"render_c: no C rendering of {u.op.name} in a kernel expression")
+
+  def opaque_stride(self, u: UOp) -> int | None:
+    """n where u is the vectorised loop's variable times a power of two n at least `far` (OPAQUE_BYTES of the
+    kernel's narrowest element): a stride gcc must not see as a constant (TG_OPAQUE)."""
+    if u.op is not Ops.MUL or self.simd is None or u.dtype is not dtypes.int64 or self.simd not in u.src: return None
+    c = u.src[1] if u.src[0] is self.simd else u.src[0]
+    if c.op is not Ops.CONST or c.arg < self.far or c.arg & (c.arg - 1): return None
+    return c.arg
+
+  def declarations(self) -> list[str]:
+    """The lines declaring the opaque strides the body reads, at the function's top."""
+    return [f"  const int64_t tg_s{n} = TG_OPAQUE({n}LL);" for n in sorted(self.opaque)]
 
   def emit(self, roots) -> list[str]:
     for u in _order(roots, self.names):
@@ -657,6 +678,14 @@ BLOCK_PRELUDE = "\n" + "".join(
 #define TG_PRAGMA(x) _Pragma(#x)
 #define TG_UNROLL(n) TG_PRAGMA(GCC unroll n)
 #define TG_PREFETCH(...) __builtin_prefetch(__VA_ARGS__)
+#endif
+/* n, which gcc cannot see as a constant: gcc 12 leaves a loop scalar when it loads at a constant stride that is a power
+   of two of 128 bytes or more (a transposed read of a channels-last activation), and vectorises it at a stride it
+   does not know */
+#if defined(__GNUC__) && !defined(__clang__)
+#define TG_OPAQUE(n) ({ int64_t tg_n_ = (n); __asm__("" : "+r"(tg_n_)); tg_n_; })
+#else
+#define TG_OPAQUE(n) (n)
 #endif
 /* the threads of a parallel region, and this one's number */
 #ifdef _OPENMP
@@ -1419,8 +1448,11 @@ def _emit_step(b: _Body, k: Kernel):
     for j, l in enumerate(k.epilogue):
       b.names[l.var] = f"e{j}"
       head = _loop(f"e{j}", l.extent) if bounds is None else _ranged_loop(b, l, bounds[j])
-      loops.enter_context(b.block(head, "#pragma omp simd" if simd and j == len(k.epilogue) - 1 else None))
+      vectorised = simd and j == len(k.epilogue) - 1
+      loops.enter_context(b.block(head, "#pragma omp simd" if vectorised else None))
+      if vectorised: b.simd = l.var
     for s in stores: _emit_store(b, s)
+    if k.epilogue: b.simd = None
 
 
 def guarded_ranges(stores, loops) -> tuple[tuple, list] | None:
@@ -1512,14 +1544,17 @@ def render_kernel(k: Kernel, name: str | None = None, restrict: bool = True, sto
       for p in k.phase_kernels():
         with b.block(""): _emit_step(b, p)   # its accumulator and values stay inside
       _emit_step(b, k)
-  return f"{storage} void {name or c_name(k.name)}({params or 'void'}) {{\n" + "".join(l + "\n" for l in b.lines) + "}"
+  lines = b.declarations() + b.lines
+  return f"{storage} void {name or c_name(k.name)}({params or 'void'}) {{\n" + "".join(l + "\n" for l in lines) + "}"
 
 
 def _open_loops(b: _Body, loops, pragmas: dict[int, str], stack: ExitStack) -> None:
-  """The loops i0, i1, ... opened on `stack`, each with its pragma."""
+  """The loops i0, i1, ... opened on `stack`, each with its pragma (the innermost's simd makes it b.simd)."""
   for j, l in enumerate(loops):
     b.names[l.var] = f"i{j}"
     stack.enter_context(b.block(_loop(f"i{j}", l.extent), pragmas.get(j)))
+  if loops and "simd" in pragmas.get(len(loops) - 1, "") + pragmas.get(0, "") * (len(pragmas) == 1):
+    b.simd = loops[-1].var
 
 
 MAX_PIECES = 8
@@ -1572,7 +1607,9 @@ def _emit_in_pieces(b: _Body, stores, loop, j: int, ranges: dict, pragma: str | 
     with b.block(_loop(f"i{j}", hi - lo), pragma):
       at = {loop.var: var + UOp.const(dtypes.int64, lo) if lo else var} if var is not loop.var else {}
       simp = Simplifier({**ranges, var: hi - lo})   # the stores share most of their terms
+      b.simd = var if pragma and "simd" in pragma else None
       for s in stores: _emit_store(b, _folded(s, at, simp))
+      b.simd = None
 
 
 def _emit_pieces(b: _Body, k: Kernel, pragmas: dict[int, str], pieces: list[tuple[int, int]]):

@@ -458,6 +458,31 @@ def _rows_second_last(loops: list[Loop], reduce: Reduce | None) -> list[Loop]:
   return [l for l in loops[:-1] if l is not best] + [best, loops[-1]]
 
 
+FAR_BYTES = 1024   # an access stepping this far or more along the innermost loop touches a page every few steps
+LINE_BYTES = 64    # one stepping this far or more reads a cache line a step
+
+
+def _transposed_order(loops: list[Loop], stores) -> list[Loop]:
+  """The loops of an elementwise kernel that transposes (reads along one loop, writes along another): innermost, the
+  loop along which the fewest accesses step FAR_BYTES or more (a transposed read of a channels-last activation,
+  a page a step, moves inside; the write's steps stay within a page); then, second-last, a loop along which a read
+  that the innermost one gathers a line a step runs contiguously, so that the lines it touches are used again from
+  the L1 cache before they leave it (a strided convolution's windows of a channels-last input). Any other kernel
+  keeps its order."""
+  if len(loops) < 2 or any(st.mode for st in stores): return loops
+  loads = [u for st in stores for u in st.value.toposort() if u.op is Ops.GATHER]
+  steps = [(st.index, st.buf.dtype.itemsize) for st in stores] + [(u.src[1].src[0], u.dtype.itemsize) for u in loads]
+  strides = {l.var: [coefficient(i, l.var) for i, _ in steps] for l in loops}
+  if any(c is None for cs in strides.values() for c in cs): return loops
+  far = lambda l: sum(abs(c) * size >= FAR_BYTES for c, (_, size) in zip(strides[l.var], steps))
+  inner = min(loops, key=lambda l: (far(l), l is not loops[-1]))
+  order = [l for l in loops if l is not inner]
+  gathered = [j for j, c in enumerate(strides[inner.var]) if abs(c) * steps[j][1] >= LINE_BYTES and j >= len(stores)]
+  beside = next((l for l in reversed(order) if any(strides[l.var][j] == 1 for j in gathered)), None)
+  if beside is not None: order = [l for l in order if l is not beside] + [beside]
+  return order + [inner]
+
+
 class _Scheduler:
   """`buffers` is shared with the enclosing schedule for a control-flow op's sub-graphs, whose outputs then get
   buffers of their own (fresh_outputs) even when they are inputs or constants."""
@@ -698,6 +723,7 @@ class _Scheduler:
     if not epilogue: loops, stores, reduce = _fuse_outer_loops(loops, stores, reduce, kb.ranges)
     self.simplifier.bounds.ranges.update(kb.ranges)
     if parallel and not epilogue: loops = _rows_second_last(loops, reduce)
+    if reduce is None and not epilogue: loops = _transposed_order(loops, stores)
     if reduce is not None and parallel and not epilogue and (load := _packable(loops, reduce)) is not None:
       reduce = self._pack(name, kb, loops, reduce, load)
     nums = sorted(kb.bufs)
