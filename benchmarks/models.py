@@ -90,24 +90,29 @@ def _adam(lib: Lib, loss: Callable, lr: float, b1: float = 0.9, b2: float = 0.99
 def _on(lib: Lib, tree): return lib.tree_map(lib.np.asarray, tree)
 
 
-# cnn: three 3x3 SAME convolutions (the last two of stride 2) with relu, global average pool, dense to 10 classes
+# cnn: three 3x3 SAME convolutions (the last two of stride 2) with relu, global average pool, dense to 10 classes;
+# cnn-nhwc: the same in the channels-last layouts Flax and JAX's examples use (NHWC input, HWIO kernels)
 
-def cnn(lib: Lib):
+def cnn(lib: Lib, channels_last: bool = False):
   rng = np.random.default_rng(3)
   he = lambda *shape: (rng.normal(size=shape) * np.sqrt(2 / np.prod(shape[1:]))).astype(np.float32)
   params = {"convs": [(he(cout, cin, 3, 3), np.zeros(cout, np.float32)) for cin, cout in ((3, 32), (32, 64), (64, 64))],
             "dense": (he(10, 64).T.copy(), np.zeros(10, np.float32))}
   x = rng.normal(size=(32, 3, 32, 32)).astype(np.float32)
   y = np.eye(10, dtype=np.float32)[rng.integers(0, 10, 32)]
+  layouts, spatial, bias = ("NCHW", "OIHW", "NCHW"), (2, 3), (slice(None), None, None)
+  if channels_last:   # the same numbers, laid out channels-last
+    params["convs"] = [(w.transpose(2, 3, 1, 0).copy(), b) for w, b in params["convs"]]
+    x, layouts, spatial, bias = x.transpose(0, 2, 3, 1).copy(), ("NHWC", "HWIO", "NHWC"), (1, 2), (Ellipsis,)
   m, nn, lax = lib.np, lib.nn, lib.lax
 
   def loss(params, x, y):
     h = x
     for (w, b), stride in zip(params["convs"], (1, 2, 2)):
-      h = lax.conv_general_dilated(h, w, (stride, stride), "SAME", dimension_numbers=("NCHW", "OIHW", "NCHW"))
-      h = nn.relu(h + b[:, None, None])
+      h = lax.conv_general_dilated(h, w, (stride, stride), "SAME", dimension_numbers=layouts)
+      h = nn.relu(h + b[bias])
     w, b = params["dense"]
-    logits = m.mean(h, axis=(2, 3)) @ w + b
+    logits = m.mean(h, axis=spatial) @ w + b
     return -m.mean(m.sum(nn.log_softmax(logits) * y, axis=-1))
   return _sgd(lib, loss, 0.01), _on(lib, params), _on(lib, (x, y))
 
@@ -346,7 +351,9 @@ def _jax_gpt():
   return train_step, _on(jax_lib(), (params, (zeros(), zeros(), np.int32(0)))), _on(jax_lib(), (x, y, np.int32(0)))
 
 
-WORKLOADS = {"cnn": ("CNN step b32 32x32", cnn), "gpt": ("GPT step 2L d128 b8 s64", gpt),
+WORKLOADS = {"cnn": ("CNN step b32 32x32", cnn),
+             "cnn-nhwc": ("CNN step NHWC", functools.partial(cnn, channels_last=True)),
+             "gpt": ("GPT step 2L d128 b8 s64", gpt),
              "mlp": ("MLP step 784-512-512-10", mlp), "mlperf-resnet": ("mlperf ResNet-8 step b64", mlperf_resnet),
              "mlperf-gpt": ("mlperf GPT step b32 s64", mlperf_gpt)}
 
