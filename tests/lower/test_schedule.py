@@ -9,6 +9,7 @@ from tracegrad import lax, run
 from tracegrad.ir import Ops
 from tracegrad.lower.kernel import Control
 from tracegrad.lower.schedule import _written, schedule
+from tracegrad.lower.symbolic import coefficient
 
 from kernel_eval import run_program
 from oracles import tol, ulps
@@ -292,6 +293,32 @@ def test_a_channels_last_filter_gradient_is_summed_in_the_layout_its_update_read
   jax = pytest.importorskip("jax")
   np.testing.assert_allclose(want, w - 0.1 * np.asarray(jax.grad(lambda w: (conv(jax.lax, x, w) ** 2).sum())(w)),
                              **close)
+
+
+def test_sums_whose_order_defeats_their_loads_run_in_another():
+  """A transposed convolution's filter gradient in NHWC / HWIO, per phase of its strides, is a sum that no register
+  block takes in the order OIHW inside gives it: with its output channels last, along which the NHWC cotangent
+  runs, it is one (_blocked_order). A mean over a channels-last view of a channels-first array sums along the
+  axis it reads contiguously (_contiguous_inner). JAX's and numpy's values."""
+  from tracegrad.lower.render_c import dot_blocked, interchanged
+  x, w = rng.normal(size=(2, 8, 8, 16)).astype(np.float32), rng.normal(size=(4, 4, 16, 8)).astype(np.float32)
+  dn = ("NHWC", "HWIO", "NHWC")
+  up = lambda lax, x, w: lax.conv_transpose(x, w, (2, 2), "SAME", dimension_numbers=dn)
+  dw = lambda w, x: tg.grad(lambda w: (up(lax, x, w) ** 2).sum())(w)
+  prog = schedule(tg.make_graph(dw)(w, x))
+  sums = [k for k in prog.kernels if k.reduce is not None and k.reduce.value.op is Ops.MUL and k.cost()[0] > 1e5]
+  assert len(sums) >= 4 and all(interchanged(k) or dot_blocked(k) for k in sums), [k.name for k in sums]
+  want = np.asarray(tg.jit(dw)(w, x))
+  close = dict(rtol=ulps(1024), atol=ulps(1024) * np.abs(want).max())
+  np.testing.assert_allclose(run_program(prog, [w, x])[0].reshape(want.shape), want, **close)
+  jax = pytest.importorskip("jax")
+  np.testing.assert_allclose(want, jax.grad(lambda w: (up(jax.lax, x, w) ** 2).sum())(w), **close)
+  y = rng.normal(size=(4, 16, 8, 32)).astype(np.float32)
+  mean = schedule(tg.make_graph(lambda y: tnp.mean(tnp.transpose(y, (0, 2, 3, 1)) ** 2))(y))
+  (k,) = mean.kernels
+  (load,) = {u for u in k.reduce.value.toposort() if u.op is Ops.GATHER}
+  assert coefficient(load.src[1].src[0], k.reduce.loops[-1].var) == 1
+  np.testing.assert_allclose(run_program(mean, [y])[0].reshape(()), np.mean(y.astype(np.float64) ** 2), rtol=ulps(64))
 
 
 def test_a_convolutions_input_gradient_is_one_scatter_shared_out_over_batch_and_channels():

@@ -443,6 +443,39 @@ def _packable(loops, reduce: Reduce) -> UOp | None:
   return found if size <= PACK_MAX_RATIO * math.prod(l.extent for l in loops) else None
 
 
+def _blocked_order(loops: list[Loop], stores, reduce: Reduce | None) -> list[Loop]:
+  """The loops of a sum of products that neither of the renderer's register-blocked forms takes in their order, with
+  one that an operand strided along the reduction reads contiguously moved last, where the blocks then take it (a
+  channels-last transposed convolution's filter gradient, per phase: its output channels last). Its stores, once
+  per output, then step along it; any other sum keeps its order."""
+  if reduce is None or reduce.op is not Ops.REDUCE_SUM or len(loops) < 2 or not reduce.loops: return loops
+  probe = lambda ls: Kernel("", (), tuple(ls), tuple(stores), reduce)
+  if interchanged(probe(loops)) or dot_blocked(probe(loops)): return loops
+  inner = reduce.loops[-1].var
+  for u in reduce.value.toposort():
+    if u.op is not Ops.GATHER or coefficient(idx := u.src[1].src[0], inner) in (0, 1, None): continue
+    for l in loops[:-1]:
+      if coefficient(idx, l.var) == 1 and interchanged(probe(order := [x for x in loops if x is not l] + [l])):
+        return order
+  return loops
+
+
+def _contiguous_inner(loops, stores, reduce: Reduce | None) -> Reduce | None:
+  """A reduction whose loads all step along its innermost loop, none contiguously, with the loop along which the
+  most of them are contiguous moved innermost (a mean over a channels-last activation that a channels-first one is
+  read as); any other, and any that the renderer's register blocks take, keeps its order."""
+  if reduce is None or len(reduce.loops) < 2 or reduce.stores: return reduce
+  probe = Kernel("", (), tuple(loops), tuple(stores), reduce)
+  if interchanged(probe) or dot_blocked(probe): return reduce
+  idxs = [u.src[1].src[0] for u in reduce.value.toposort() if u.op is Ops.GATHER]
+  near = lambda l: sum(coefficient(i, l.var) == 1 for i in idxs)
+  if not idxs or near(reduce.loops[-1]) or any(coefficient(i, reduce.loops[-1].var) in (0, None) for i in idxs):
+    return reduce
+  best = max(reduce.loops[:-1], key=near)
+  if not near(best): return reduce
+  return dataclasses.replace(reduce, loops=(*(l for l in reduce.loops if l is not best), best))
+
+
 def _rows_second_last(loops: list[Loop], reduce: Reduce | None) -> list[Loop]:
   """The loops of a sum of products with the one the renderer's register blocks should take as rows second-last:
   one that only the operand not moving with the last loop reads (a query's position in attention scores, rather
@@ -722,7 +755,8 @@ class _Scheduler:
     stores, reduce, epilogue = _fuse_inner_loops(stores, reduce, epilogue, kb.ranges)
     if not epilogue: loops, stores, reduce = _fuse_outer_loops(loops, stores, reduce, kb.ranges)
     self.simplifier.bounds.ranges.update(kb.ranges)
-    if parallel and not epilogue: loops = _rows_second_last(loops, reduce)
+    if parallel and not epilogue: loops = _rows_second_last(_blocked_order(loops, stores, reduce), reduce)
+    reduce = _contiguous_inner(loops, stores, reduce)
     if reduce is None and not epilogue: loops = _transposed_order(loops, stores)
     if reduce is not None and parallel and not epilogue and (load := _packable(loops, reduce)) is not None:
       reduce = self._pack(name, kb, loops, reduce, load)
