@@ -527,6 +527,27 @@ def test_a_transposing_elementwise_kernel_runs_along_its_near_reads_with_strides
   np.testing.assert_array_equal(got.reshape(a.shape), np.where(np.transpose(b, (0, 2, 3, 1)) > 0, a, 0.0))
 
 
+@pytest.mark.parametrize("dt", [np.uint32, np.int64, np.uint8])
+def test_a_parity_test_beside_a_float_compare_renders_as_a_shift(cpu, dt):
+  """(n & 1) == 0 is rendered as (n << 31) == 0 (63 for 64-bit n): gcc 12 takes the first for a bool of n's width
+  and leaves a loop scalar that combines it with a float compare (a dropout mask's round-to-nearest-even, which
+  then branched on every element). numpy's values, odd and even, negative and at the type's ends."""
+  import tracegrad.numpy as tnp
+  from tracegrad import make_graph
+  from tracegrad.lower.schedule import schedule
+  rng = np.random.default_rng(7)
+  info = np.iinfo(dt)
+  n = np.concatenate([rng.integers(info.min, info.max, 1000, dtype=dt, endpoint=True),
+                      np.array([info.min, info.max, 0, 1], dt)])
+  x = rng.standard_normal(n.shape).astype(np.float32)
+  f = lambda x, n: tnp.where(((n & 1) == 0) & (x > 0), x, tnp.where((n & 1) != 0, -1.0, 1.0))
+  with x64():
+    (k,) = (prog := schedule(make_graph(f)(x, n))).kernels
+    assert f"<< {63 if np.dtype(dt).itemsize == 8 else 31}) == 0" in k.source and "& 1" not in k.source, k.source
+    (got,) = run(cpu, prog, [x, n])
+  np.testing.assert_array_equal(got, np.where(((n & 1) == 0) & (x > 0), x, np.where((n & 1) != 0, -1.0, 1.0)))
+
+
 @pytest.mark.parametrize("target", ["native", "x86-64-v3", "x86-64"])
 def test_a_transposed_right_operand_fills_its_panels_through_registers(cpu, monkeypatch, target):
   """x @ w.T with a big w: one kernel, whose threads fill their column panels from w's rows a square of vectors at

@@ -285,7 +285,9 @@ def render_bitcast(src: DType, dst: DType, x: str) -> str:
 # ---- kernels ----
 
 def _deps(u: UOp) -> tuple:
-  """The scalar values a node reads: a load reads its index (a buffer is not a value)."""
+  """The scalar values a node reads: a load reads its index (a buffer is not a value); a parity test, the number
+  whose low bit it tests (_low_bit_test)."""
+  if (x := _low_bit_test(u)) is not None: return (x,)
   if u.op is not Ops.GATHER: return u.src
   idx = u.src[1]
   if idx.op is not Ops.RESHAPE or idx.shape != (1,) or idx.src[0].shape != ():
@@ -311,6 +313,21 @@ def _order(roots, known) -> list[UOp]:
 def _widening(u: UOp) -> bool:
   """A half-type value read as float32: the same C value."""
   return u.op is Ops.CAST and u.dtype is dtypes.float32 and u.src[0].dtype in HALF
+
+
+_TESTS = {Ops.CMPEQ: "==", Ops.CMPNE: "!="}
+
+
+def _low_bit_test(u: UOp) -> UOp | None:
+  """x where u compares x & 1 with 0 (a parity test, as the round-to-nearest-even of exact float arithmetic makes):
+  gcc 12 takes (x & 1) == 0 for a bool of x's width, and leaves a loop scalar that combines it with a float compare's
+  mask, which (x << 31) == 0 does not make it do."""
+  if u.op not in _TESTS: return None
+  a, b = u.src
+  if a.op is Ops.CONST: a, b = b, a
+  if b.op is not Ops.CONST or b.arg != 0 or a.op is not Ops.AND: return None
+  x, one = a.src if a.src[1].op is Ops.CONST else a.src[::-1]
+  return x if one.op is Ops.CONST and one.arg == 1 and x.dtype.is_int and not x.dtype.is_bool else None
 
 
 OPAQUE_BYTES = 128   # strides of this many bytes or more, powers of two, along a vectorised loop are TG_OPAQUE
@@ -360,6 +377,9 @@ class _Body:
     if (n := self.opaque_stride(u)) is not None:
       self.opaque.add(n)
       return f"{self.names[self.simd]} * tg_s{n}"
+    if (x := _low_bit_test(u)) is not None:   # the low bit moved to the top: gcc then vectorises it beside float masks
+      wide = x.dtype.itemsize == 8
+      return f"(({'uint64_t' if wide else 'uint32_t'}){self.names[x]} << {63 if wide else 31}) {_TESTS[u.op]} 0"
     if u.op in ALU:
       e = ALU[u.op](u, *a)
       return f"{ROUND[u.dtype]}({e})" if u.dtype in ROUND and u.op in ROUNDED else e
