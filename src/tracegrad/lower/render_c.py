@@ -347,7 +347,7 @@ class _Body:
     self.count, self.depth = 0, 1
     self.simd: UOp | None = None   # the variable of the loop that gcc vectorises (its "omp simd" pragma), if any
     self.opaque: set[int] = set()   # the strides along it that are read as TG_OPAQUE(n) (opaque_stride)
-    self.far = OPAQUE_BYTES // min((b.dtype.itemsize for b in k.bufs), default=1)
+    self.far = OPAQUE_BYTES // min((b.dtype.itemsize for b in k.bufs if b.dtype.itemsize >= 4), default=4)
 
   def line(self, s: str): self.lines.append("  " * self.depth + s)
 
@@ -392,7 +392,7 @@ class _Body:
 
   def opaque_stride(self, u: UOp) -> int | None:
     """n where u is the vectorised loop's variable times a power of two n at least `far` (OPAQUE_BYTES of the
-    kernel's narrowest element): a stride gcc must not see as a constant (TG_OPAQUE)."""
+    kernel's narrowest element of 4 bytes or more): a stride gcc must not see as a constant (TG_OPAQUE)."""
     if u.op is not Ops.MUL or self.simd is None or u.dtype is not dtypes.int64 or self.simd not in u.src: return None
     c = u.src[1] if u.src[0] is self.simd else u.src[0]
     if c.op is not Ops.CONST or c.arg < self.far or c.arg & (c.arg - 1): return None
@@ -1573,8 +1573,7 @@ def _open_loops(b: _Body, loops, pragmas: dict[int, str], stack: ExitStack) -> N
   for j, l in enumerate(loops):
     b.names[l.var] = f"i{j}"
     stack.enter_context(b.block(_loop(f"i{j}", l.extent), pragmas.get(j)))
-  if loops and "simd" in pragmas.get(len(loops) - 1, "") + pragmas.get(0, "") * (len(pragmas) == 1):
-    b.simd = loops[-1].var
+  if loops and any("simd" in pragmas.get(j, "") for j in (0, len(loops) - 1)): b.simd = loops[-1].var
 
 
 MAX_PIECES = 8
