@@ -548,6 +548,24 @@ def test_a_parity_test_beside_a_float_compare_renders_as_a_shift(cpu, dt):
   np.testing.assert_array_equal(got, np.where(((n & 1) == 0) & (x > 0), x, np.where((n & 1) != 0, -1.0, 1.0)))
 
 
+def test_a_converted_right_operand_is_converted_once_into_its_panels(cpu):
+  """x @ w.astype(bfloat16) with w big enough for column panels: each element of w is rounded to bfloat16 once, as
+  its panel is filled, not at each multiply-add that reads it (a bfloat16 MLP's forward contraction ran at half the
+  speed). numpy's values on the rounded operands."""
+  import tracegrad.numpy as tnp
+  from tracegrad import make_graph
+  from tracegrad.lower.schedule import schedule
+  rng = np.random.default_rng(8)
+  x, w = rng.standard_normal((128, 784)).astype(np.float32), rng.standard_normal((784, 512)).astype(np.float32)
+  f = lambda x, w: x @ w.astype(tnp.bfloat16).astype(tnp.float32)
+  (k,) = (prog := schedule(make_graph(f)(x, w))).kernels
+  fill, blocks = k.source.split("for (int64_t ib = 0;", 1)
+  assert "panel[" in fill and "tg_rb(" in fill and "tg_rb(" not in blocks, k.source
+  (got,) = run(cpu, prog, [x, w])
+  want = x.astype(np.float64) @ w.astype(ml_dtypes.bfloat16).astype(np.float64)
+  np.testing.assert_allclose(got.reshape(want.shape), want, rtol=ulps(64), atol=ulps(64) * np.abs(want).max())
+
+
 @pytest.mark.parametrize("target", ["native", "x86-64-v3", "x86-64"])
 def test_a_transposed_right_operand_fills_its_panels_through_registers(cpu, monkeypatch, target):
   """x @ w.T with a big w: one kernel, whose threads fill their column panels from w's rows a square of vectors at

@@ -35,6 +35,7 @@ import numpy as np
 
 from ..ir import Ops, UOp, dtypes, substitute, toposort
 from ..ir.dtypes import DType
+from ..ir.ops import ELEMENTWISE
 from ..ir.pattern import natural_exp_argument
 from .c_math import SOURCE as MATH
 from ..devices.base import Program, host_calls
@@ -1208,14 +1209,15 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
   reduction) first copied by the thread that takes it into a contiguous array, then read from there by every row
   block in turn. A thread takes `np` panels at once (PANEL_GROUP_BYTES), and runs each row block across them."""
   r, (rows, last) = k.reduce, k.loops
-  steps, i64, mem = math.prod(l.extent for l in r.loops), dtypes.int64, MEMTYPE[load.dtype]
-  panel, t, w = UOp.param((steps,), load.dtype), UOp.param((), i64), UOp.param((), i64)
+  value = load if transposed_panels(load, k.loops, r) else _of_load(r.value, load)   # what the panels hold
+  steps, i64, mem = math.prod(l.extent for l in r.loops), dtypes.int64, MEMTYPE[value.dtype]
+  panel, t, w = UOp.param((steps,), value.dtype), UOp.param((), i64), UOp.param((), i64)
   b.bufs[panel], b.names[t], b.names[w] = "panel", "t", width
   flat = r.loops[0].var
   for l in r.loops[1:]: flat = flat * UOp.const(i64, l.extent) + l.var
   at = flat * w + (last.var - t)
   paneled = dataclasses.replace(k, reduce=dataclasses.replace(r, value=substitute([r.value], {
-    load: panel.gather(at.reshape((1,)))})[0]))
+    value: panel.gather(at.reshape((1,)))})[0]))
   span = f"({steps} * {width} * (int64_t)sizeof({mem}))"   # one panel's bytes
   b.line(f"const int64_t group = TG_CLAMP({PANEL_GROUP_BYTES} / {span}, 1, {PANEL_GROUP});")
 
@@ -1242,7 +1244,7 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
       with b.block("for (int64_t j = 0; j < tn; j++)", "#pragma omp simd"):
         b.line("const int64_t i1 = t + j;")
         b.names[last.var] = "i1"
-        idx, v = b.emit([at, load])
+        idx, v = b.emit([at, value])
         b.line(f"panel[{idx}] = {v};")
     with b.block(f"for (int64_t ib = 0; ib < {rows.extent}; ib += {nrows})"), each_panel():
       b.line(f"const int64_t rn = {rows.extent} - ib < {nrows} ? {rows.extent} - ib : {nrows};")
@@ -1250,6 +1252,18 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
                     _whole_width_blocks(k, nrows), (nrows, width), ("rn", "tn"),
                     f"({rows.extent} % {nrows})")
     b.line("free(panels);")
+
+
+def _of_load(value: UOp, load: UOp) -> UOp:
+  """The widest part of a sum's step that is computed from `load` alone (with constants): a conversion of the
+  operand (a bfloat16 weight's rounding), which its panels then hold, converted once per element rather than at
+  every multiply-add; `load` itself where it is read by more than one such part."""
+  alone = {load}
+  for u in value.toposort():   # sources before users
+    if u.op in ELEMENTWISE and any(s in alone for s in u.src) and all(s in alone or s.op is Ops.CONST for s in u.src):
+      alone.add(u)
+  tops = [u for u in alone if not any(u in v.src for v in alone)]
+  return tops[0] if len(tops) == 1 else load
 
 
 def _fill_transposed(b: _Body, load: UOp, names: tuple[UOp, UOp], width: str, steps: int, stack: ExitStack) -> None:
