@@ -1776,9 +1776,11 @@ class _Entry:
 
   def nbytes(self, n: int) -> int: return self.buffers[n].size * self.buffers[n].dtype.itemsize
 
-  def items(self, prog: Program, depth: int, timed: bool = False) -> list[str]:
+  def items(self, prog: Program, depth: int, timed: bool = False, only=None) -> list[str]:
+    """The lines of prog's items (those numbered in `only`, when given)."""
     pad, lines = "  " * depth, []
     for j, (k, nums) in enumerate(zip(prog.kernels, prog.calls)):
+      if only is not None and j not in only: continue
       if timed: lines.append(pad + "clock_gettime(CLOCK_MONOTONIC, &t0);")
       if isinstance(k, Control): lines += [pad + l for l in self.control(k, depth)]
       else: lines.append(pad + self.call(j, k, nums))
@@ -1803,7 +1805,17 @@ class _Entry:
   def copy_out(self, results, prog: Program) -> list[str]:
     return [f"memcpy(bufs[{r}], bufs[{o}], {self.nbytes(r)});" for r, (o, _) in zip(results, prog.outputs)]
 
-  def body(self, prog: Program, depth: int) -> list[str]: return [l[2 * depth:] for l in self.items(prog, depth)]
+  def body(self, prog: Program, depth: int, only=None) -> list[str]:
+    return [l[2 * depth:] for l in self.items(prog, depth, only=only)]
+
+  @staticmethod
+  def invariant(prog: Program, n_consts: int) -> tuple[set[int], set[int]]:
+    """(the numbers of a loop body's packing copies of its constant inputs, which run once before the loop rather
+    than at each step (a scanned RNN's weights, packed for its gradient's contractions), the others)."""
+    consts = set(prog.inputs[:n_consts])
+    once = {j for j, (k, nums) in enumerate(zip(prog.kernels, prog.calls))
+            if isinstance(k, Kernel) and k.name.endswith("_pack") and nums[0] in consts}
+    return once, set(range(len(prog.kernels))) - once
 
   def control(self, c: Control, depth: int) -> list[str]:
     """The C block of a COND, SCAN or WHILE (its lines, indented relative to the block)."""
@@ -1829,12 +1841,14 @@ class _Entry:
       ins, carry = body.inputs, res[:n_carry]
       lines += [f"  memcpy(bufs[{r}], bufs[{i}], {self.nbytes(r)});" for r, i in zip(carry, ops[n_consts:n_consts + n_carry])]
       lines += ["  " + l for l in self.bind(ins[:n_consts], ops[:n_consts]) + self.bind(ins[n_consts:n_consts + n_carry], carry)]
+      once, each = self.invariant(body, n_consts)
+      lines += ["  " + l for l in self.body(body, inner - 1, once)]
       t = f"t{depth}"
       lines.append(f"  for (int64_t {t} = {length - 1}; {t} >= 0; {t}--) {{" if reverse else
                    f"  for (int64_t {t} = 0; {t} < {length}; {t}++) {{")
       step = [f"bufs[{b}] = (char *)bufs[{x}] + {t} * {self.nbytes(b)}LL;"
               for b, x in zip(ins[n_consts + n_carry:], ops[n_consts + n_carry:])]
-      step += self.body(body, inner) + self.copy_out(carry, body)
+      step += self.body(body, inner, each) + self.copy_out(carry, body)
       step += [f"memcpy((char *)bufs[{r}] + {t} * {self.nbytes(o)}LL, bufs[{o}], {self.nbytes(o)});"
                for r, (o, _) in zip(res[n_carry:], body.outputs[n_carry:])]
       lines += ["    " + l for l in step] + ["  }"]
@@ -1843,8 +1857,10 @@ class _Entry:
       cond, body = c.bodies
       lines += [f"  memcpy(bufs[{r}], bufs[{i}], {self.nbytes(r)});" for r, i in zip(res, ops[n_consts:])]
       for g in (cond, body): lines += ["  " + l for l in self.bind(g.inputs[:n_consts], ops[:n_consts]) + self.bind(g.inputs[n_consts:], res)]
+      once, each = self.invariant(body, n_consts)
+      lines += ["  " + l for l in self.body(body, inner - 1, once)]
       (flag, _), = cond.outputs
       step = self.body(cond, inner) + [f"if (!*(const _Bool *)bufs[{flag}]) break;"]
-      step += self.body(body, inner) + self.copy_out(res, body)
+      step += self.body(body, inner, each) + self.copy_out(res, body)
       lines += ["  for (;;) {"] + ["    " + l for l in step] + ["  }"]
     return lines + ["}"]
