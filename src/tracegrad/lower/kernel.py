@@ -66,6 +66,9 @@ class Phase:
   stores: tuple[Store, ...]
 
 
+PACK_SUFFIX = "_pack"   # a packing copy's name: its contraction's, with this after it
+
+
 @dataclass(frozen=True, eq=False)
 class Kernel:
   name: str
@@ -77,6 +80,11 @@ class Kernel:
   epilogue: tuple[Loop, ...] = ()   # loops around the stores, after the reduce (a softmax's division by its sum)
   opts: tuple = ()             # optimisation actions chosen for it (lower/opt.py), as (name, amount) pairs
   phases: tuple[Phase, ...] = ()   # run before its own reduce, epilogue and stores at each outer point
+
+  @property
+  def packing(self) -> bool:
+    """Whether it is a contraction's packing copy (named by the scheduler with PACK_SUFFIX)."""
+    return self.name.endswith(PACK_SUFFIX)
 
   def steps(self) -> tuple["Phase | Kernel", ...]:
     """Its phases, then itself (its own reduce, epilogue and stores): what runs at each outer point, in order."""

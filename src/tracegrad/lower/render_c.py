@@ -1209,7 +1209,8 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
   reduction) first copied by the thread that takes it into a contiguous array, then read from there by every row
   block in turn. A thread takes `np` panels at once (PANEL_GROUP_BYTES), and runs each row block across them."""
   r, (rows, last) = k.reduce, k.loops
-  value = load if transposed_panels(load, k.loops, r) else _of_load(r.value, load)   # what the panels hold
+  transposed = transposed_panels(load, k.loops, r)
+  value = load if transposed else _of_load(r.value, load)   # what the panels hold
   steps, i64, mem = math.prod(l.extent for l in r.loops), dtypes.int64, MEMTYPE[value.dtype]
   panel, t, w = UOp.param((steps,), value.dtype), UOp.param((), i64), UOp.param((), i64)
   b.bufs[panel], b.names[t], b.names[w] = "panel", "t", width
@@ -1236,7 +1237,7 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
     b.line(f"{mem} *panels = ({mem} *)TG_LINES_ALLOC(group * {span});")
     with ExitStack() as loops:
       loops.enter_context(each_panel())
-      if transposed_panels(load, k.loops, r): _fill_transposed(b, load, (last.var, r.loops[0].var), width, steps, loops)
+      if transposed: _fill_transposed(b, load, (last.var, r.loops[0].var), width, steps, loops)
       for j, l in enumerate(r.loops):
         b.names[l.var] = f"r{j}"
         loops.enter_context(b.block(_loop(f"r{j}", l.extent)))
@@ -1814,7 +1815,7 @@ class _Entry:
     than at each step (a scanned RNN's weights, packed for its gradient's contractions), the others)."""
     consts = set(prog.inputs[:n_consts])
     once = {j for j, (k, nums) in enumerate(zip(prog.kernels, prog.calls))
-            if isinstance(k, Kernel) and k.name.endswith("_pack") and nums[0] in consts}
+            if isinstance(k, Kernel) and k.packing and nums[0] in consts}
     return once, set(range(len(prog.kernels))) - once
 
   def control(self, c: Control, depth: int) -> list[str]:

@@ -24,7 +24,7 @@ from ..devices import host_linalg
 from ..devices.base import BufferSpec, Program
 from ..viz import record
 from .complex_split import ComplexUnsupported, split_complex
-from .kernel import Control, Kernel, Loop, Phase, Reduce, Store, acc_dtype
+from .kernel import PACK_SUFFIX, Control, Kernel, Loop, Phase, Reduce, Store, acc_dtype
 from .render_c import conjuncts, dot_blocked, interchanged, panels_read, transposed_panels
 from .symbolic import Simplifier, _linear, coefficient, simplify
 
@@ -775,7 +775,7 @@ class _Scheduler:
     packed = kb.buf(n)
     at = _ravel([l.var for l in order], [l.extent for l in order])
     src = next(m for m, p in kb.bufs.items() if p is buf)
-    self.kernels.append(Kernel(f"{name}_pack", (buf, packed), *self._tiles(order, Store(packed, at, load))))
+    self.kernels.append(Kernel(f"{name}{PACK_SUFFIX}", (buf, packed), *self._tiles(order, Store(packed, at, load))))
     self.calls.append((src, n))
     from_packed = packed.gather(kb.ix(at).reshape((1,)))
     return dataclasses.replace(reduce, value=substitute([reduce.value], {load: from_packed})[0])
@@ -993,7 +993,7 @@ def _merge(kernels: list, calls: list, movable, join) -> tuple[list, list]:
     if movable(k):
       writes = _written(k, kn)
       reads = set(kn) - writes
-      for j in range(len(out_k) - 1, max(len(out_k) - 2, -1) if _packing(k) else -1, -1):
+      for j in range(len(out_k) - 1, max(len(out_k) - 2, -1) if k.packing else -1, -1):
         g, gn = out_k[j], out_c[j]
         if not isinstance(g, Kernel): break
         if (both := join(g, gn, k, kn)) is not None:
@@ -1005,11 +1005,6 @@ def _merge(kernels: list, calls: list, movable, join) -> tuple[list, list]:
       out_k.append(k)
       out_c.append(kn)
   return out_k, out_c
-
-
-def _packing(k) -> bool:
-  """Whether k is a contraction's packing copy (_Scheduler._pack)."""
-  return k.name.endswith("_pack")
 
 
 def merge_elementwise(kernels: list, calls: list) -> tuple[list, list]:
