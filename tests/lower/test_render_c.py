@@ -876,30 +876,41 @@ def test_big_dot_products_sum_in_chunks_with_the_same_bits_on_any_thread_count(o
 
 
 
-def test_a_filter_gradient_reads_each_block_of_output_gradients_once_a_chunk_for_every_tap():
+@pytest.mark.parametrize("n", [16, 40])
+def test_a_filter_gradient_reads_each_block_of_output_gradients_once_a_chunk_for_every_tap(n):
   """The first layer's filter gradient (3 input channels): every tap's and channel's blocks read the same output
   gradients, which outgrow the L1 cache. A thread's tiles run each block of output channels across all taps
   (rows_first), in chunks of the sum whose slice of that block fits DOT_L1_BYTES, so each chunk of it is read from
-  memory once and from L1 for the other 26 taps; it equals float64's filter gradient."""
+  memory once and from L1 for the other 26 taps. A chunk is one image, shorter than a block of the sum: the vectors
+  of partial sums are carried from chunk to chunk and summed across their lanes once a block of 16 images (for 40
+  images, twice whole and once cut). It equals float64's filter gradient."""
   import tracegrad as tg
-  from tracegrad.lower.render_c import DOT_L1_BYTES, dot_blocked, dot_chunk, rows_first, _Body
+  from tracegrad.lower.render_c import DOT_L1_BYTES, carried_chunks, dot_blocked, dot_chunk, rows_first, _Body
   from tracegrad.lower.schedule import schedule
   rng = np.random.default_rng(11)
-  x, w = rng.standard_normal((16, 3, 32, 32)).astype(np.float32), rng.standard_normal((32, 3, 3, 3)).astype(np.float32)
+  x, w = rng.standard_normal((n, 3, 32, 32)).astype(np.float32), rng.standard_normal((32, 3, 3, 3)).astype(np.float32)
+  dy = rng.standard_normal((n, 32, 32, 32)).astype(np.float32)
   conv = lambda x, w: tg.lax.conv_general_dilated(x, w, (1, 1), "SAME")
-  f = lambda w, x: (conv(x, w) ** 2).sum()
+  # a square's gradient: each step a product of three, its partial sums arrays of lanes; given output gradients:
+  # each step two vectors' product, its partial sums vectors
+  f = (lambda w, x: (conv(x, w) ** 2).sum()) if n == 16 else (lambda w, x: (conv(x, w) * dy).sum())
   (k,) = [k for k in schedule(tg.make_graph(tg.grad(f))(w, x)).kernels if dot_blocked(k) and len(k.loops) > 2]
   j, c = dot_chunk(_Body(k), k)
   steps = c * math.prod(l.extent for l in k.reduce.loops[j + 1:])
   assert rows_first(k) and 8 * 4 * steps <= DOT_L1_BYTES and "TG_THREAD()" in k.source
+  assert carried_chunks(_Body(k), k, (j, c)) == (16, n) and "carried[tile - lo][q][c]" in k.source
+  assert ("carried[tile - lo][q][c] = accs[q][c];" in k.source) == (n == 40)
   # the tile's index: its block of rows the slowest part, its block of columns the fastest
   decode = k.source[k.source.index("int64_t rest = tile;"):k.source.index("const int64_t rn")]
   assert decode.index("const int64_t jb") < decode.index("const int64_t i0") < decode.index("const int64_t ib")
   if tg.default_backend() != "cpu": return
   win = np.lib.stride_tricks.sliding_window_view(np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1))),
                                                 (3, 3), axis=(2, 3))   # n, c, h, w, kh, kw
-  want = 2 * np.einsum("nohw,nchwab->ocab", np.einsum("nchwab,ocab->nohw", win, w), win)
-  np.testing.assert_allclose(np.asarray(tg.jit(tg.grad(f))(w, x)), want, rtol=ulps(16 * 1024), atol=ulps(16 * 1024) * 8)
+  dout = 2 * np.einsum("nchwab,ocab->nohw", win, w) if n == 16 else dy
+  want = np.einsum("nohw,nchwab->ocab", dout, win)
+  np.testing.assert_allclose(np.asarray(tg.jit(tg.grad(f))(w, x)), want, rtol=ulps(n * 1024),
+                             atol=ulps(n * 1024) * 8)
+
 
 @pytest.mark.parametrize("o,q", [(64, 288), (32, 27)])
 def test_the_threads_share_out_the_bigger_operand_of_dot_products(o, q):

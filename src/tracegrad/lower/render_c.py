@@ -900,13 +900,31 @@ def dot_chunk(b: _Body, k: Kernel) -> tuple[int, int] | None:
   return (j, c) if c > 0 else None
 
 
+CARRIED_BYTES = 64 << 10   # the most vectors of partial sums a block of dot products carries between its chunks
+
+
+def carried_chunks(b: _Body, k: Kernel, chunk: tuple[int, int]) -> tuple[int, int]:
+  """(chunks per block, chunks in all) of a block of dot products summed in `chunk`s: a block of the sum
+  (DOT_LANES x sum_block steps, as unchunked) spans several short chunks, whose vectors of partial sums are carried
+  from one to the next in memory and summed across their lanes once a block, not once a chunk (a filter gradient's
+  chunk of one image: the lanes' sums took a fifth of its time). Only where the vectors of all its points fit in
+  CARRIED_BYTES: more would be read back from beyond the L1 cache."""
+  r, (j, c) = k.reduce, chunk
+  steps = c * math.prod(l.extent for l in r.loops[j + 1:])
+  total = math.prod(l.extent for l in r.loops[:j]) * -(-r.loops[j].extent // c)
+  vectors = math.prod(l.extent for l in k.loops) * max(t["TG_VREG"] for t in BLOCKS.values())
+  return (max(1, DOT_LANES * b.sum_block // steps) if vectors <= CARRIED_BYTES else 1), total
+
+
 def _emit_dot_chunked(b: _Body, k: Kernel, pragmas: dict[int, str], chunk: tuple[int, int], nr: str, nc: str,
                       ct: str):
   """_emit_dot_blocked in chunks of the reduction (dot_chunk): each thread takes its share of the blocks (the share a
   static parallel loop would give it), keeps their sums and carried errors in memory, and adds each chunk into all
-  of them in turn; then it stores them."""
+  of them in turn; then it stores them. Where a block of the sum spans several chunks (carried_chunks), each
+  block's vectors of partial sums wait in memory between them."""
   r, (rows, cols) = k.reduce, k.loops[-2:]
   outer = k.loops[:-2]
+  per, total = carried_chunks(b, k, chunk)
   nbr, nbc = f"(({rows.extent} + {nr} - 1) / {nr})", f"(({cols.extent} + {nc} - 1) / {nc})"
   tiles = " * ".join([*(str(l.extent) for l in outer), nbr, nbc])
   # each tile loop's index, number of tiles and step, the fastest first
@@ -932,13 +950,23 @@ def _emit_dot_chunked(b: _Body, k: Kernel, pragmas: dict[int, str], chunk: tuple
     b.line("const int64_t nt = TG_THREADS(), id = TG_THREAD();")
     b.line(f"const int64_t lo = {tiles} * id / nt, hi = {tiles} * (id + 1) / nt;")
     b.line(f"{ct} (*part)[{nr}][{nc}] = calloc(2 * (hi - lo) + 1, sizeof(*part));")
+    if per > 1:
+      b.line(f"{_accs_type(k, ct)} (*carried)[{nr}][{nc}]{_accs_lanes(k, ct)} = "
+             "TG_LINES_ALLOC((hi - lo + 1) * sizeof(*carried));")
+      b.line("int64_t chunk_no = 0;")
     with ExitStack() as chunks:
       open_blocks(b, r, chunk, chunks)
+      if per > 1:
+        b.line(f"const int fresh = chunk_no % {per} == 0, flush = (chunk_no + 1) % {per} == 0 || "
+               f"chunk_no + 1 == {total};")
       with each_block():
         whole = _every([_divides(rows.extent, nr), _divides(cols.extent, nc)])
-        _whole_or_cut(b, lambda x, y: _emit_dots(b, k, x, y, ct, (nr, nc), chunk), whole, (nr, nc), ("rn", "cn"))
+        _whole_or_cut(b, lambda x, y: _emit_dots(b, k, x, y, ct, (nr, nc), chunk, per > 1), whole, (nr, nc),
+                      ("rn", "cn"))
+      if per > 1: b.line("chunk_no++;")
     with each_block(): _store_dots(b, k, "rn", "cn", True)
     b.line("free(part);")
+    if per > 1: b.line("free(carried);")
 
 
 def _whole_or_cut(b: _Body, emit, whole: bool | str, sizes: tuple[str, str], cut: tuple[str, str],
@@ -1006,23 +1034,30 @@ def vector_factors(k: Kernel) -> tuple[UOp, UOp] | None:
   return (sides[True], sides[False]) if len(sides) == 2 else None
 
 
-def _emit_dots(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str, str], chunk=None):
+def _accs_type(k: Kernel, ct: str) -> str:
+  """The C type of a block of dot products' partial sums at one point: a vector, or an array of lanes (_accs_lanes)."""
+  return VECTOR[k.reduce.acc.dtype][0] if vector_factors(k) else ct
+
+
+def _accs_lanes(k: Kernel, ct: str) -> str: return "" if vector_factors(k) else f"[TG_VREG / sizeof({ct})]"
+
+
+def _emit_dots(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str, str], chunk=None, carry=False):
   """One block of dot products: its sums, each a vector of partial sums along the reduction, then its stores. With
   `chunk` (a sum_plan whose loops the caller opened), one chunk of the sums only, added into the caller's `sums` and
-  `errs`."""
+  `errs`; with `carry`, into its `carried` partial sums, which are added into `sums` only at a `flush`."""
   r, n = k.reduce, len(k.loops)
   lanes, m = f"(TG_VREG / (int64_t)sizeof({ct}))", len(r.loops) - 1
   ext, plan = r.loops[-1].extent, chunk or sum_plan(r, DOT_LANES * b.sum_block)   # per lane, a block's worth of steps
   factors = vector_factors(k)
-  if factors:
-    vt, vtu, fma = VECTOR[r.acc.dtype]
-    b.line(f"{vt} accs[{size[0]}][{size[1]}];")
-    zero = f"for (int64_t q = 0; q < {nr}; q++) for (int64_t c = 0; c < {nc}; c++) accs[q][c] = ({vt}){{0}};"
-  else:
-    b.line(f"{ct} accs[{size[0]}][{size[1]}][TG_VREG / sizeof({ct})];")
-    zero = (f"for (int64_t q = 0; q < {nr}; q++) for (int64_t c = 0; c < {nc}; c++) "
-            f"for (int64_t l = 0; l < {lanes}; l++) accs[q][c][l] = 0;")
-  if chunk: b.line(zero)
+  points = f"for (int64_t q = 0; q < {nr}; q++) for (int64_t c = 0; c < {nc}; c++) "
+  if not factors: points += f"for (int64_t l = 0; l < {lanes}; l++) "
+  cell = "[q][c]" if factors else "[q][c][l]"
+  b.line(f"{_accs_type(k, ct)} accs[{size[0]}][{size[1]}]{_accs_lanes(k, ct)};")
+  zero = points + f"accs{cell} = {f'({VECTOR[r.acc.dtype][0]}){{0}}' if factors else '0'};"
+  if factors: vt, vtu, fma = VECTOR[r.acc.dtype]
+  if carry: b.line(f"if (fresh) {zero} else {points}accs{cell} = carried[tile - lo]{cell};")
+  elif chunk: b.line(zero)
   elif plan: _declare_sums(b, nr, nc, ct, size, "c")
   else: b.line(zero)
   for j, l in enumerate(r.loops): b.names[l.var] = f"r{j}"
@@ -1077,8 +1112,10 @@ def _emit_dots(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str, 
               b.line(f"const int64_t r{m} = rv + l;")
             point()
             _accumulate(b, r, ct, f"accs[q][c][{lane}]")
+    if carry: b.line(f"if (!flush) {points}carried[tile - lo]{cell} = accs{cell};")
     if plan:
-      with b.block(f"for (int64_t q = 0; q < {nr}; q++)"), b.block(f"for (int64_t c = 0; c < {nc}; c++)"):
+      with b.block("else") if carry else ExitStack(), \
+           b.block(f"for (int64_t q = 0; q < {nr}; q++)"), b.block(f"for (int64_t c = 0; c < {nc}; c++)"):
         _sum_lanes(b, ct, "part", "accs[q][c]", bool(factors))
         b.line(add_exactly("sums[q][c]", "errs[q][c]", "part", ct))
   if not chunk: _store_dots(b, k, nr, nc, bool(plan))
