@@ -912,6 +912,42 @@ def test_a_filter_gradient_reads_each_block_of_output_gradients_once_a_chunk_for
                              atol=ulps(n * 1024) * 8)
 
 
+def test_register_blocks_whose_columns_outgrow_the_cache_sum_in_chunks_with_the_same_bits_on_any_thread_count():
+  """A channels-last first layer's filter gradient runs as register blocks of its 27 taps and channels by its
+  output channels, which read 2 MB of output gradients for each block of rows: each thread adds each chunk of the
+  sum into all of its blocks in turn (block_chunk), whole blocks and the cut one of 3 rows. The same bits on 1, 2 or
+  3 threads, and float64's values."""
+  import tracegrad as tg
+  from tracegrad import run
+  from tracegrad.devices import cpu as cpu_mod
+  from tracegrad.lower.render_c import BLOCK_CHUNK_BYTES, block_chunk, interchanged, _Body
+  from tracegrad.lower.schedule import schedule
+  rng = np.random.default_rng(5)
+  x, w = rng.standard_normal((16, 32, 32, 3)).astype(np.float32), rng.standard_normal((3, 3, 3, 32)).astype(np.float32)
+  dy = rng.standard_normal((16, 32, 32, 32)).astype(np.float32)
+  dn = ("NHWC", "HWIO", "NHWC")
+  loss = lambda w, x, dy: (tg.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=dn) * dy).sum()
+  g = tg.make_graph(tg.grad(loss))(w, x, dy)
+  (k,) = [k for k in schedule(g).kernels if k.reduce is not None and k.loops[-1].extent == 32]
+  assert interchanged(k) and [l.extent for l in k.loops] == [27, 32] and dy.nbytes > BLOCK_CHUNK_BYTES
+  assert block_chunk(_Body(k), k) is not None and "part[tile - lo]" in k.source
+  if tg.default_backend() != "cpu": return
+  exe, base = run.Executable(g, "cpu"), cpu_mod._threads.base
+  try:
+    got = []
+    for threads in (1, 2, 3):
+      cpu_mod.limit_threads(threads)
+      got.append(np.asarray(exe([w, x, dy])[0]))
+  finally:
+    cpu_mod.limit_threads(base)
+  assert got[0].tobytes() == got[1].tobytes() == got[2].tobytes()
+  win = np.lib.stride_tricks.sliding_window_view(np.pad(x.astype(np.float64), ((0, 0), (1, 1), (1, 1), (0, 0))),
+                                                (3, 3), axis=(1, 2))   # n, h, w, c, kh, kw
+  want = np.einsum("nhwo,nhwcab->abco", dy, win)
+  n = 16 * 1024
+  np.testing.assert_allclose(got[0].reshape(want.shape), want, rtol=ulps(n), atol=ulps(n) * np.sqrt(n))
+
+
 @pytest.mark.parametrize("o,q", [(64, 288), (32, 27)])
 def test_the_threads_share_out_the_bigger_operand_of_dot_products(o, q):
   """The outer, parallel loop of a block of dot products runs over the blocks of whichever operand is bigger (a

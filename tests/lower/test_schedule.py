@@ -295,6 +295,37 @@ def test_a_channels_last_filter_gradient_is_summed_in_the_layout_its_update_read
                              **close)
 
 
+def test_a_first_layers_channels_last_filter_gradient_runs_its_taps_and_channels_as_one_loop_of_rows():
+  """The filter gradient of a channels-last convolution of 3 input channels (an RGB image's first layer) runs as
+  register blocks along its output channels, but its rows loop (3 input channels) is shorter than any target's block
+  of rows: merged with the taps' loops outside it, it is one loop of 27 rows (_merged_rows), so each step of the sum
+  serves a block of 8. Per-example filter gradients merge the same loops and keep the examples' loop, which the
+  output gradients (the columns' operand) read, apart. JAX's values for both."""
+  from tracegrad.lower.render_c import interchanged
+  x, w = rng.normal(size=(4, 12, 12, 3)).astype(np.float32), rng.normal(size=(3, 3, 3, 16)).astype(np.float32)
+  dy = rng.normal(size=(4, 12, 12, 16)).astype(np.float32)   # the next layer's channels-last input gradient
+  dn = ("NHWC", "HWIO", "NHWC")
+  conv = lambda lax, x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=dn)
+  loss = lambda lax, w, x, dy: (conv(lax, x, w) * dy).sum()
+  step = lambda w, x, dy: w - 0.1 * tg.grad(loss, argnums=1)(lax, w, x, dy)
+  prog = schedule(tg.make_graph(step)(w, x, dy))
+  (k,) = [k for k in prog.kernels if k.reduce is not None and k.loops[-1].extent == 16]
+  assert [l.extent for l in k.loops] == [27, 16] and interchanged(k)
+  want = np.asarray(tg.jit(step)(w, x, dy))
+  close = dict(rtol=ulps(1024), atol=ulps(1024) * np.abs(want).max())   # sums of 576 terms
+  np.testing.assert_allclose(run_program(prog, [w, x, dy])[0].reshape(want.shape), want, **close)
+  per = lambda w, x, dy: tg.vmap(lambda x, dy: tg.grad(loss, argnums=1)(lax, w, x[None], dy[None]))(x, dy)
+  prog = schedule(tg.make_graph(per)(w, x, dy))
+  (k,) = [k for k in prog.kernels if k.reduce is not None and k.loops[-1].extent == 16]
+  assert [l.extent for l in k.loops] == [4, 27, 16] and interchanged(k)
+  got = run_program(prog, [w, x, dy])[0].reshape(4, 3, 3, 3, 16)
+  jax = pytest.importorskip("jax")
+  jgrad = lambda w, x, dy: jax.grad(loss, argnums=1)(jax.lax, w, x, dy)
+  np.testing.assert_allclose(want, w - 0.1 * np.asarray(jgrad(w, x, dy)), **close)
+  jper = jax.vmap(lambda x, dy: jgrad(w, x[None], dy[None]))(x, dy)
+  np.testing.assert_allclose(got, jper, rtol=ulps(256), atol=ulps(256) * np.abs(got).max())
+
+
 def test_sums_whose_order_defeats_their_loads_run_in_another():
   """A transposed convolution's filter gradient in NHWC / HWIO, per phase of its strides, is a sum that no register
   block takes in the order OIHW inside gives it: with its output channels last, along which the NHWC cotangent

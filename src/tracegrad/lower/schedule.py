@@ -25,7 +25,7 @@ from ..devices.base import BufferSpec, Program
 from ..viz import record
 from .complex_split import ComplexUnsupported, split_complex
 from .kernel import PACK_SUFFIX, Control, Kernel, Loop, Phase, Reduce, Store, acc_dtype
-from .render_c import conjuncts, dot_blocked, interchanged, panels_read, transposed_panels
+from .render_c import BLOCKS, conjuncts, dot_blocked, interchanged, is_product, panels_read, transposed_panels
 from .symbolic import Simplifier, _linear, coefficient, simplify
 
 I64 = dtypes.int64
@@ -491,6 +491,47 @@ def _rows_second_last(loops: list[Loop], reduce: Reduce | None) -> list[Loop]:
   return [l for l in loops[:-1] if l is not best] + [best, loops[-1]]
 
 
+def _rows_used(extent: int) -> float:
+  """The least share, over the targets, of a register block's rows that a rows loop of `extent` fills."""
+  return min(extent / (-(-extent // rows) * rows) for rows in (t["TG_ROWS"] for t in BLOCKS.values()))
+
+
+MERGED_BLOCKS = 3   # whole blocks of rows (of the widest target's) that merged rows loops make at least
+
+
+def _merged_rows(loops, stores, reduce: Reduce | None, ranges: dict) -> tuple:
+  """A sum of products that the register blocks run along its last loop (interchanged) but whose rows loop is
+  shorter than any target's block of rows (a first layer's channels-last filter gradient: 3 input channels, in
+  blocks of 8 rows) with its rows loop merged with the loops outside it that fill the blocks best (27 taps and
+  channels): each step of the reduction then serves a whole block of rows, not 3 of them. Only loops that the
+  columns' operand does not read (so that a block's rows still share its loads; not a batch of examples' filter
+  gradients), and only into MERGED_BLOCKS blocks or more, which the threads share out evenly enough."""
+  if reduce is None or len(loops) < 3 or loops[-2].extent >= min(t["TG_ROWS"] for t in BLOCKS.values()) or \
+     not is_product(reduce.value) or not interchanged(Kernel("", (), tuple(loops), tuple(stores), reduce)):
+    return loops, stores, reduce
+  reads = [set(u.src[1].src[0].toposort()) for u in reduce.value.toposort() if u.op is Ops.GATHER]
+  columns = set().union(*(d for d in reads if loops[-1].var in d))
+  first = len(loops) - 2
+  while first > 0 and loops[first - 1].var not in columns: first -= 1
+  used = {j: _rows_used(math.prod(l.extent for l in loops[j:-1])) for j in range(first, len(loops) - 1)}
+  j = max(used, key=lambda j: (used[j], j))
+  if j == len(loops) - 2 or math.prod(l.extent for l in loops[j:-1]) < \
+     MERGED_BLOCKS * max(t["TG_ROWS"] for t in BLOCKS.values()):
+    return loops, stores, reduce
+  group = loops[j:-1]
+  m = UOp.param((), I64)
+  ranges = ranges | {m: math.prod(l.extent for l in group)}
+  mapping, inner = {}, 1
+  for l in reversed(group):
+    q = m.alu(Ops.IDIV, _i(inner)) if inner > 1 else m
+    mapping[l.var] = q.alu(Ops.MOD, _i(l.extent)) if l is not group[0] else q
+    inner *= l.extent
+  new = lambda u: None if u is None else simplify(substitute([u], mapping)[0], ranges)
+  re_store = lambda st: Store(st.buf, new(st.index), new(st.value), st.mode, new(st.valid))
+  reduce = Reduce(reduce.op, reduce.acc, reduce.loops, new(reduce.value), tuple(re_store(st) for st in reduce.stores))
+  return [*loops[:j], Loop(m, ranges[m]), loops[-1]], [re_store(st) for st in stores], reduce, ranges
+
+
 FAR_BYTES = 1024   # an access stepping this far or more along the innermost loop touches a page every few steps
 LINE_BYTES = 64    # one stepping this far or more reads a cache line a step
 
@@ -756,6 +797,10 @@ class _Scheduler:
     if not epilogue: loops, stores, reduce = _fuse_outer_loops(loops, stores, reduce, kb.ranges)
     self.simplifier.bounds.ranges.update(kb.ranges)
     if parallel and not epilogue: loops = _rows_second_last(_blocked_order(loops, stores, reduce), reduce)
+    if parallel and not epilogue and len(merged := _merged_rows(loops, stores, reduce, kb.ranges)) == 4:
+      loops, stores, reduce, ranges = merged
+      kb.ranges.update(ranges)
+      self.simplifier.bounds.ranges.update(ranges)
     reduce = _contiguous_inner(loops, stores, reduce)
     if reduce is None and not epilogue: loops = _transposed_order(loops, stores)
     if reduce is not None and parallel and not epilogue and (load := _packable(loops, reduce)) is not None:
