@@ -1,6 +1,7 @@
 """Training steps written the way JAX's tutorials and Flax write them: channels-last and depthwise convolutions, a
 transposed convolution, a dilated 1-d convolution, batch norm with max pooling, einsum attention, dropout, an RNN
-under lax.scan, an MLP-Mixer block, per-example gradients clipped for DP-SGD, and a bfloat16 MLP. Each one runs in
+under lax.scan, an MLP-Mixer block, per-example gradients clipped for DP-SGD, a bfloat16 MLP, and a Gaussian
+process's marginal likelihood (a Cholesky factorization and its gradient). Each one runs in
 tracegrad and in JAX (when installed) on the same numbers, interleaved in one process as benchmarks/models.py does:
 the steady step of each, tracegrad's speed-up over JAX (above 1 means faster), both first losses and the kernel count.
 Not a test: a loss that disagrees is flagged, not asserted.
@@ -10,6 +11,7 @@ Not a test: a loss that disagrees is flagged, not asserted.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 
@@ -178,11 +180,30 @@ def bf16_mlp(lib: models.Lib):
   return _sgd_step(lib, loss, p, x, y)
 
 
+def gp(lib: models.Lib):
+  """A Gaussian process's hyperparameters fitted by gradient steps on the negative marginal log likelihood, as JAX's
+  examples/gaussian_process_regression.py does: an RBF kernel matrix, its Cholesky factor, cho_solve."""
+  m = lib.np
+  linalg = importlib.import_module("tracegrad.scipy.linalg" if lib is models.TG else "jax.scipy.linalg")
+  rng = np.random.default_rng(10)
+  x = rng.normal(size=(512, 3)).astype(np.float32)
+  y = (np.sin(x.sum(1)) + 0.1 * rng.normal(size=512)).astype(np.float32)
+  p = {"amp": np.float32(0.0), "ls": np.float32(0.0), "noise": np.float32(-2.0)}
+
+  def loss(p, x, y):
+    sq = ((x[:, None, :] - x[None, :, :]) ** 2).sum(-1)
+    k = m.exp(p["amp"]) * m.exp(-0.5 * sq / m.exp(p["ls"])) + (m.exp(p["noise"]) + 1e-6) * m.eye(x.shape[0])
+    chol = m.linalg.cholesky(k)
+    alpha = linalg.cho_solve((chol, True), y)
+    return (0.5 * y @ alpha + m.log(m.diag(chol)).sum()) / x.shape[0]
+  return _sgd_step(lib, loss, p, x, y)
+
+
 PROGRAMS = {"depthwise": ("depthwise-separable NHWC", depthwise), "conv-transpose": ("conv_transpose NHWC", transposed),
             "conv1d": ("dilated conv1d NWC", conv1d), "conv-bn-pool": ("conv, BN, max pool NHWC", conv_bn_pool),
             "attention": ("einsum attention", attention), "dropout": ("dense + dropout", dropout),
             "rnn": ("lax.scan RNN", rnn), "mixer": ("MLP-Mixer block", mixer), "dp-sgd": ("DP-SGD per-example", dp_sgd),
-            "bf16-mlp": ("bfloat16 MLP", bf16_mlp)}
+            "bf16-mlp": ("bfloat16 MLP", bf16_mlp), "gp": ("Gaussian process NLL", gp)}
 
 
 def main():

@@ -100,6 +100,21 @@ def test_vmap_matches_slicing_and_jit_matches_eager():
     np.testing.assert_allclose(np.asarray(tg.jit(f)(xs[0])), np.asarray(f(xs[0])), rtol=1e-5)
 
 
+@pytest.mark.parametrize("shape", [(96, 96), (2, 96, 96)])
+def test_a_large_cholesky_factors_the_lower_triangle_of_its_input(shape):
+  """Without symmetrizing, the factor is that of the matrix whose lower triangle the input holds, whatever its upper
+  one (LAPACK reads the row-major input as its column-major transpose, and factors that one's upper triangle). Large
+  matrices one at a time, as JAX gives them."""
+  b = RNG.standard_normal(shape).astype(np.float32)
+  spd = b @ np.swapaxes(b, -1, -2) + 96 * np.eye(96, dtype=np.float32)
+  x = np.tril(spd) + np.triu(RNG.standard_normal(shape).astype(np.float32), 1)   # an upper triangle to ignore
+  got = np.asarray(lax.linalg.cholesky(x, symmetrize_input=False))
+  want = np.linalg.cholesky(spd.astype(np.float64))
+  np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+  assert not np.triu(got, 1).any()
+  close_to_jax(got, jla.cholesky(x, symmetrize_input=False), 1e-4)
+
+
 def test_second_derivative_of_a_log_determinant():
   logdet = lambda la, np_: lambda x: 2 * np_.log(np_.diagonal(la.cholesky(x))).sum()
   mine = tg.hessian(logdet(lax.linalg, tnp))(SPD)

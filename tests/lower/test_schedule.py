@@ -326,6 +326,36 @@ def test_a_first_layers_channels_last_filter_gradient_runs_its_taps_and_channels
   np.testing.assert_allclose(got, jper, rtol=ulps(256), atol=ulps(256) * np.abs(got).max())
 
 
+def test_a_sum_over_a_few_points_is_written_out_in_its_elementwise_kernel():
+  """Squared distances of points in 3 dimensions (a Gaussian process's kernel matrix): a sum over 3 points per
+  output runs as three additions in an elementwise kernel, vectorised along its outputs, with the same additions in
+  the same order as the loop it replaces (bit for bit); so does a product, and an integer sum. A sum over more
+  points, or one the register blocks take (a matmul by 3 rows of weights), stays a reduction."""
+  x = rng.normal(size=(64, 3)).astype(np.float32)
+  squared = lambda x: ((x[:, None, :] - x[None, :, :]) ** 2).sum(-1)
+  dist = lambda np_, x: np_.exp(-0.5 * squared(x))
+  prog = schedule(tg.make_graph(lambda x: dist(tnp, x))(x))
+  assert [k.reduce for k in prog.kernels] == [None]
+  d = ((x[:, None, :] - x[None, :, :]) ** 2)
+  sq = (np.float32(0) + d[..., 0] + d[..., 1] + d[..., 2])   # the loop's additions, in its order
+  np.testing.assert_array_equal(run_program(schedule(tg.make_graph(squared)(x)), [x])[0].reshape(64, 64), sq)
+  np.testing.assert_array_equal(np.asarray(tg.jit(squared)(x)), sq)   # compiled, vectorised along the outputs
+  jax = pytest.importorskip("jax")
+  np.testing.assert_allclose(run_program(prog, [x])[0].reshape(64, 64), dist(jax.numpy, x), rtol=ulps(16))
+  i = rng.integers(-9, 9, size=(32, 4)).astype(np.int32)
+  for f, want in ((lambda x: tnp.prod(x, axis=1), np.prod(x, axis=1)), (lambda i: i.sum(1), i.sum(1))):
+    arg = x if want.dtype == np.float32 else i
+    prog = schedule(tg.make_graph(f)(arg))
+    assert all(k.reduce is None for k in prog.kernels)
+    got = run_program(prog, [arg])[0].reshape(want.shape)
+    np.testing.assert_array_equal(got, want) if want.dtype != np.float32 else \
+      np.testing.assert_allclose(got, want, rtol=ulps(4))
+  long = schedule(tg.make_graph(lambda x: (x[:, None, :] * x[None, :, :]).sum(-1))(np.ones((64, 9), np.float32)))
+  w = np.ones((3, 32), np.float32)
+  dense = schedule(tg.make_graph(lambda x, w: x @ w)(x, w))
+  assert any(k.reduce is not None for k in long.kernels) and any(k.reduce is not None for k in dense.kernels)
+
+
 def test_sums_whose_order_defeats_their_loads_run_in_another():
   """A transposed convolution's filter gradient in NHWC / HWIO, per phase of its strides, is a sum that no register
   block takes in the order OIHW inside gives it: with its output channels last, along which the NHWC cotangent
@@ -390,12 +420,13 @@ def test_an_optimizers_updates_of_one_parameter_are_one_kernel():
 
 
 def test_attention_scores_block_rows_over_the_queries_not_the_heads():
-  q, k = rng.normal(size=(2, 16, 4, 8)).astype(np.float32), rng.normal(size=(2, 24, 4, 8)).astype(np.float32)
+  # a head width of 16: 8 or fewer are written out in an elementwise kernel (_unrolled_sum)
+  q, k = rng.normal(size=(2, 16, 4, 16)).astype(np.float32), rng.normal(size=(2, 24, 4, 16)).astype(np.float32)
   prog = schedule(tg.make_graph(lambda q, k: tnp.einsum("bqhd,bkhd->bqhk", q, k))(q, k))
   (scores,) = [kern for kern in prog.kernels if kern.reduce is not None]
   assert [l.extent for l in scores.loops] == [2, 4, 16, 24]   # the heads outside, the queries as rows
   got = run_program(prog, [q, k])[0].reshape(2, 16, 4, 24)
-  np.testing.assert_allclose(got, np.einsum("bqhd,bkhd->bqhk", q, k), **tol("float32", 8, 8))
+  np.testing.assert_allclose(got, np.einsum("bqhd,bkhd->bqhk", q, k), **tol("float32", 16, 16))
 
 
 def test_scalar_work_is_one_kernel():

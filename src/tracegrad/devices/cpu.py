@@ -76,6 +76,11 @@ def target_flags(target: str) -> tuple[str, ...]:
 # which costs nothing measurable on an idle machine. Read when libgomp loads, with the first program; a value the
 # user set wins.
 os.environ.setdefault("GOMP_SPINCOUNT", "10000")
+# The OpenBLAS that SciPy loads for the host's linear algebra (on its first call, after this) keeps its threads
+# spinning for some 2^28 cycles after each call: the kernels that ran next shared the cores with them, a 1024^2 matmul
+# after a Cholesky factorization at half speed (18.7 ms against 9.2). At 2^4 they sleep at once; its calls are as fast.
+# numpy's own OpenBLAS is loaded before this and keeps its setting; a value the user set wins.
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 _ffi = cffi.FFI()
 _omp_ffi = cffi.FFI()

@@ -46,9 +46,11 @@ def _cholesky(p, a):
   potrf = lapack.get_lapack_funcs("potrf", (a,))
 
   def one(m):
-    c, info = potrf(m, lower=1, clean=1, overwrite_a=0)
+    # row-major m is the column-major mᵀ, equal to m (the input is symmetrized): its upper factor Lᵀ, column-major,
+    # is L row-major, so nothing is transposed on the way in or out (each a copy of the whole matrix at a stride)
+    c, info = potrf(np.ascontiguousarray(m).T, lower=0, clean=1, overwrite_a=0)
     if info != 0: raise np.linalg.LinAlgError("not positive definite")
-    return (c,)
+    return (c.T,)
   return _per_matrix(one, a)
 
 
