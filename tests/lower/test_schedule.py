@@ -6,7 +6,7 @@ import pytest
 import tracegrad as tg
 import tracegrad.numpy as tnp
 from tracegrad import lax, run
-from tracegrad.ir import Ops
+from tracegrad.ir import Ops, toposort
 from tracegrad.lower.kernel import Control
 from tracegrad.lower.schedule import _written, schedule
 from tracegrad.lower.symbolic import coefficient
@@ -354,6 +354,29 @@ def test_a_sum_over_a_few_points_is_written_out_in_its_elementwise_kernel():
   w = np.ones((3, 32), np.float32)
   dense = schedule(tg.make_graph(lambda x, w: x @ w)(x, w))
   assert any(k.reduce is not None for k in long.kernels) and any(k.reduce is not None for k in dense.kernels)
+
+
+def test_a_long_chain_of_cheap_steps_that_two_kernels_read_is_computed_once():
+  """Cheap steps (adds, compares, shifts) that several kernels read are recomputed in each, but not a chain of more
+  than CHEAP_CHAIN of them: normal draws (their inverse error function's multiply-adds emulated exactly, some 2000
+  steps) read by a sum and by an elementwise output are computed once, into a buffer, rather than in both kernels;
+  and the random bits' rotations (shifts) are recomputed, not stored round by round. JAX's values (the draws match
+  bit for bit)."""
+  from tracegrad.lower.schedule import CHEAP_CHAIN
+  w = rng.normal(size=(64, 64)).astype(np.float32)
+  both = lambda lib, key, w: (lambda eps: ((eps * w).sum(), eps * 2.0 + 1.0))(lib.random.normal(key, (64, 64)))
+  size = lambda prog: sum(len(toposort([x for st in k.stores for x in (st.index, st.value)] +
+                                       ([k.reduce.value] if k.reduce else []))) for k in prog.kernels)
+  one = schedule(tg.make_graph(lambda key: tg.random.normal(key, (64, 64)))(tg.random.key(0)))
+  prog = schedule(tg.make_graph(lambda key, w: both(tg, key, w))(tg.random.key(0), w))
+  assert size(one) > 10 * CHEAP_CHAIN and size(prog) < 1.25 * size(one)   # not twice the draws
+  jax = pytest.importorskip("jax")
+  got, want = tg.jit(lambda w: both(tg, tg.random.key(0), w))(w), both(jax, jax.random.key(0), w)
+  np.testing.assert_array_equal(np.asarray(got[1]), np.asarray(want[1]))
+  np.testing.assert_allclose(np.asarray(got[0]), np.asarray(want[0]), rtol=ulps(4096), atol=ulps(4096) * 64)
+  uniform = lambda key, w: (lambda u: ((u * w).sum(), u + 1.0))(tg.random.uniform(key, (64, 64)))
+  prog = schedule(tg.make_graph(uniform)(tg.random.key(0), w))
+  assert len(prog.kernels) <= 3 and sum(b.size for b in prog.buffers) < 8 * 64 * 64   # no bits stored per round
 
 
 def test_sums_whose_order_defeats_their_loads_run_in_another():

@@ -36,7 +36,10 @@ REINDEX = VIEWS | {Ops.CONCAT, Ops.GATHER, Ops.SCATTER}   # users that read thei
 # one step of these, needed by several kernels, is recomputed in each rather than stored and loaded back (x - mean, a
 # scale, a mask); not where read through a view, which could repeat it for every element a broadcast makes
 CHEAP = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.DIV, Ops.NEG, Ops.MAX, Ops.MIN, Ops.CMPLT, Ops.CMPEQ, Ops.CMPNE,
-                   Ops.AND, Ops.OR, Ops.XOR, Ops.WHERE, Ops.CAST, Ops.BITCAST})
+                   Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.WHERE, Ops.CAST, Ops.BITCAST})
+# but not a chain of more than CHEAP_CHAIN of them (a normal draw's inverse error function, its multiply-adds
+# emulated exactly: some 2000 steps, which each kernel reading the draws repeated, compiled four times in one)
+CHEAP_CHAIN = 64
 
 
 # an elementwise value of at least STEPS operations, repeated at least REPEATS times by a broadcast into a reduction,
@@ -644,14 +647,27 @@ class _Scheduler:
         roots: dict[UOp, frozenset] = {}
         for u in reversed(order):
           roots[u] = frozenset().union(*(({v} if v in base else roots[v]) for v in users[u])) if users[u] else frozenset()
-        more = {self._base(u) for u in order if u not in base and len(roots[u]) > 1
-                and not (self._cheap(u) or u.op in CHEAP) and u.op not in CONTROL_FLOW} - base
+        shared = [u for u in order if u not in base and len(roots[u]) > 1 and u.op not in CONTROL_FLOW]
+        more = {self._base(u) for u in shared if not (self._cheap(u) or u.op in CHEAP)}
+        chain = self._chains(order, base)
+        long = {u for u in shared if u.op in CHEAP and chain[u] > CHEAP_CHAIN}
+        more = (more | {self._base(u) for u in long if not any(v in long for v in users[u])}) - base   # their tops
         if not more: break
         base |= more
       if all(self._epilogue_root(r, users, base - {r}) is o for o, r in self.epilogue.items()):
         return base - self._absorbed(base)
       m = base | set(self.epilogue.values())
       candidates = [r for r in candidates if self._epilogue_root(r, users, base - {r}) is not None]
+
+  def _chains(self, order: list[UOp], base: set[UOp]) -> dict[UOp, int]:
+    """For each node, how many CHEAP steps recomputing it repeats (up to CHEAP_CHAIN + 1): itself and the cheap steps
+    it reads that have no buffer, counted along its longest path of them."""
+    chain: dict[UOp, int] = {}
+    for u in order:
+      cheap = u.op in CHEAP and u not in base
+      chain[u] = 1 + max((chain.get(s, 0) for s in u.src), default=0) if cheap else 0
+      chain[u] = min(chain[u], CHEAP_CHAIN + 1)
+    return chain
 
   def _absorbed(self, base: set[UOp]) -> set[UOp]:
     """Optimization barriers whose one user is a stored elementwise node (a strided convolution's input gradient,
