@@ -1,7 +1,8 @@
 """Training steps written the way JAX's tutorials and Flax write them: channels-last and depthwise convolutions, a
 transposed convolution, a dilated 1-d convolution, batch norm with max pooling, einsum attention, dropout, an RNN
 under lax.scan, an MLP-Mixer block, per-example gradients clipped for DP-SGD, a bfloat16 MLP, and a Gaussian
-process's marginal likelihood (a Cholesky factorization and its gradient). Each one runs in
+process's marginal likelihood (a Cholesky factorization and its gradient), and JAX's mnist_vae example (stax,
+random draws inside the step). Each one runs in
 tracegrad and in JAX (when installed) on the same numbers, interleaved in one process as benchmarks/models.py does:
 the steady step of each, tracegrad's speed-up over JAX (above 1 means faster), both first losses and the kernel count.
 Not a test: a loss that disagrees is flagged, not asserted.
@@ -199,11 +200,45 @@ def gp(lib: models.Lib):
   return _sgd_step(lib, loss, p, x, y)
 
 
+def vae(lib: models.Lib):
+  """JAX's examples/mnist_vae.py step: a stax encoder and decoder, a normal draw by reparametrization, Bernoulli
+  draws binarizing the batch, momentum from example_libraries.optimizers."""
+  tg = lib is models.TG
+  m, random = lib.np, _random(lib)
+  stax = importlib.import_module("tracegrad.example_libraries.stax" if tg else "jax.example_libraries.stax")
+  optimizers = importlib.import_module("tracegrad.example_libraries.optimizers" if tg else
+                                       "jax.example_libraries.optimizers")
+  Dense, Relu = stax.Dense, stax.Relu
+  encoder_init, encode = stax.serial(Dense(512), Relu, Dense(512), Relu, stax.FanOut(2),
+                                     stax.parallel(Dense(10), stax.serial(Dense(10), stax.Softplus)))
+  decoder_init, decode = stax.serial(Dense(512), Relu, Dense(512), Relu, Dense(28 * 28))
+  opt_init, opt_update, get_params = optimizers.momentum(0.001, mass=0.9)
+  key = random.PRNGKey(0)
+  enc_key, dec_key = random.split(key)
+  params = (encoder_init(enc_key, (128, 28 * 28))[1], decoder_init(dec_key, (128, 10))[1])
+  images = np.random.default_rng(11).uniform(size=(128, 28 * 28)).astype(np.float32)
+
+  def elbo(draw_key, params, batch):
+    mu, sigmasq = encode(params[0], batch)
+    z = mu + m.sqrt(sigmasq) * random.normal(draw_key, mu.shape)
+    logits = decode(params[1], z)
+    log_px = -m.sum(m.logaddexp(0.0, m.where(batch, -1.0, 1.0) * logits))
+    return log_px + 0.5 * m.sum(1.0 + m.log(sigmasq) - mu ** 2.0 - sigmasq)
+
+  def step(opt_state, images):
+    draw_key, data_key = random.split(random.fold_in(key, 0))
+    batch = random.bernoulli(data_key, images)
+    loss, g = lib.value_and_grad(lambda p: -elbo(draw_key, p, batch) / 128)(get_params(opt_state))
+    return opt_update(0, g, opt_state), loss
+  return step, opt_init(params), models._on(lib, (images,))
+
+
 PROGRAMS = {"depthwise": ("depthwise-separable NHWC", depthwise), "conv-transpose": ("conv_transpose NHWC", transposed),
             "conv1d": ("dilated conv1d NWC", conv1d), "conv-bn-pool": ("conv, BN, max pool NHWC", conv_bn_pool),
             "attention": ("einsum attention", attention), "dropout": ("dense + dropout", dropout),
             "rnn": ("lax.scan RNN", rnn), "mixer": ("MLP-Mixer block", mixer), "dp-sgd": ("DP-SGD per-example", dp_sgd),
-            "bf16-mlp": ("bfloat16 MLP", bf16_mlp), "gp": ("Gaussian process NLL", gp)}
+            "bf16-mlp": ("bfloat16 MLP", bf16_mlp), "gp": ("Gaussian process NLL", gp),
+            "vae": ("mnist_vae (stax, momentum)", vae)}
 
 
 def main():
