@@ -932,19 +932,8 @@ def _emit_dot_chunked(b: _Body, k: Kernel, pragmas: dict[int, str], chunk: tuple
   named |= {l.var: (f"i{j}", str(l.extent), "1") for j, l in enumerate(outer)}
   fastest_first = [named[l.var] for l in reversed(dot_tile_order(k))]
 
-  def each_block():
-    """The loop over the thread's blocks, naming each one's points (ib, jb and the outer loops' indices)."""
-    stack = ExitStack()
-    stack.enter_context(b.block("for (int64_t tile = lo; tile < hi; tile++)"))
-    b.line("int64_t rest = tile;")
-    for name, count, size in fastest_first:
-      b.line(f"const int64_t {name} = rest % {count}{'' if size == '1' else f' * {size}'};")
-      b.line(f"rest /= {count};")
-    for j, l in enumerate(outer): b.names[l.var] = f"i{j}"
-    b.line(f"const int64_t rn = {rows.extent} - ib < {nr} ? {rows.extent} - ib : {nr};")
-    b.line(f"const int64_t cn = {cols.extent} - jb < {nc} ? {cols.extent} - jb : {nc};")
-    b.line(f"{ct} (*sums)[{nc}] = part[tile - lo], (*errs)[{nc}] = part[hi - lo + tile - lo];")
-    return stack
+  cuts = [("rn", rows.extent, "ib", nr), ("cn", cols.extent, "jb", nc)]
+  each_block = lambda: _each_tile(b, outer, fastest_first, cuts, nc, ct)
 
   with b.block("", "#pragma omp parallel" if pragmas else None):
     b.line("const int64_t nt = TG_THREADS(), id = TG_THREAD();")
@@ -967,6 +956,23 @@ def _emit_dot_chunked(b: _Body, k: Kernel, pragmas: dict[int, str], chunk: tuple
     with each_block(): _store_dots(b, k, "rn", "cn", True)
     b.line("free(part);")
     if per > 1: b.line("free(carried);")
+
+
+def _each_tile(b: _Body, outer, fastest_first, cuts, width: str, ct: str) -> ExitStack:
+  """The loop over a thread's share of a chunked kernel's register blocks (tile in [lo, hi)), naming each one's
+  points: `fastest_first` gives each tile loop's index, count and step, the fastest first; `cuts` each cut size's
+  name with its loop's extent, index and block size; its sums and carried errors point into the thread's `part`."""
+  stack = ExitStack()
+  stack.enter_context(b.block("for (int64_t tile = lo; tile < hi; tile++)"))
+  b.line("int64_t rest = tile;")
+  for name, count, size in fastest_first:
+    b.line(f"const int64_t {name} = rest % {count}{'' if size == '1' else f' * {size}'};")
+    b.line(f"rest /= {count};")
+  for j, l in enumerate(outer): b.names[l.var] = f"i{j}"
+  for name, extent, at, size in cuts:
+    b.line(f"const int64_t {name} = {extent} - {at} < {size} ? {extent} - {at} : {size};")
+  b.line(f"{ct} (*sums)[{width}] = part[tile - lo], (*errs)[{width}] = part[hi - lo + tile - lo];")
+  return stack
 
 
 def _whole_or_cut(b: _Body, emit, whole: bool | str, sizes: tuple[str, str], cut: tuple[str, str],
@@ -1219,19 +1225,8 @@ def _emit_interchanged_chunked(b: _Body, k: Kernel, pragmas: dict[int, str], chu
   fastest_first = [("ib", nbr, nrows), ("t", nbc, width)]
   fastest_first += [(f"i{j}", str(l.extent), "1") for j, l in reversed(list(enumerate(outer)))]
 
-  def each_block():
-    """The loop over the thread's blocks, naming each one's points (ib, t and the outer loops' indices)."""
-    stack = ExitStack()
-    stack.enter_context(b.block("for (int64_t tile = lo; tile < hi; tile++)"))
-    b.line("int64_t rest = tile;")
-    for name, count, size in fastest_first:
-      b.line(f"const int64_t {name} = rest % {count}{'' if size == '1' else f' * {size}'};")
-      b.line(f"rest /= {count};")
-    for j, l in enumerate(outer): b.names[l.var] = f"i{j}"
-    b.line(f"const int64_t rn = {rows.extent} - ib < {nrows} ? {rows.extent} - ib : {nrows};")
-    b.line(f"const int64_t tn = {last.extent} - t < {width} ? {last.extent} - t : {width};")
-    b.line(f"{ct} (*sums)[{width}] = part[tile - lo], (*errs)[{width}] = part[hi - lo + tile - lo];")
-    return stack
+  each_block = lambda: _each_tile(b, outer, fastest_first,
+                                  [("rn", rows.extent, "ib", nrows), ("tn", last.extent, "t", width)], width, ct)
 
   whole = _whole_width_blocks(k, nrows)
   with b.block("", "#pragma omp parallel" if pragmas else None):
