@@ -595,3 +595,20 @@ def test_integer_powers_are_multiplications(n):
   ops = {u.op.name for u in tracegrad.make_graph(lambda v: v ** n)(x).nodes()}
   assert "POW" not in ops, ops
   if n == 2: assert "mul a a" in str(tracegrad.make_graph(lambda v: v ** 2)(x))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int32"])
+def test_a_square_by_a_float_two_is_a_multiplication_of_the_same_bits(dtype):
+  """x ** 2.0 (a float exponent, as JAX's examples write mu ** 2.) is x * x: the same bits as a correctly rounded
+  power (one rounding of the exact square), special values included, and its gradient 2 x, not 2 pow(x, 1.0)."""
+  import tracegrad
+  x = np.concatenate([np.linspace(-40, 40, 97), [0.0, -0.0, np.inf, -np.inf, np.nan, 1e30, -1e-30]])
+  x = cast(x if dtype != "int32" else np.arange(-48, 49), dtype)
+  want = (x.astype(np.float64) ** 2.0).astype(np.float32 if dtype == "int32" else x.dtype)
+  got = np.asarray(tnp.asarray(x) ** 2.0)
+  assert got.dtype == want.dtype and np.array_equal(got, want, equal_nan=True)
+  ops = {u.op.name for u in tracegrad.make_graph(lambda v: v ** 2.0)(x).nodes()}
+  assert "POW" not in ops, ops
+  if dtype == "float32":
+    grad = tracegrad.grad(lambda v: (v[:97] ** 2.0).sum())(x)
+    np.testing.assert_array_equal(np.asarray(grad)[:97], 2 * x[:97])

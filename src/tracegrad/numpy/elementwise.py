@@ -294,6 +294,8 @@ def power(x, y) -> Array:
   if dt.is_int: return Array(_int_power(*us), weak)
   (a, b), _ = _wide(us, dt)
   if type(y) is int and abs(y) <= 16: return Array(_integer_pow(a, y).cast(dt), weak)
+  # x ** 2.0 is x * x, the same bits (a square rounded once either way), as XLA simplifies it; its gradient 2 x
+  if type(y) is float and y == 2.0 and not dt.is_complex: return Array(_integer_pow(a, 2).cast(dt), weak)
   if dt.is_complex: return Array(_cm.power(a, b), weak)
   return Array(a.alu(Ops.POW, b).cast(dt), weak)
 
