@@ -846,14 +846,29 @@ def test_dot_product_blocks_take_a_column_count_that_divides_the_columns():
                                rtol=ulps(4 * n * p), atol=ulps(4 * n * p) * np.sqrt(n * p))
 
 
+def _on_1_2_and_3_threads(graph, args) -> list[np.ndarray]:
+  """The first output of graph compiled for the cpu device on args, run on 1, 2 and 3 threads, asserted to be the
+  same bits each time."""
+  from tracegrad import run
+  from tracegrad.devices import cpu as cpu_mod
+  exe, base = run.Executable(graph, "cpu"), cpu_mod._threads.base
+  try:
+    got = []
+    for threads in (1, 2, 3):
+      cpu_mod.limit_threads(threads)
+      got.append(np.asarray(exe(args)[0]))
+  finally:
+    cpu_mod.limit_threads(base)
+  assert got[0].tobytes() == got[1].tobytes() == got[2].tobytes()
+  return got
+
+
 @pytest.mark.parametrize("o,q,n,p", [(64, 288, 8, 256), (32, 27, 6, 1024), (13, 10, 5, 1000), (5, 3, 2, 30001)])
 def test_big_dot_products_sum_in_chunks_with_the_same_bits_on_any_thread_count(o, q, n, p):
   """A block of dot products whose operands outgrow the L2 cache adds its reduction in chunks, every block of a
   thread taking each chunk in turn, its sums kept in memory between chunks: the same sums as float64 einsum, for
   whole blocks and cut ones, chunks cut inside the last loop (30001 long), and the same bits on 1, 2 or 3 threads."""
   import tracegrad as tg
-  from tracegrad import run
-  from tracegrad.devices import cpu as cpu_mod
   from tracegrad.lower.schedule import schedule
   rng = np.random.default_rng(7)
   dy, win = rng.standard_normal((n, o, p)).astype(np.float32), rng.standard_normal((n, q, p)).astype(np.float32)
@@ -862,15 +877,7 @@ def test_big_dot_products_sum_in_chunks_with_the_same_bits_on_any_thread_count(o
   chunked = min(o, q) * 4 * n * p > 384 << 10   # the operand read again (the smaller) outgrows DOT_CHUNK_BYTES
   assert ("TG_THREAD()" in k.source) == chunked
   if tg.default_backend() != "cpu": return
-  exe, base = run.Executable(g, "cpu"), cpu_mod._threads.base
-  try:
-    got = []
-    for threads in (1, 2, 3):
-      cpu_mod.limit_threads(threads)
-      got.append(np.asarray(exe([dy, win])[0]))
-  finally:
-    cpu_mod.limit_threads(base)
-  assert got[0].tobytes() == got[1].tobytes() == got[2].tobytes()
+  got = _on_1_2_and_3_threads(g, [dy, win])
   np.testing.assert_allclose(got[0], np.einsum("nop,nqp->oq", dy.astype(np.float64), win),
                              rtol=ulps(4 * n * p), atol=ulps(4 * n * p) * np.sqrt(n * p))
 
@@ -918,8 +925,6 @@ def test_register_blocks_whose_columns_outgrow_the_cache_sum_in_chunks_with_the_
   sum into all of its blocks in turn (block_chunk), whole blocks and the cut one of 3 rows. The same bits on 1, 2 or
   3 threads, and float64's values."""
   import tracegrad as tg
-  from tracegrad import run
-  from tracegrad.devices import cpu as cpu_mod
   from tracegrad.lower.render_c import BLOCK_CHUNK_BYTES, block_chunk, interchanged, _Body
   from tracegrad.lower.schedule import schedule
   rng = np.random.default_rng(5)
@@ -932,15 +937,7 @@ def test_register_blocks_whose_columns_outgrow_the_cache_sum_in_chunks_with_the_
   assert interchanged(k) and [l.extent for l in k.loops] == [27, 32] and dy.nbytes > BLOCK_CHUNK_BYTES
   assert block_chunk(_Body(k), k) is not None and "part[tile - lo]" in k.source
   if tg.default_backend() != "cpu": return
-  exe, base = run.Executable(g, "cpu"), cpu_mod._threads.base
-  try:
-    got = []
-    for threads in (1, 2, 3):
-      cpu_mod.limit_threads(threads)
-      got.append(np.asarray(exe([w, x, dy])[0]))
-  finally:
-    cpu_mod.limit_threads(base)
-  assert got[0].tobytes() == got[1].tobytes() == got[2].tobytes()
+  got = _on_1_2_and_3_threads(g, [w, x, dy])
   win = np.lib.stride_tricks.sliding_window_view(np.pad(x.astype(np.float64), ((0, 0), (1, 1), (1, 1), (0, 0))),
                                                 (3, 3), axis=(1, 2))   # n, h, w, c, kh, kw
   want = np.einsum("nhwo,nhwcab->abco", dy, win)

@@ -296,12 +296,19 @@ def _split_loops(loops, stores, reduce, ranges: dict) -> tuple:
     return tuple(out)
 
   loops, rloops = respan(loops), respan(reduce.loops) if reduce else ()
-  new = lambda u: None if u is None else simplify(substitute([u], mapping)[0], ranges)
-  re_store = lambda st: Store(st.buf, new(st.index), new(st.value), st.mode, new(st.valid))
-  stores = [re_store(st) for st in stores]
-  if reduce:
-    reduce = Reduce(reduce.op, reduce.acc, rloops, new(reduce.value), tuple(re_store(st) for st in reduce.stores))
+  stores, reduce = _rewritten(stores, reduce, lambda u: simplify(substitute([u], mapping)[0], ranges), rloops)
   return _split_loops(loops, stores, reduce, ranges)   # a part may be divided again (an im2col row: channel, tap)
+
+
+def _rewritten(stores, reduce: Reduce | None, new, rloops=None) -> tuple[list[Store], Reduce | None]:
+  """stores and reduce with new(u) in place of every expression u they hold (an absent valid stays absent), the
+  reduction over rloops where given."""
+  re_store = lambda st: Store(st.buf, new(st.index), new(st.value), st.mode,
+                              None if st.valid is None else new(st.valid))
+  if reduce is not None:
+    reduce = Reduce(reduce.op, reduce.acc, reduce.loops if rloops is None else rloops, new(reduce.value),
+                    tuple(re_store(st) for st in reduce.stores))
+  return [re_store(st) for st in stores], reduce
 
 
 def _joint(a: Loop, b: Loop, exprs: list[tuple[UOp, bool]]) -> bool:
@@ -513,8 +520,7 @@ def _unrolled_sum(loops, stores, reduce: Reduce | None, epilogue) -> tuple:
   total = UOp.const(reduce.acc.dtype, 0 if op is Ops.ADD else 1)
   for point in itertools.product(*(range(l.extent) for l in reduce.loops)):
     total = total.alu(op, substitute([reduce.value], {l.var: _i(i) for l, i in zip(reduce.loops, point)})[0])
-  sub = lambda u: None if u is None else substitute([u], {reduce.acc: total})[0]
-  return [Store(st.buf, sub(st.index), sub(st.value), st.mode, sub(st.valid)) for st in stores], None
+  return _rewritten(stores, None, lambda u: substitute([u], {reduce.acc: total})[0])
 
 
 def _rows_used(extent: int) -> float:
@@ -531,7 +537,8 @@ def _merged_rows(loops, stores, reduce: Reduce | None, ranges: dict) -> tuple:
   blocks of 8 rows) with its rows loop merged with the loops outside it that fill the blocks best (27 taps and
   channels): each step of the reduction then serves a whole block of rows, not 3 of them. Only loops that the
   columns' operand does not read (so that a block's rows still share its loads; not a batch of examples' filter
-  gradients), and only into MERGED_BLOCKS blocks or more, which the threads share out evenly enough."""
+  gradients), and only into MERGED_BLOCKS blocks or more, which the threads share out evenly enough. The merged
+  loop's range is added to `ranges`."""
   if reduce is None or len(loops) < 3 or loops[-2].extent >= min(t["TG_ROWS"] for t in BLOCKS.values()) or \
      not is_product(reduce.value) or not interchanged(Kernel("", (), tuple(loops), tuple(stores), reduce)):
     return loops, stores, reduce
@@ -546,16 +553,14 @@ def _merged_rows(loops, stores, reduce: Reduce | None, ranges: dict) -> tuple:
     return loops, stores, reduce
   group = loops[j:-1]
   m = UOp.param((), I64)
-  ranges = ranges | {m: math.prod(l.extent for l in group)}
+  ranges[m] = math.prod(l.extent for l in group)
   mapping, inner = {}, 1
   for l in reversed(group):
     q = m.alu(Ops.IDIV, _i(inner)) if inner > 1 else m
     mapping[l.var] = q.alu(Ops.MOD, _i(l.extent)) if l is not group[0] else q
     inner *= l.extent
-  new = lambda u: None if u is None else simplify(substitute([u], mapping)[0], ranges)
-  re_store = lambda st: Store(st.buf, new(st.index), new(st.value), st.mode, new(st.valid))
-  reduce = Reduce(reduce.op, reduce.acc, reduce.loops, new(reduce.value), tuple(re_store(st) for st in reduce.stores))
-  return [*loops[:j], Loop(m, ranges[m]), loops[-1]], [re_store(st) for st in stores], reduce, ranges
+  stores, reduce = _rewritten(stores, reduce, lambda u: simplify(substitute([u], mapping)[0], ranges))
+  return [*loops[:j], Loop(m, ranges[m]), loops[-1]], stores, reduce
 
 
 FAR_BYTES = 1024   # an access stepping this far or more along the innermost loop touches a page every few steps
@@ -837,10 +842,9 @@ class _Scheduler:
     self.simplifier.bounds.ranges.update(kb.ranges)
     if parallel and not epilogue: loops = _rows_second_last(_blocked_order(loops, stores, reduce), reduce)
     if parallel: stores, reduce = _unrolled_sum(loops, stores, reduce, epilogue)
-    if parallel and not epilogue and len(merged := _merged_rows(loops, stores, reduce, kb.ranges)) == 4:
-      loops, stores, reduce, ranges = merged
-      kb.ranges.update(ranges)
-      self.simplifier.bounds.ranges.update(ranges)
+    if parallel and not epilogue:
+      loops, stores, reduce = _merged_rows(loops, stores, reduce, kb.ranges)   # its merged loop's range added
+      self.simplifier.bounds.ranges.update(kb.ranges)
     reduce = _contiguous_inner(loops, stores, reduce)
     if reduce is None and not epilogue: loops = _transposed_order(loops, stores)
     if reduce is not None and parallel and not epilogue and (load := _packable(loops, reduce)) is not None:
