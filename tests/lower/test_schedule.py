@@ -558,6 +558,23 @@ def test_a_sum_read_only_transposed_is_computed_transposed():
   assert sum(u.op is Ops.REDUCE_SUM for u in tg.ir.toposort(list(g.outputs))) == 1
 
 
+def test_a_transpose_whose_reads_leave_the_l1_cache_runs_in_tiles():
+  """A + A.T over rows 1 KB apart reads a cache line a step along its inner loop: it runs in TILE x TILE tiles, each
+  line used whole. A transpose of 32 x 32 blocks (4 KB) stays in L1 cache untiled. Both match numpy."""
+  from tracegrad.lower.schedule import TILE
+  a, b = rng.normal(size=(256, 256)).astype(np.float32), rng.normal(size=(4, 32, 32)).astype(np.float32)
+  sym = lambda a: 0.5 * (a + a.T)
+  (k,) = schedule(tg.make_graph(sym)(a)).kernels
+  assert [l.extent for l in k.loops] == [256 // TILE, 256 // TILE, TILE, TILE]
+  want = 0.5 * (a.astype(np.float64) + a.T)
+  np.testing.assert_allclose(run_program(schedule(tg.make_graph(sym)(a)), [a])[0].reshape(want.shape), want, rtol=ulps(2))
+  np.testing.assert_allclose(np.asarray(tg.jit(sym)(a)), want, rtol=ulps(2))
+  swap = lambda b: tnp.exp(tnp.swapaxes(b, 1, 2))
+  (k,) = schedule(tg.make_graph(swap)(b)).kernels
+  assert [l.extent for l in k.loops][-2:] == [32, 32]
+  np.testing.assert_allclose(np.asarray(tg.jit(swap)(b)), np.exp(np.swapaxes(b, 1, 2)), **tol("float32"))
+
+
 def _reduce_loops(f, *args):
   return [[l.extent for l in k.reduce.loops] for k in schedule(tg.make_graph(f)(*args)).kernels if k.reduce is not None]
 

@@ -565,6 +565,17 @@ def _merged_rows(loops, stores, reduce: Reduce | None, ranges: dict) -> tuple:
 
 FAR_BYTES = 1024   # an access stepping this far or more along the innermost loop touches a page every few steps
 LINE_BYTES = 64    # one stepping this far or more reads a cache line a step
+L1_BYTES = 32768   # the lines of a transposed read spanning more than this along the innermost loop leave the L1 cache
+
+
+def _access_strides(loops: list[Loop], stores):
+  """Each loop's steps (in elements) of the kernel's stores then its loads, and their items' sizes; None where an
+  index is not affine in the loops."""
+  loads = [u for st in stores for u in st.value.toposort() if u.op is Ops.GATHER]
+  steps = [(st.index, st.buf.dtype.itemsize) for st in stores] + [(u.src[1].src[0], u.dtype.itemsize) for u in loads]
+  strides = {l.var: [coefficient(i, l.var) for i, _ in steps] for l in loops}
+  if any(c is None for cs in strides.values() for c in cs): return None
+  return strides, [size for _, size in steps]
 
 
 def _transposed_order(loops: list[Loop], stores) -> list[Loop]:
@@ -574,18 +585,42 @@ def _transposed_order(loops: list[Loop], stores) -> list[Loop]:
   that the innermost one gathers a line a step runs contiguously, so that the lines it touches are used again from
   the L1 cache before they leave it (a strided convolution's windows of a channels-last input). Any other kernel
   keeps its order."""
-  if len(loops) < 2 or any(st.mode for st in stores): return loops
-  loads = [u for st in stores for u in st.value.toposort() if u.op is Ops.GATHER]
-  steps = [(st.index, st.buf.dtype.itemsize) for st in stores] + [(u.src[1].src[0], u.dtype.itemsize) for u in loads]
-  strides = {l.var: [coefficient(i, l.var) for i, _ in steps] for l in loops}
-  if any(c is None for cs in strides.values() for c in cs): return loops
-  far = lambda l: sum(abs(c) * size >= FAR_BYTES for c, (_, size) in zip(strides[l.var], steps))
+  if len(loops) < 2 or any(st.mode for st in stores) or (found := _access_strides(loops, stores)) is None: return loops
+  strides, sizes = found
+  far = lambda l: sum(abs(c) * size >= FAR_BYTES for c, size in zip(strides[l.var], sizes))
   inner = min(loops, key=lambda l: (far(l), l is not loops[-1]))
   order = [l for l in loops if l is not inner]
-  gathered = [j for j, c in enumerate(strides[inner.var]) if abs(c) * steps[j][1] >= LINE_BYTES and j >= len(stores)]
+  gathered = [j for j, c in enumerate(strides[inner.var]) if abs(c) * sizes[j] >= LINE_BYTES and j >= len(stores)]
   beside = next((l for l in reversed(order) if any(strides[l.var][j] == 1 for j in gathered)), None)
   if beside is not None: order = [l for l in order if l is not beside] + [beside]
   return order + [inner]
+
+
+def _tiled(loops, stores) -> tuple[tuple[Loop, ...], tuple]:
+  """An elementwise kernel's last two loops in TILE x TILE tiles (_in_tiles) when an access steps a cache line or
+  more along the last, spanning more than L1_BYTES, and runs contiguously along the second-last (a transpose):
+  each tile's lines are used whole while they stay in the L1 cache (whose sets power-of-two strides share), and
+  its pages in the TLB. Other kernels are left as they are."""
+  if len(loops) < 2 or any(st.mode for st in stores) or (found := _access_strides(loops, stores)) is None:
+    return loops, stores
+  strides, sizes = found
+  a, b = loops[-2:]
+  if a.extent <= TILE or not any(abs(c) * size >= LINE_BYTES and abs(c) * size * b.extent > L1_BYTES and
+                                 strides[a.var][j] == 1 for j, (c, size) in enumerate(zip(strides[b.var], sizes))):
+    return loops, stores
+  return _in_tiles(loops, stores)
+
+
+def _in_tiles(loops, stores) -> tuple[tuple[Loop, ...], tuple]:
+  """The loops' last two in TILE x TILE tiles, when TILE divides them, and the stores in their terms."""
+  if len(loops) < 2 or loops[-1].extent % TILE or loops[-2].extent % TILE: return tuple(loops), tuple(stores)
+  (a, b), parts = loops[-2:], [UOp.param((), I64) for _ in range(4)]
+  outer = lambda l, hi: Loop(hi, l.extent // TILE)
+  tiled = (*loops[:-2], outer(a, parts[0]), outer(b, parts[1]), Loop(parts[2], TILE), Loop(parts[3], TILE))
+  ranges = {l.var: l.extent for l in tiled}
+  at = {a.var: parts[0] * _i(TILE) + parts[2], b.var: parts[1] * _i(TILE) + parts[3]}
+  new = lambda u: simplify(substitute([u], at)[0], ranges)
+  return tiled, tuple(dataclasses.replace(st, index=new(st.index), value=new(st.value)) for st in stores)
 
 
 class _Scheduler:
@@ -846,7 +881,7 @@ class _Scheduler:
       loops, stores, reduce = _merged_rows(loops, stores, reduce, kb.ranges)   # its merged loop's range added
       self.simplifier.bounds.ranges.update(kb.ranges)
     reduce = _contiguous_inner(loops, stores, reduce)
-    if reduce is None and not epilogue: loops = _transposed_order(loops, stores)
+    if reduce is None and not epilogue: loops, stores = _tiled(_transposed_order(loops, stores), stores)
     if reduce is not None and parallel and not epilogue and (load := _packable(loops, reduce)) is not None:
       reduce = self._pack(name, kb, loops, reduce, load)
     nums = sorted(kb.bufs)
@@ -864,22 +899,10 @@ class _Scheduler:
     packed = kb.buf(n)
     at = _ravel([l.var for l in order], [l.extent for l in order])
     src = next(m for m, p in kb.bufs.items() if p is buf)
-    self.kernels.append(Kernel(f"{name}{PACK_SUFFIX}", (buf, packed), *self._tiles(order, Store(packed, at, load))))
+    self.kernels.append(Kernel(f"{name}{PACK_SUFFIX}", (buf, packed), *_in_tiles(order, (Store(packed, at, load),))))
     self.calls.append((src, n))
     from_packed = packed.gather(kb.ix(at).reshape((1,)))
     return dataclasses.replace(reduce, value=substitute([reduce.value], {load: from_packed})[0])
-
-  def _tiles(self, order: list[Loop], store: Store) -> tuple[tuple[Loop, ...], tuple[Store]]:
-    """The loops of a packing copy, its last two (read along one, written along the other) in TILE x TILE tiles
-    that stay in cache while both are done, when TILE divides them; and its store in their terms."""
-    if len(order) < 2 or order[-1].extent % TILE or order[-2].extent % TILE: return tuple(order), (store,)
-    (a, b), parts = order[-2:], [UOp.param((), I64) for _ in range(4)]
-    outer = lambda l, hi: Loop(hi, l.extent // TILE)
-    loops = (*order[:-2], outer(a, parts[0]), outer(b, parts[1]), Loop(parts[2], TILE), Loop(parts[3], TILE))
-    ranges = {l.var: l.extent for l in loops}
-    at = {a.var: parts[0] * _i(TILE) + parts[2], b.var: parts[1] * _i(TILE) + parts[3]}
-    new = lambda u: simplify(substitute([u], at)[0], ranges)
-    return loops, (Store(store.buf, new(store.index), new(store.value)),)
 
   def kernel_for(self, u: UOp):
     name = f"k{len(self.kernels)}_{u.op.name.lower()}"
