@@ -172,6 +172,28 @@ def test_row_softmax_is_one_pass_with_the_division_in_the_sums_epilogue():
   np.testing.assert_allclose(run_program(prog, [X])[0].reshape(X.shape), np.asarray(_softmax(X)), **tol("float32", 8, 8))
 
 
+def test_a_softmax_down_columns_sums_across_them_then_divides_in_a_kernel_of_its_own():
+  """A softmax over a transposed view (and a batch norm's statistics over channels-last rows) would read a column a
+  cache line a step in an epilogue kernel: its sums run across the columns instead, each a vector of them, and the
+  division is an elementwise kernel of its own. numpy's values."""
+  x = rng.normal(size=(64, 48)).astype(np.float32)
+  soft = lambda x: tg.nn.softmax(x.T, axis=-1)
+  prog = schedule(tg.make_graph(soft)(x))
+  assert not any(isinstance(k, tg.lower.kernel.Kernel) and k.epilogue for k in prog.kernels)
+  assert [k.reduce.op for k in prog.kernels if k.reduce is not None] == [Ops.REDUCE_MAX, Ops.REDUCE_SUM]
+  e = np.exp(x.T.astype(np.float64) - x.T.max(1, keepdims=True))
+  want = e / e.sum(1, keepdims=True)
+  np.testing.assert_allclose(run_program(prog, [x])[0].reshape(want.shape), want, **tol("float32", 8, 8))
+  np.testing.assert_allclose(np.asarray(tg.jit(soft)(x)), want, **tol("float32", 8, 8))
+  assert any(k.epilogue for k in schedule(tg.make_graph(lambda x: tg.nn.softmax(x, axis=-1))(x)).kernels)   # rows: one pass
+  h = rng.normal(size=(4, 6, 6, 32)).astype(np.float32)
+  centre = lambda h: h - h.mean((0, 1, 2))
+  prog = schedule(tg.make_graph(centre)(h))
+  assert len(prog.kernels) == 2 and not any(k.epilogue for k in prog.kernels)
+  want = h - h.astype(np.float64).mean((0, 1, 2))
+  np.testing.assert_allclose(run_program(prog, [h])[0].reshape(h.shape), want, **tol("float32", 64, 64))
+
+
 def test_reductions_over_the_same_rows_are_phases_of_one_pass():
   x = rng.normal(size=(16, 32)).astype(np.float32)
   f = lambda x: tnp.exp(x - x.max(1, keepdims=True)).sum(1) * x.sum(1)

@@ -596,6 +596,12 @@ def _transposed_order(loops: list[Loop], stores) -> list[Loop]:
   return order + [inner]
 
 
+def _strides_a_line(value: UOp, loop: Loop) -> bool:
+  """Whether a load of value steps a cache line or more along loop (a column, read down)."""
+  return any(u.op is Ops.GATHER and (c := coefficient(u.src[1].src[0], loop.var)) is not None and
+             abs(c) * u.dtype.itemsize >= LINE_BYTES for u in value.toposort())
+
+
 def _tiled(loops, stores) -> tuple[tuple[Loop, ...], tuple]:
   """An elementwise kernel's last two loops in TILE x TILE tiles (_in_tiles) when an access steps a cache line or
   more along the last, spanning more than L1_BYTES, and runs contiguously along the second-last (a transpose):
@@ -955,6 +961,12 @@ class _Scheduler:
       acc = UOp.param((), ad)
       rat = [x if a in r.arg else i for a, (i, x) in enumerate(zip(idx, ridx))]
       inner = kb.value(r.src[0], rat)
+      if rloops and _strides_a_line(inner, rloops[-1]):   # a column's sums: summed across columns, then u alone
+        del self.epilogue[u]
+        self._new(r)
+        self.kernel_for(r)
+        self.kernel_for(u)
+        return
       kb.reduced[r] = acc.cast(r.dtype)
       at = [e if a in r.arg else i for a, (i, e) in enumerate(zip(idx, eidx))]
       out, here = kb.buf(n), kb.ix(_ravel(at, u.shape))
