@@ -272,6 +272,29 @@ def test_sort_top_k():
   grads_match(lambda x: lax.sort(x, 0) * XP, lambda x: jl.sort(x, 0) * XP, X)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.uint8, np.bool_, np.float16])
+def test_top_k_by_passes_matches_jax_and_the_sort(dtype):
+  """Up to PASSES_K entries take a pass each; more sort the row: both give JAX's values and indices (nan largest,
+  -0.0 below 0.0, the first of equals first), and the passes' gradient reaches the picked entries."""
+  from tracegrad.lax.sorting import PASSES_K
+  r = np.random.default_rng(7)
+  x = r.integers(0, 6, (4, 3, 40)).astype(dtype) if not np.issubdtype(dtype, np.floating) else \
+      r.normal(size=(4, 3, 40)).round(1).astype(dtype)
+  if np.issubdtype(dtype, np.floating):
+    x[0, 0, [3, 9]], x[0, 1, 5], x[1, 0, :6], x[2, 2, 1] = np.nan, -np.nan, -0.0, np.inf
+    x[1, 0, 6:9] = 0.0
+  for k in (0, 1, 5, PASSES_K, PASSES_K + 1, 40):
+    got, want = lax.top_k(x, k), jl.top_k(x, k)
+    same(got, want, rtol=0, atol=0)
+    assert [g.dtype for g in got] == [w.dtype for w in want]
+    assert np.array_equal(np.signbit(np.asarray(got[0], np.float64)), np.signbit(np.asarray(want[0], np.float64)))
+  same(tg.jit(lambda x: lax.top_k(x, 4))(x), jl.top_k(x, 4), rtol=0, atol=0)
+  same(tg.vmap(lambda x: lax.top_k(x, 3), 1)(x), jax.vmap(lambda x: jl.top_k(x, 3), 1)(x), rtol=0, atol=0)
+  if dtype in (np.float32, np.float64):
+    y = r.normal(size=(3, 40)).astype(dtype)
+    grads_match(lambda x: lax.top_k(x, 6)[0] * np.arange(6.0), lambda x: jl.top_k(x, 6)[0] * np.arange(6.0), y)
+
+
 # ---- convolutions ----
 def test_conv_helpers():
   dn = ("NHWC", "HWIO", "NHWC")

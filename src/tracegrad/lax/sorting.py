@@ -139,11 +139,38 @@ def top_k(operand, k: int, *, axis: int = -1) -> list[Array]:
   perm = [i for i in range(a.ndim) if i != ax] + [ax]
   inv = [perm.index(i) for i in range(len(perm))]
   u = a.uop.permute(perm)
+  if k <= PASSES_K:
+    vals, idx = _top_by_passes(u, k)
+    return [Array(vals.permute(inv), a.weak_type), Array(idx.permute(inv))]
   key = _order_key(u)
   key = key.alu(Ops.XOR, fm.k(key, -1 if not key.dtype.is_unsigned else dtypes.max_value(key.dtype)))  # descending
   vals, idx = _sorted([u, UOp.iota(u.shape, u.ndim - 1, _I32)], [key])
   cut = lambda x: x.slice([(0, d, 1) for d in x.shape[:-1]] + [(0, k, 1)]).permute(inv)
   return [Array(cut(vals), a.weak_type), Array(cut(idx))]
+
+
+PASSES_K = 16   # top_k of at most this many entries takes them one pass over the last axis each; more sort it
+
+
+def _top_by_passes(u: UOp, k: int) -> tuple[UOp, UOp]:
+  """The k largest entries along u's last axis and their int32 indices, as top_k: each the largest in the total
+  order (the first of equals) among those after the one before, found by a max and a min reduction; the values
+  gathered at their indices (so that gradients flow to them)."""
+  *lead, n = u.shape
+  last = u.ndim - 1
+  if k == 0 or n == 0: return UOp.const(u.dtype, 0, (*lead, k)), UOp.const(_I32, 0, (*lead, k))
+  key, i = _order_key(u), UOp.iota(u.shape, last, _I32)
+  low, none = fm.k(key, dtypes.min_value(key.dtype)), fm.k(i, n)
+  picks, left = [], None   # left: the entries after the last pick
+  for _ in range(k):
+    best = (key if left is None else left.where(key, low)).reduce(Ops.REDUCE_MAX, (last,)).broadcast(u.shape)
+    same = fm.eq(key, best) if left is None else fm.eq(key, best).alu(Ops.AND, left)
+    pick = same.where(i, none).reduce(Ops.REDUCE_MIN, (last,))
+    picks.append(pick)
+    left = fm.lt(key, best).alu(Ops.OR, fm.eq(key, best).alu(Ops.AND, fm.gt(i, pick.broadcast(u.shape))))
+  idx = UOp.concat(picks, last)
+  at = [UOp.iota((*lead, k, 1), j, _I32) for j in range(len(lead))] + [idx.reshape((*lead, k, 1))]
+  return u.gather(UOp.concat(at, last + 1)), idx
 
 
 def approx_max_k(operand, k: int, reduction_dimension: int = -1, recall_target: float = 0.95,
