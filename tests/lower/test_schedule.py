@@ -445,6 +445,24 @@ def test_a_convolutions_input_gradient_is_one_scatter_shared_out_over_batch_and_
   np.testing.assert_allclose(got, want[:, :, 1:-1, 1:-1], **tol("float32", 64, 64))
 
 
+def test_a_scatters_indices_are_read_in_place_and_its_gradients_bounds_test_written_out():
+  """Rows scattered at an input's indices (a segment sum) and the gradient reading them back: the coordinates are
+  index arithmetic on the input, computed where each kernel reads them rather than stored (20000 x 64 x 2 of them),
+  and the gradient's test that both coordinates are in bounds is two steps, not a reduction per element. np.add.at's
+  values (JAX's too)."""
+  x, idx = rng.normal(size=(300, 16)).astype(np.float32), rng.integers(-2, 40, 300).astype(np.int32)
+  f = lambda x, idx: tg.grad(lambda x: (tnp.zeros((37, 16)).at[idx].add(x, mode="drop") ** 2).sum())(x)
+  prog = schedule(tg.make_graph(f)(x, idx))
+  assert not any(b.dtype is tg.ir.dtypes.int32 and b.data is None for b in prog.buffers[2:]), prog.buffers
+  assert all(k.reduce is None for k in prog.kernels), [k.name for k in prog.kernels]
+  out, at = np.zeros((37, 16)), np.where(idx < 0, idx + 37, idx)   # negative indices count from the end
+  ok = at < 37
+  np.add.at(out, at[ok], x[ok])
+  want = np.where(ok[:, None], 2 * out[np.minimum(at, 36)], 0)
+  np.testing.assert_allclose(run_program(prog, [x, idx])[0].reshape(want.shape), want, **tol("float32", 64, 64))
+  np.testing.assert_allclose(np.asarray(tg.jit(f)(x, idx)), want, **tol("float32", 64, 64))
+
+
 def test_an_optimizers_updates_of_one_parameter_are_one_kernel():
   p, g, m, v = (rng.normal(size=(64, 32)).astype(np.float32) for _ in range(4))
   v = np.abs(v)

@@ -423,12 +423,12 @@ SIMD_REDUCTION = {Ops.REDUCE_SUM: "+", Ops.REDUCE_PROD: "*"}
 NAN_REDUCTION = {Ops.REDUCE_MAX: (">", "max"), Ops.REDUCE_MIN: ("<", "min")}
 
 
-def _combine(op: Ops, a: UOp, b: UOp) -> UOp:
+def combine(op: Ops, a: UOp, b: UOp) -> UOp:
   """a op b in a's dtype (bool: OR for sums and maxima, AND for products and minima)."""
   return UOp(BOOL_ALU[op] if a.dtype.is_bool else op, a.dtype, (a, b.cast(a.dtype)))
 
 
-def _identity(op: Ops, d: DType):
+def reduce_identity(op: Ops, d: DType):
   return {Ops.REDUCE_SUM: 0, Ops.REDUCE_PROD: 1, Ops.REDUCE_MAX: dtypes.min_value(d),
           Ops.REDUCE_MIN: dtypes.max_value(d)}[op]
 
@@ -472,9 +472,9 @@ def _emit_reduce(b: _Body, k: Kernel):
   b.names[r.acc] = "acc"
   inner = {l.var for l in r.loops} | {r.acc}
   for j, l in enumerate(r.loops): b.names[l.var] = f"r{j}"
-  step = _combine(REDUCE_ALU[r.op], r.acc, r.value)
+  step = combine(REDUCE_ALU[r.op], r.acc, r.value)
   _hoist(b, [step], inner)
-  b.line(f"{CTYPE[r.acc.dtype]} acc = {render_const(_identity(r.op, r.acc.dtype), r.acc.dtype)};")
+  b.line(f"{CTYPE[r.acc.dtype]} acc = {render_const(reduce_identity(r.op, r.acc.dtype), r.acc.dtype)};")
   if r.op in NAN_REDUCTION and r.acc.dtype in (dtypes.float32, dtypes.float64):
     _emit_nan_reduce(b, r)
     return
@@ -611,7 +611,7 @@ def _step(b: _Body, r) -> str:
   if r.op is Ops.REDUCE_SUM and v.op is Ops.MUL and v.dtype is r.acc.dtype and v.dtype in (dtypes.float32, dtypes.float64):
     x, y, acc = b.emit([v.src[0], v.src[1], r.acc])
     return f"{'TG_FMAF' if v.dtype is dtypes.float32 else 'TG_FMA'}({x}, {y}, {acc})"
-  return b.emit([_combine(REDUCE_ALU[r.op], r.acc, r.value)])[0]
+  return b.emit([combine(REDUCE_ALU[r.op], r.acc, r.value)])[0]
 
 
 def _emit_nan_reduce(b: _Body, r):
@@ -1474,7 +1474,7 @@ def _emit_block(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str,
   # each point adds its steps in turn: a plain sum's blocks are shorter, a product's (a matmul's) as long as usual
   plan = chunk or sum_plan(r, b.sum_block if is_product(r.value) else POINT_BLOCK)
   b.line(f"{ct} accs[{size[0]}][{size[1]}];")
-  ident = render_const(_identity(r.op, r.acc.dtype), r.acc.dtype)
+  ident = render_const(reduce_identity(r.op, r.acc.dtype), r.acc.dtype)
   zero = f"for (int64_t q = 0; q < {nr}; q++) for (int64_t j = 0; j < {nc}; j++) accs[q][j] = {ident};"
   if plan and not chunk: _declare_sums(b, nr, nc, ct, size, "j")
   elif not plan: b.line(zero)
@@ -1566,7 +1566,7 @@ def _emit_store(b: _Body, s):
   with ExitStack() as guard:
     if s.valid is not None: guard.enter_context(b.block(f"if ({b.emit([s.valid])[0]})"))
     value = s.value
-    if s.mode in STORE_ALU: value = _combine(STORE_ALU[s.mode], s.buf.gather(s.index.reshape((1,))), s.value)
+    if s.mode in STORE_ALU: value = combine(STORE_ALU[s.mode], s.buf.gather(s.index.reshape((1,))), s.value)
     elif s.mode not in (None, "set"): raise ValueError(f"render_c: unknown store mode {s.mode!r}")
     idx, v = b.emit([s.index, value])
     b.line(f"{b.bufs[s.buf]}[{idx}] = {f'{STORE[s.buf.dtype]}({v})' if s.buf.dtype in STORE else v};")

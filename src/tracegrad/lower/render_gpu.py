@@ -41,8 +41,8 @@ from ..ir import Ops, UOp, dtypes, substitute
 from .kernel import Control, Kernel, Loop, Store
 from . import render_mma
 from .opt import gpu_default, grouped, stage_loads, stage_shape
-from .render_c import CTYPE, HELPERS, LOAD, MEMTYPE, REDUCE_ALU, STORE, _Body, _combine, _emit_reduce, _emit_store, \
-    _identity, _loop, _order, add_error, add_exactly, block_loop, c_name, is_product, open_blocks, render_const, \
+from .render_c import CTYPE, HELPERS, LOAD, MEMTYPE, REDUCE_ALU, STORE, _Body, _emit_reduce, _emit_store, _loop, \
+    _order, add_error, add_exactly, block_loop, c_name, combine, is_product, open_blocks, reduce_identity, render_const, \
     sum_plan
 from .symbolic import _linear, simplify
 
@@ -376,14 +376,14 @@ def _emit_tile(b: _GPUBody, k: Kernel, tile: list[dict], ranges: dict, stage: _S
 
   with ExitStack() as loops:
     if r is not None:
-      ct, zero = CTYPE[r.acc.dtype], render_const(_identity(r.op, r.acc.dtype), r.acc.dtype)
+      ct, zero = CTYPE[r.acc.dtype], render_const(reduce_identity(r.op, r.acc.dtype), r.acc.dtype)
       accs = [UOp.param((), r.acc.dtype) for _ in tile]
       tile = [{**m, r.acc: a} for m, a in zip(tile, accs)]
       for j, a in enumerate(accs):
         b.line(f"{ct} acc{j} = {zero};")
         b.names[a] = f"acc{j}"
       value = r.value if stage is None else stage.value
-      steps = [_combine(REDUCE_ALU[r.op], a, sub(value, m)) for a, m in zip(accs, tile)]
+      steps = [combine(REDUCE_ALU[r.op], a, sub(value, m)) for a, m in zip(accs, tile)]
       stores = [sub_store(s, m) for m in tile for s in r.stores]
       last, plan = len(r.loops) - 1, sum_plan(r, b.sum_block)
 
@@ -430,13 +430,13 @@ def _grouped_body(b: _Body, k: Kernel, t: Target, local: int) -> None:
   b.line(f"const int64_t grp = {t.group}, lid = {t.lid};")
   _split(b, "grp", k.loops, "i")
   b.line(f"{t.local} {ct} part[{local}];")
-  b.line(f"{ct} acc = {render_const(_identity(r.op, r.acc.dtype), r.acc.dtype)};")
+  b.line(f"{ct} acc = {render_const(reduce_identity(r.op, r.acc.dtype), r.acc.dtype)};")
   b.names[r.acc] = "acc"
   span = b.sum_block * local
   if r.op is not Ops.REDUCE_SUM or not r.acc.dtype.is_float or steps <= span:
     with b.block(f"for (int64_t rr = lid; rr < {steps}; rr += {local})"):
       _split(b, "rr", r.loops, "r")
-      b.line(f"acc = {b.emit([_combine(REDUCE_ALU[r.op], r.acc, r.value)])[0]};")
+      b.line(f"acc = {b.emit([combine(REDUCE_ALU[r.op], r.acc, r.value)])[0]};")
   else:   # a long float sum: the item adds up blocks of its steps, each summed on its own, carrying the rounding error
     zero = render_const(0.0, r.acc.dtype)
     b.line(f"{ct} comp = {zero};")
@@ -446,7 +446,7 @@ def _grouped_body(b: _Body, k: Kernel, t: Target, local: int) -> None:
       b.names[r.acc] = "blk"
       with b.block(f"for (int64_t rr = rb; rr < re; rr += {local})"):
         _split(b, "rr", r.loops, "r")
-        b.line(f"blk = {b.emit([_combine(REDUCE_ALU[r.op], r.acc, r.value)])[0]};")
+        b.line(f"blk = {b.emit([combine(REDUCE_ALU[r.op], r.acc, r.value)])[0]};")
       b.line(add_exactly("acc", "comp", "blk", ct))
     b.names[r.acc] = "acc"
     b.line(add_error("acc", "comp"))
@@ -456,7 +456,7 @@ def _grouped_body(b: _Body, k: Kernel, t: Target, local: int) -> None:
   with b.block(f"for (int64_t s = {local // 2}; s > 0; s >>= 1)"):
     with b.block("if (lid < s)"):
       b.names[mine], b.names[other] = "part[lid]", "part[lid + s]"
-      b.line(f"part[lid] = {b.emit([_combine(REDUCE_ALU[r.op], mine, other)])[0]};")
+      b.line(f"part[lid] = {b.emit([combine(REDUCE_ALU[r.op], mine, other)])[0]};")
     b.line(t.barrier)
   with b.block("if (lid == 0)"):
     b.line("acc = part[0];")
