@@ -1,5 +1,7 @@
 """The scheduler's Programs compute what the graph does (checked with a numpy evaluator of the kernel IR), in few
 kernels, never materialising a broadcast."""
+import math
+
 import numpy as np
 import pytest
 
@@ -461,6 +463,25 @@ def test_a_scatters_indices_are_read_in_place_and_its_gradients_bounds_test_writ
   want = np.where(ok[:, None], 2 * out[np.minimum(at, 36)], 0)
   np.testing.assert_allclose(run_program(prog, [x, idx])[0].reshape(want.shape), want, **tol("float32", 64, 64))
   np.testing.assert_allclose(np.asarray(tg.jit(f)(x, idx)), want, **tol("float32", 64, 64))
+
+
+def test_a_table_of_sines_repeated_over_batch_and_heads_is_computed_once():
+  """A rotary embedding's cosines and sines of positions times frequencies, broadcast over batch and heads into
+  the rotated halves: one small kernel stores the tables, and the kernel over the activations reads them rather
+  than calling cos and sin for each of its elements; the aranges themselves stay index arithmetic. numpy's
+  values."""
+  x = rng.normal(size=(4, 3, 16, 8)).astype(np.float32)
+  def rope(x, m=tnp):
+    angle = m.arange(16.0)[:, None] * m.arange(4.0) / 4
+    c, s = m.cos(angle), m.sin(angle)
+    return m.concatenate([x[..., :4] * c - x[..., 4:] * s, x[..., 4:] * c + x[..., :4] * s], -1)
+  prog = schedule(tg.make_graph(rope)(x))
+  assert len(prog.kernels) == 2, [k.name for k in prog.kernels]
+  big = max(prog.kernels, key=lambda k: math.prod(l.extent for l in k.loops))
+  assert not any(u.op in (Ops.SIN, Ops.COS) for st in big.stores for u in st.value.toposort())
+  want = rope(x.astype(np.float64), np)
+  np.testing.assert_allclose(run_program(prog, [x])[0].reshape(want.shape), want, **tol("float32", 8, 8))
+  np.testing.assert_allclose(np.asarray(tg.jit(rope)(x)), want, **tol("float32", 8, 8))
 
 
 def test_an_optimizers_updates_of_one_parameter_are_one_kernel():

@@ -46,6 +46,7 @@ CHEAP_CHAIN = 64
 # an elementwise value of at least STEPS operations, repeated at least REPEATS times by a broadcast into a reduction,
 # is stored once instead
 STEPS, REPEATS = 3, 8
+TRANSCENDENTAL = frozenset({Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.COS, Ops.POW, Ops.ATAN2})
 PACK_MIN = 8   # a sum's last output loop and innermost reduction loop both this long at least, for packing to pay
 PACK_MAX_RATIO = 4   # and the packed operand at most this many times the output's size
 TILE = 16   # a packing copy's tiles: TILE x TILE elements
@@ -682,7 +683,7 @@ class _Scheduler:
     m |= {o for o in self.outs if o.op is not Ops.CONST}
     m |= {self._base(u) for u in order if len(users[u]) > 1 and not self._cheap(u)
           and any(v.op in REINDEX for v in users[u])}
-    m |= self._repeated_into_reductions(order)
+    m |= self._repeated_by_broadcasts(order)
     candidates = [r for r in order if r.op in REDUCE and r not in self.outs and self._broadcast_back(r) is not None]
     while True:
       self.epilogue = {}
@@ -723,17 +724,31 @@ class _Scheduler:
     return {u for u in base if u.op is Ops.OPTIMIZATION_BARRIER and u not in self.outs and len(self.users[u]) == 1
             and (v := self.users[u][0]).op in ELEMENTWISE and v in base}
 
-  def _repeated_into_reductions(self, order: list[UOp]) -> set[UOp]:
+  def _repeated_by_broadcasts(self, order: list[UOp]) -> set[UOp]:
     """Elementwise work of several steps that a broadcast repeats into a reduction (a contraction's operand: the
-    backward pass's masked, normalised cotangent): stored once, rather than recomputed for every element the
-    broadcast makes."""
+    backward pass's masked, normalised cotangent), or that calls transcendental functions (a rotary embedding's
+    table of sines and cosines, repeated over batch and heads): stored once, rather than recomputed for every
+    element the broadcast makes."""
     out = set()
     for b in order:
       if b.op is not Ops.BROADCAST or b.size < REPEATS * b.src[0].size: continue
       base = b.src[0]
       while base.op in (Ops.RESHAPE, Ops.PERMUTE): base = base.src[0]
-      if base.op in ELEMENTWISE and self._steps(base) >= STEPS and self._feeds_reduction(b): out.add(base)
+      if base.op in ELEMENTWISE and self._steps(base) >= STEPS and not self._index_arithmetic(base) and \
+         (self._transcendental(base) or self._feeds_reduction(b)): out.add(base)
     return out
+
+  @staticmethod
+  def _transcendental(u: UOp) -> bool:
+    """Whether u's elementwise work (up to CHEAP_CHAIN steps of it) calls a transcendental function."""
+    seen, stack = set(), [u]
+    while stack and len(seen) < CHEAP_CHAIN:
+      v = stack.pop()
+      if v in seen or v.op not in ELEMENTWISE and v.op not in VIEWS: continue
+      if v.op in TRANSCENDENTAL: return True
+      seen.add(v)
+      stack.extend(v.src)
+    return False
 
   def _steps(self, u: UOp) -> int:
     """The elementwise nodes computing u from leaves, views and reductions (counted up to STEPS)."""
@@ -754,7 +769,7 @@ class _Scheduler:
       seen.add(v)
       for w in self.users[v]:
         if w.op in REDUCE: return True
-        if w.op in ELEMENTWISE or w.op in VIEWS: stack.append(w)
+        if w.op in ELEMENTWISE or w.op in VIEWS or w.op is Ops.CONCAT: stack.append(w)
     return False
 
   def _tails(self, order: list[UOp], keep: set[UOp]) -> dict[UOp, UOp]:
@@ -835,7 +850,8 @@ class _Scheduler:
 
   def _cheap(self, u: UOp) -> bool:
     while u.op in VIEWS: u = u.src[0]
-    return u.op in (Ops.CONST, Ops.IOTA, Ops.PARAM, Ops.BUFFER) or self._index_arithmetic(u) or self._stored_read(u)
+    return u.op in (Ops.CONST, Ops.IOTA, Ops.PARAM, Ops.BUFFER) or self._index_arithmetic(u) or self._stored_read(u) \
+        or self._arange(u)
 
   def _stored_read(self, u: UOp) -> bool:
     """Whether u reads a buffer of its own (a barrier's, an input's) at indices computed from iotas alone: a
@@ -857,6 +873,11 @@ class _Scheduler:
     else: known = False
     self._iotas[u] = known
     return known
+
+  def _arange(self, u: UOp) -> bool:
+    """Whether u is a float conversion of index arithmetic, scaled and shifted by constants (an arange's values)."""
+    while u.op in (Ops.ADD, Ops.MUL) and u.dtype.is_float and self._base(u.src[1]).op is Ops.CONST: u = u.src[0]
+    return u.op is Ops.CAST and self._index_arithmetic(u.src[0])
 
   def _new(self, u: UOp, data=None) -> int:
     self.bufnum[u] = self._spec(u.size if data is None else data.size, u.dtype, data)
