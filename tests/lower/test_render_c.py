@@ -527,6 +527,26 @@ def test_a_transposing_elementwise_kernel_runs_along_its_near_reads_with_strides
   np.testing.assert_array_equal(got.reshape(a.shape), np.where(np.transpose(b, (0, 2, 3, 1)) > 0, a, 0.0))
 
 
+@pytest.mark.parametrize("target", ["native", "x86-64-v3"])
+def test_a_mirrored_read_of_complex_pairs_reaches_gcc_as_an_opaque_stride(cpu, monkeypatch, target):
+  """A real FFT's gradient reads the spectrum's pairs (re, im) mirrored, at a stride of -2 floats along the
+  vectorised loop: at a constant negative power of two, gcc 12 leaves the loop scalar (11 -> 0.85 ms for one such
+  kernel), so the stride reaches it as TG_OPAQUE(-2). numpy's values."""
+  import tracegrad.numpy as tnp
+  from tracegrad import make_graph
+  from tracegrad.lower.schedule import schedule
+  if target != "native":
+    if not _avx2_host(): pytest.skip("compiling for an x86-64 target needs an x86-64 host")
+    monkeypatch.setenv("TRACEGRAD_CPU_TARGET", target)
+  x = np.random.default_rng(8).standard_normal((4, 64, 2)).astype(np.float32)
+  f = lambda x: x[:, ::-1, 0] * tnp.exp(x[:, ::-1, 1]) + x[:, :, 1]
+  (k,) = (prog := schedule(make_graph(f)(x))).kernels
+  assert "TG_OPAQUE(-2LL)" in k.source and "tg_sm2" in k.source, k.source
+  (got,) = run(cpu, prog, [x])
+  want = x[:, ::-1, 0] * np.exp(x[:, ::-1, 1].astype(np.float64)) + x[:, :, 1]
+  np.testing.assert_allclose(got.reshape(want.shape), want, **tol("float32", 8, 8))
+
+
 @pytest.mark.parametrize("dt", [np.uint32, np.int64, np.uint8])
 def test_a_parity_test_beside_a_float_compare_renders_as_a_shift(cpu, dt):
   """(n & 1) == 0 is rendered as (n << 31) == 0 (63 for 64-bit n): gcc 12 takes the first for a bool of n's width

@@ -377,7 +377,10 @@ class _Body:
       return f"{ROUND[u.dtype]}({e})" if u.dtype in ROUND else e
     if (n := self.opaque_stride(u)) is not None:
       self.opaque.add(n)
-      return f"{self.names[self.simd]} * tg_s{n}"
+      return f"{self.names[self.simd]} * {self.stride_name(n)}"
+    if u.op is Ops.SUB and (n := self.opaque_stride(u.src[1], -1)) is not None:   # x - i * 2: x + i * (-2)
+      self.opaque.add(n)
+      return f"{self.names[u.src[0]]} + {self.names[self.simd]} * {self.stride_name(n)}"
     if (x := _low_bit_test(u)) is not None:   # the low bit moved to the top: gcc then vectorises it beside float masks
       wide = x.dtype.itemsize == 8
       return f"(({'uint64_t' if wide else 'uint32_t'}){self.names[x]} << {63 if wide else 31}) {_TESTS[u.op]} 0"
@@ -391,17 +394,22 @@ class _Body:
       raise ValueError(f"render_c: {u!r} is not a loop variable, the accumulator or a buffer load of the kernel")
     raise NotImplementedError(f"render_c: no C rendering of {u.op.name} in a kernel expression")
 
-  def opaque_stride(self, u: UOp) -> int | None:
-    """n where u is the vectorised loop's variable times a power of two n at least `far` (OPAQUE_BYTES of the
-    kernel's narrowest element of 4 bytes or more): a stride gcc must not see as a constant (TG_OPAQUE)."""
+  def opaque_stride(self, u: UOp, sign: int = 1) -> int | None:
+    """n where sign * u is the vectorised loop's variable times a power of two n at least `far` (OPAQUE_BYTES of
+    the kernel's narrowest element of 4 bytes or more), or times a negative power of two (a mirrored read of complex
+    pairs: gcc 12 vectorises no loop loading at -2, -4, ...): a stride gcc must not see as a constant (TG_OPAQUE)."""
     if u.op is not Ops.MUL or self.simd is None or u.dtype is not dtypes.int64 or self.simd not in u.src: return None
     c = u.src[1] if u.src[0] is self.simd else u.src[0]
-    if c.op is not Ops.CONST or c.arg < self.far or c.arg & (c.arg - 1): return None
-    return c.arg
+    if c.op is not Ops.CONST or c.arg in (0, 1, -1): return None
+    n = abs(c.arg)
+    return None if n & (n - 1) or 0 < sign * c.arg < self.far else sign * c.arg
+
+  @staticmethod
+  def stride_name(n: int) -> str: return f"tg_s{n}" if n > 0 else f"tg_sm{-n}"
 
   def declarations(self) -> list[str]:
     """The lines declaring the opaque strides the body reads, at the function's top."""
-    return [f"  const int64_t tg_s{n} = TG_OPAQUE({n}LL);" for n in sorted(self.opaque)]
+    return [f"  const int64_t {self.stride_name(n)} = TG_OPAQUE({n}LL);" for n in sorted(self.opaque)]
 
   def emit(self, roots) -> list[str]:
     for u in _order(roots, self.names):
