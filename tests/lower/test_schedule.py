@@ -429,6 +429,29 @@ def test_sums_whose_order_defeats_their_loads_run_in_another():
   np.testing.assert_allclose(run_program(mean, [y])[0].reshape(()), np.mean(y.astype(np.float64) ** 2), rtol=ulps(64))
 
 
+@pytest.mark.parametrize("groups", [1, 4])
+def test_a_pointwise_convolution_is_one_contraction_of_its_input_in_place(groups):
+  """A 1 x 1 convolution by unit strides without padding (a depthwise-separable block's pointwise half) contracts
+  the channels of its channels-last input where they lie, with no copy of the input behind a barrier: one kernel
+  without groups.
+  numpy's values, with feature groups too; JAX's gradient."""
+  x, w = rng.normal(size=(2, 8, 8, 16)).astype(np.float32), rng.normal(size=(1, 1, 16 // groups, 24)).astype(np.float32)
+  dn = ("NHWC", "HWIO", "NHWC")
+  conv = lambda lax, x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=dn,
+                                                    feature_group_count=groups)
+  prog = schedule(tg.make_graph(lambda x, w: conv(lax, x, w))(x, w))
+  assert not any("barrier" in k.name for k in prog.kernels), [k.name for k in prog.kernels]
+  assert groups > 1 or len(prog.kernels) == 1, [k.name for k in prog.kernels]   # grouped: summed, then permuted
+  xg, wg = x.reshape(2, 8, 8, groups, 16 // groups), w.reshape(16 // groups, groups, 24 // groups)
+  want = np.einsum("nhwgc,cgo->nhwgo", xg.astype(np.float64), wg).reshape(2, 8, 8, 24)
+  np.testing.assert_allclose(run_program(prog, [x, w])[0].reshape(want.shape), want, **tol("float32", 64, 64))
+  np.testing.assert_allclose(np.asarray(conv(lax, x, w)), want, **tol("float32", 64, 64))
+  jax = pytest.importorskip("jax")
+  loss = lambda lax: lambda x, w: (conv(lax, x, w) ** 2).sum()
+  for got, exp in zip(tg.grad(loss(lax), (0, 1))(x, w), jax.grad(loss(jax.lax), (0, 1))(x, w)):
+    np.testing.assert_allclose(np.asarray(got), np.asarray(exp), rtol=ulps(1024), atol=ulps(1024) * np.abs(exp).max())
+
+
 def test_a_convolutions_input_gradient_is_one_scatter_shared_out_over_batch_and_channels():
   x, w = rng.normal(size=(4, 8, 9, 9)).astype(np.float32), rng.normal(size=(5, 8, 3, 3)).astype(np.float32)
   ct = rng.normal(size=(4, 5, 5, 5)).astype(np.float32)

@@ -111,6 +111,17 @@ def _direct_conv(xq: Array, w: Array, window, dil, out_sp, g: int, dt) -> Array:
   return ops.reshape(_summed(prod, summed, dt), (n, o, *out_sp))
 
 
+def _pointwise(x: Array, w: Array, g: int, dt) -> Array:
+  """A 1 x 1 convolution by unit strides without padding: a contraction over the channels of x as it is, with no
+  copy (a channels-last input is then a matmul whose rows are its positions)."""
+  n, c, *spatial = x.shape
+  o, nd = w.shape[0], x.ndim - 2
+  full = (n, g, o // g, c // g, *spatial)
+  prod = ops.mul(ops.broadcast_in_dim(ops.reshape(w, (g, o // g, c // g)), full, (1, 2, 3)),
+                 ops.broadcast_in_dim(ops.reshape(x, (n, g, c // g, *spatial)), full, (0, 1, 3, *range(4, 4 + nd))))
+  return ops.reshape(_summed(prod, (3,), dt), (n, o, *spatial))
+
+
 def _summed(prod: Array, axes: tuple, dt: dtypes.DType) -> Array:
   """prod, of dtype dt, summed over axes in JAX's dtype for sums of dt (_sum_dtype)."""
   return ops.reduce_sum(prod if _sum_dtype(dt) is dt else ops.convert_element_type(prod, _sum_dtype(dt)), axes)
@@ -180,6 +191,8 @@ def _conv(x: Array, w: Array, *, strides, pads, ldil, dil, groups) -> Array:
   nd, dt = x.ndim - 2, x.dtype
   n, window, o = x.shape[0], w.shape[2:], w.shape[0]
   if any(d > 1 for d in ldil) and all(s == 1 for s in strides): return _phased(x, w, pads, ldil, dil, groups)
+  if all(k == 1 for k in window) and all(s == 1 for s in strides) and not any(lo or hi for lo, hi in pads):
+    return _pointwise(x, w, groups, dt)
   # zeros between the input's elements are a padded copy; the zeros around it, the windows' reads outside it
   xp = _pad(x, 0, [(0, 0), (0, 0), *[(0, 0)] * nd], (1, 1, *ldil)) if any(d > 1 for d in ldil) else x
   padded = [sp + lo + hi for sp, (lo, hi) in zip(xp.shape[2:], pads)]
