@@ -41,6 +41,7 @@ CHEAP = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.DIV, Ops.NEG, Ops.MAX, Ops.MIN
 # but not a chain of more than CHEAP_CHAIN of them (a normal draw's inverse error function, its multiply-adds
 # emulated exactly: some 2000 steps, which each kernel reading the draws repeated, compiled four times in one)
 CHEAP_CHAIN = 64
+INDEX_MAPS = 16   # a node a kernel would compute at more index maps than this is stored once instead
 
 
 # an elementwise value of at least STEPS operations, repeated at least REPEATS times by a broadcast into a reduction,
@@ -700,12 +701,34 @@ class _Scheduler:
         chain = self._chains(order, base)
         long = {u for u in shared if u.op in CHEAP and chain[u] > CHEAP_CHAIN}
         more = (more | {self._base(u) for u in long if not any(v in long for v in users[u])}) - base   # their tops
+        more |= self._recomputed(order, base | more) - base
         if not more: break
         base |= more
       if all(self._epilogue_root(r, users, base - {r}) is o for o, r in self.epilogue.items()):
         return base - self._absorbed(base)
       m = base | set(self.epilogue.values())
       candidates = [r for r in candidates if self._epilogue_root(r, users, base - {r}) is not None]
+
+  def _recomputed(self, order: list[UOp], base: set[UOp]) -> set[UOp]:
+    """Nodes that their kernel would compute at more than INDEX_MAPS index maps (one for each path of moves from
+    the node to the kernel's stores), or more than two where they call transcendental functions: a scan's
+    gradient, whose every level reads the one after it at two offsets, would recompute its first level 2^10 times
+    over for 1024 points. Stored once instead (their bases)."""
+    paths, out = {}, set()
+    for u in reversed(order):
+      if u in base or not self.users[u]:
+        paths[u] = {()}
+        continue
+      p, limit = set(), 2 if self._transcendental(u) else INDEX_MAPS
+      for v in self.users[u]:
+        q = {()} if v in base else paths[v]
+        p |= {(v, *r) for r in q} if v.op in REINDEX else q
+        if len(p) > limit: break
+      if len(p) > limit and not self._cheap(u):
+        out.add(self._base(u))
+        p = {()}
+      paths[u] = p
+    return out
 
   def _chains(self, order: list[UOp], base: set[UOp]) -> dict[UOp, int]:
     """For each node, how many CHEAP steps recomputing it repeats (up to CHEAP_CHAIN + 1): itself and the cheap steps
