@@ -42,8 +42,8 @@ from .kernel import Control, Kernel, Loop, Store
 from . import render_mma
 from .opt import gpu_default, grouped, stage_loads, stage_shape
 from .render_c import CTYPE, HELPERS, LOAD, MEMTYPE, REDUCE_ALU, STORE, _Body, _emit_reduce, _emit_store, _loop, \
-    _order, add_error, add_exactly, block_loop, c_name, combine, is_product, open_blocks, reduce_identity, render_const, \
-    sum_plan
+    _order, add_error, add_exactly, block_loop, c_name, combine, is_product, open_blocks, reduce_identity, \
+    render_const, sum_plan
 from .symbolic import _linear, simplify
 
 _INTS = """typedef {i8} int8_t; typedef short int16_t; typedef int int32_t; typedef {i64} int64_t;

@@ -522,7 +522,8 @@ def _unrolled_sum(loops, stores, reduce: Reduce | None, epilogue) -> tuple:
   if interchanged(probe) or dot_blocked(probe) or _packable(loops, reduce) is not None: return stores, reduce
   total = UOp.const(reduce.acc.dtype, reduce_identity(reduce.op, reduce.acc.dtype))
   for point in itertools.product(*(range(l.extent) for l in reduce.loops)):
-    total = combine(REDUCE_ALU[reduce.op], total, substitute([reduce.value], {l.var: _i(i) for l, i in zip(reduce.loops, point)})[0])
+    at = {l.var: _i(i) for l, i in zip(reduce.loops, point)}
+    total = combine(REDUCE_ALU[reduce.op], total, substitute([reduce.value], at)[0])
   return _rewritten(stores, None, lambda u: substitute([u], {reduce.acc: total})[0])
 
 
@@ -719,12 +720,12 @@ class _Scheduler:
       if u in base or not self.users[u]:
         paths[u] = {()}
         continue
-      p, limit = set(), 2 if self._transcendental(u) else INDEX_MAPS
+      p = set()
       for v in self.users[u]:
         q = {()} if v in base else paths[v]
         p |= {(v, *r) for r in q} if v.op in REINDEX else q
-        if len(p) > limit: break
-      if len(p) > limit and not self._cheap(u):
+        if len(p) > INDEX_MAPS: break
+      if len(p) > 2 and (len(p) > INDEX_MAPS or self._transcendental(u)) and not self._cheap(u):
         out.add(self._base(u))
         p = {()}
       paths[u] = p
