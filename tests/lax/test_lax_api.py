@@ -283,7 +283,7 @@ def test_top_k_by_passes_matches_jax_and_the_sort(dtype):
   if np.issubdtype(dtype, np.floating):
     x[0, 0, [3, 9]], x[0, 1, 5], x[1, 0, :6], x[2, 2, 1] = np.nan, -np.nan, -0.0, np.inf
     x[1, 0, 6:9] = 0.0
-  for k in (0, 1, 5, PASSES_K, PASSES_K + 1, 40):
+  for k in (0, 1, PASSES_K, PASSES_K + 1):
     got, want = lax.top_k(x, k), jl.top_k(x, k)
     same(got, want, rtol=0, atol=0)
     assert [g.dtype for g in got] == [w.dtype for w in want]

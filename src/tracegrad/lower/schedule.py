@@ -582,14 +582,14 @@ def _access_strides(loops: list[Loop], stores):
   return strides, [size for _, size in steps]
 
 
-def _transposed_order(loops: list[Loop], stores) -> list[Loop]:
+def _transposed_order(loops: list[Loop], stores, found) -> list[Loop]:
   """The loops of an elementwise kernel that transposes (reads along one loop, writes along another): innermost, the
   loop along which the fewest accesses step FAR_BYTES or more (a transposed read of a channels-last activation,
   a page a step, moves inside; the write's steps stay within a page); then, second-last, a loop along which a read
   that the innermost one gathers a line a step runs contiguously, so that the lines it touches are used again from
   the L1 cache before they leave it (a strided convolution's windows of a channels-last input). Any other kernel
-  keeps its order."""
-  if len(loops) < 2 or any(st.mode for st in stores) or (found := _access_strides(loops, stores)) is None: return loops
+  keeps its order. `found`: _access_strides of the kernel."""
+  if len(loops) < 2 or any(st.mode for st in stores) or found is None: return loops
   strides, sizes = found
   far = lambda l: sum(abs(c) * size >= FAR_BYTES for c, size in zip(strides[l.var], sizes))
   inner = min(loops, key=lambda l: (far(l), l is not loops[-1]))
@@ -606,13 +606,12 @@ def _strides_a_line(value: UOp, loop: Loop) -> bool:
              abs(c) * u.dtype.itemsize >= LINE_BYTES for u in value.toposort())
 
 
-def _tiled(loops, stores) -> tuple[tuple[Loop, ...], tuple]:
+def _tiled(loops, stores, found) -> tuple[tuple[Loop, ...], tuple]:
   """An elementwise kernel's last two loops in TILE x TILE tiles (_in_tiles) when an access steps a cache line or
   more along the last, spanning more than L1_BYTES, and runs contiguously along the second-last (a transpose):
   each tile's lines are used whole while they stay in the L1 cache (whose sets power-of-two strides share), and
-  its pages in the TLB. Other kernels are left as they are."""
-  if len(loops) < 2 or any(st.mode for st in stores) or (found := _access_strides(loops, stores)) is None:
-    return loops, stores
+  its pages in the TLB. Other kernels are left as they are. `found`: _access_strides of the kernel."""
+  if len(loops) < 2 or any(st.mode for st in stores) or found is None: return loops, stores
   strides, sizes = found
   a, b = loops[-2:]
   if a.extent <= TILE or not any(abs(c) * size >= LINE_BYTES and abs(c) * size * b.extent > L1_BYTES and
@@ -934,7 +933,9 @@ class _Scheduler:
       loops, stores, reduce = _merged_rows(loops, stores, reduce, kb.ranges)   # its merged loop's range added
       self.simplifier.bounds.ranges.update(kb.ranges)
     reduce = _contiguous_inner(loops, stores, reduce)
-    if reduce is None and not epilogue: loops, stores = _tiled(_transposed_order(loops, stores), stores)
+    if reduce is None and not epilogue:
+      found = _access_strides(loops, stores)
+      loops, stores = _tiled(_transposed_order(loops, stores, found), stores, found)
     if reduce is not None and parallel and not epilogue and (load := _packable(loops, reduce)) is not None:
       reduce = self._pack(name, kb, loops, reduce, load)
     nums = sorted(kb.bufs)
