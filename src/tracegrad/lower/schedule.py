@@ -628,8 +628,7 @@ def _in_tiles(loops, stores) -> tuple[tuple[Loop, ...], tuple]:
   tiled = (*loops[:-2], outer(a, parts[0]), outer(b, parts[1]), Loop(parts[2], TILE), Loop(parts[3], TILE))
   ranges = {l.var: l.extent for l in tiled}
   at = {a.var: parts[0] * _i(TILE) + parts[2], b.var: parts[1] * _i(TILE) + parts[3]}
-  new = lambda u: simplify(substitute([u], at)[0], ranges)
-  return tiled, tuple(dataclasses.replace(st, index=new(st.index), value=new(st.value)) for st in stores)
+  return tiled, tuple(_rewritten(stores, None, lambda u: simplify(substitute([u], at)[0], ranges))[0])
 
 
 class _Scheduler:
