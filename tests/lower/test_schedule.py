@@ -595,6 +595,34 @@ def test_control_flow_is_a_program_item_with_sub_programs():
   assert all(n not in body_in for n, _ in c.bodies[0].outputs)   # copies out never overlap the inputs
 
 
+def test_an_rnns_backward_scan_reads_the_stacked_states_and_stacks_no_unread_cotangents():
+  """grad(loss)(p, xs) of an RNN: each backward step reads the tanh the forward step stacked (its derivative needs
+  nothing else), so it recomputes neither matmul of the forward step; nor does it compute the cotangent of xs, which
+  the gradient drops. Left are one elementwise kernel and the three contractions of the step's gradient."""
+  rng = np.random.default_rng(0)
+  xs, wx, wh = (rng.normal(size=s).astype(np.float32) for s in ((6, 4, 8), (8, 16), (16, 16)))
+
+  def loss(p, xs):
+    h, hs = lax.scan(lambda h, x: (tnp.tanh(x @ p[0] + h @ p[1]),) * 2, tnp.zeros((4, 16)), xs)
+    return (hs ** 2).mean() + h.sum()
+  g = tg.make_graph(lambda wx, wh, xs: tg.grad(loss)((wx, wh), xs))(wx, wh, xs)
+  prog = schedule(g)
+  scans = [k for k in prog.kernels if isinstance(k, Control)]
+  assert len(scans) == 2
+  body = scans[1].bodies[0]
+  sums = [k for k in body.kernels if not isinstance(k, Control) and k.reduce is not None]
+  assert sorted(tuple(l.extent for l in k.loops) for k in sums) == [(4, 16), (8, 16), (16, 16)]
+  assert len(body.outputs) == 3   # the carried cotangent and the two weights' sums, no stacked cotangent of xs
+  hs, h = [], np.zeros((4, 16))
+  for x in xs.astype(np.float64): hs.append(h := np.tanh(x @ wx + h @ wh))
+  dwx, dwh, carry = np.zeros(wx.shape), np.zeros(wh.shape), np.zeros((4, 16))
+  for t in reversed(range(6)):
+    dz = (2 * hs[t] / (6 * 4 * 16) + (t == 5) + carry) * (1 - hs[t] ** 2)
+    dwx, dwh, carry = dwx + xs[t].T @ dz, dwh + (hs[t - 1] if t else np.zeros((4, 16))).T @ dz, dz @ wh.T
+  for got in (run_program(prog, [wx, wh, xs]), tg.grad(loss)((wx, wh), xs)):
+    for a, b in zip(got, (dwx, dwh)): np.testing.assert_allclose(np.asarray(a), b, **tol("float32", 256, 256))
+
+
 @pytest.mark.parametrize("transposed", [False, True])
 def test_matmul_kernels_run_in_register_blocks(transposed):
   """x @ y reads y along the output row: blocks of rows by a vector width of columns; x @ y.T with y much larger than

@@ -269,6 +269,26 @@ def test_grad_select():
   close(gb, np.where(p, 0.0, 2 * b))
 
 
+@pytest.mark.parametrize("reverse", [False, True])
+def test_second_derivative_through_a_scan_whose_backward_reads_its_stacked_outputs(reverse):
+  # the backward steps read the tanh each forward step stacked; grad of grad differentiates through those reads
+  xs = rand(5, 3, seed=6)
+
+  def f(w):
+    h, hs = lax.scan(lambda h, x: (tnp.tanh(h * w + x),) * 2, tnp.full(3, 0.2, tnp.float32), xs, reverse=reverse)
+    return (hs * hs).sum() + h.sum()
+
+  def nf(w):
+    h, acc = np.full(3, 0.2), 0.0
+    for x in (xs[::-1] if reverse else xs).astype(np.float64):
+      h = np.tanh(h * w + x)
+      acc += (h * h).sum()
+    return acc + h.sum()
+  w, e = 0.9, 1e-4
+  close(tg.grad(f)(np.float32(w)), fd(nf, w), rtol=1e-3)
+  close(tg.grad(tg.grad(f))(np.float32(w)), (nf(w + e) - 2 * nf(w) + nf(w - e)) / e**2, rtol=1e-3)
+
+
 def test_grad_nested_scan():
   xs = rand(3, 4, seed=5)
 

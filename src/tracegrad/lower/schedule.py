@@ -1270,9 +1270,27 @@ def merge_rows(kernels: list, calls: list) -> tuple[list, list]:
   return _merge(kernels, calls, _row_kernel, _join_rows)
 
 
+def unread_scan_outputs_dropped(outs: list[UOp]) -> list[UOp]:
+  """outs with each SCAN that stacks outputs nothing reads remade without them, so that its body no longer computes
+  them: the backward scan of grad(loss)(params, xs) stacks the cotangents of xs, which loss's gradient drops."""
+  read: dict[UOp, set[int]] = {}
+  for u in toposort(outs):
+    if u.op is Ops.PROJ and u.src[0].op is Ops.SCAN: read.setdefault(u.src[0], set()).add(u.arg)
+  swap = {}
+  for scan, used in read.items():
+    body, n_consts, n_carry, length, reverse = scan.arg
+    keep = [i for i in range(len(body.outputs)) if i < n_carry or i in used]
+    if len(keep) == len(body.outputs): continue
+    slim = Graph(body.inputs, tuple(body.outputs[i] for i in keep))
+    new = UOp(Ops.SCAN, scan.dtype, scan.src, (slim, n_consts, n_carry, length, reverse))
+    swap |= {scan.proj(i): new.proj(j) for j, i in enumerate(keep) if i in used}
+  return substitute(outs, swap) if swap else outs
+
+
 def prepare(graph: Graph) -> Graph:
-  """graph as the scheduler takes it: calls inlined, stop_gradient gone, repeated values reduced without copies."""
-  outs = graph_rewrite_many(list(graph.outputs), INLINE + FOLD)
+  """graph as the scheduler takes it: calls inlined, stop_gradient gone, repeated values reduced without copies, the
+  outputs of scans that nothing reads dropped."""
+  outs = unread_scan_outputs_dropped(graph_rewrite_many(list(graph.outputs), INLINE + FOLD))
   record.step("lower: calls inlined, folded", outs, graph.inputs)
   g = Graph(graph.inputs, tuple(outs), graph.in_tree, graph.out_tree, graph.in_weak, graph.out_weak)
   try:

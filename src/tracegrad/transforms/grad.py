@@ -152,7 +152,9 @@ def record_carries(scan: UOp) -> UOp:
 
 
 def _scan(ct, u):
-  """Run backward over the steps in the other order; each step recomputes the body from its recorded carry."""
+  """Run backward over the steps in the other order; each step recomputes the body from its recorded carry, less
+  what the step's stacked outputs already hold: the backward reads those rather than computing them again (an RNN's
+  tanh(x @ wx + h @ wh), whose derivative needs only the tanh, costs no matmuls there)."""
   body, n_consts, n_carry, length, reverse = u.arg  # a recording scan: its last n_carry ys are the carries
   ny = len(body.outputs) - n_carry
   consts, init, xs = u.src[:n_consts], u.src[n_consts:n_consts + n_carry], u.src[n_consts + n_carry:]
@@ -171,16 +173,28 @@ def _scan(ct, u):
   _, d = backward([o for o, m in zip(fwd, fcar + fy) if m], ct_c + ct_y,
                   [p for p, m in zip(C + car + xt, wrt_mask) if m])
   d = [instantiate(x, p) for x, p in zip(d, [p for p, m in zip(C + car + xt, wrt_mask) if m])]
+  read = _recorded_outputs(d, fwd[n_carry:], set(C + car + xt))
+  d = substitute(d, {fwd[n_carry + i]: y for i, y in read.items()})
   nC, ncar = sum(fc), sum(fcar)
   dC, dcar, dx = d[:nC], d[nC:nC + ncar], d[nC + ncar:]
-  bwd = Graph(tuple(C + ct_c + acc + car + xt + ct_y), tuple(dcar + [a + b for a, b in zip(acc, dC)] + dx))
+  bwd = Graph(tuple(C + ct_c + acc + car + xt + ct_y + list(read.values())),
+              tuple(dcar + [a + b for a, b in zip(acc, dC)] + dx))
   cts_carry = [instantiate(c, o) for c, o, m in zip(ct[:n_carry], init, fcar) if m]
   cts_y = [instantiate(c, u.proj(n_carry + i)) for i, (c, m) in enumerate(zip(ct[n_carry:n_carry + ny], fy)) if m]
   acc0 = [B.zeros(c) for c, m in zip(consts, fc) if m]
-  res = UOp.multi(Ops.SCAN, (*consts, *cts_carry, *acc0, *carries, *xs, *cts_y),
+  ys = [u.proj(n_carry + i) for i in read]
+  res = UOp.multi(Ops.SCAN, (*consts, *cts_carry, *acc0, *carries, *xs, *cts_y, *ys),
                   (bwd, n_consts, ncar + nC, length, not reverse))
   d_init, d_consts, d_xs = res[:ncar], res[ncar:ncar + nC], res[ncar + nC:]
   return (*_spread(d_consts, fc), *_spread(d_init, fcar), *_spread(d_xs, fx))
+
+
+def _recorded_outputs(d: list[UOp], ys: Sequence[UOp], params: set[UOp]) -> dict[int, UOp]:
+  """For each of a scan step's outputs `ys` that its cotangents `d` read (other than one of the step's own inputs),
+  a placeholder for the value the forward scan stacked there."""
+  used = set(toposort(d))
+  return {i: UOp.param(y.shape, y.dtype) for i, y in enumerate(ys) if y in used and y not in params and
+          ys.index(y) == i}
 
 
 def _while(ct, u):
