@@ -10,7 +10,7 @@ import tracegrad.numpy as tnp
 from tracegrad import lax, run
 from tracegrad.ir import Ops, toposort
 from tracegrad.lower.kernel import Control
-from tracegrad.lower.schedule import _written, schedule
+from tracegrad.lower.schedule import _written, prepare, schedule
 from tracegrad.lower.symbolic import coefficient
 
 from kernel_eval import run_program
@@ -621,6 +621,24 @@ def test_an_rnns_backward_scan_reads_the_stacked_states_and_stacks_no_unread_cot
     dwx, dwh, carry = dwx + xs[t].T @ dz, dwh + (hs[t - 1] if t else np.zeros((4, 16))).T @ dz, dz @ wh.T
   for got in (run_program(prog, [wx, wh, xs]), tg.grad(loss)((wx, wh), xs)):
     for a, b in zip(got, (dwx, dwh)): np.testing.assert_allclose(np.asarray(a), b, **tol("float32", 256, 256))
+
+
+@pytest.mark.parametrize("shape", [(40, 40), (3, 6, 6)])
+def test_decompositions_compute_no_factors_that_nothing_reads(shape):
+  """eigvalsh (eigh's eigenvalues) and svd's singular values alone: LAPACK is asked for no vectors; where the vectors
+  are read too they are still computed."""
+  a = np.random.default_rng(1).normal(size=shape).astype(np.float32)
+  a = a + np.swapaxes(a, -1, -2)
+  cases = {"eigh": (lambda a: tnp.linalg.eigvalsh(a), np.linalg.eigvalsh, ("vectors", False)),
+           "svd": (lambda a: tnp.linalg.svd(a)[1], lambda a: np.linalg.svd(a, compute_uv=False), ("compute_uv", False)),
+           "both": (lambda a: tnp.linalg.eigh(a)[1][..., 0] ** 2 + tnp.linalg.eigh(a)[0], None, None)}
+  for name, (f, ref, param) in cases.items():
+    g = prepare(tg.make_graph(f)(a))
+    (la,) = [u for u in toposort(g.outputs) if u.op is Ops.LINALG]
+    assert (param in la.arg[1]) if param else not any(v is False for _, v in la.arg[1])
+    if ref is not None:
+      np.testing.assert_allclose(run_program(schedule(g, prepared=True), [a])[0], ref(a.astype(np.float64)),
+                                 **tol("float32", 64 * a.shape[-1], 64 * a.shape[-1]))
 
 
 @pytest.mark.parametrize("transposed", [False, True])

@@ -87,10 +87,14 @@ def _qr(p, a):
 
 
 def _eigh(p, a):
+  vectors, uplo = p.get("vectors", True), "L" if p["lower"] else "U"
   if not _one(a):
-    w, v = np.linalg.eigh(a, UPLO="L" if p["lower"] else "U")
+    if not vectors: return (np.linalg.eigvalsh(a, UPLO=uplo),)
+    w, v = np.linalg.eigh(a, UPLO=uplo)
     return v, w
   from scipy.linalg import eigh
+  if not vectors:
+    return _per_matrix(lambda m: (eigh(m, lower=p["lower"], eigvals_only=True, driver="evd", check_finite=False),), a)
   return _per_matrix(lambda m: eigh(m, lower=p["lower"], driver="evd", check_finite=False)[::-1], a)
 
 

@@ -9,7 +9,8 @@ triangular_solve(a[..., m, m], b[..., m, k] or b[..., k, m]; left_side, lower, t
 lu(a[..., m, n]) -> lu, pivots (int32[..., min(m, n)]), permutation (int32[..., m]): p a = l u, l unit lower in lu's
   strict lower triangle, u in its upper triangle; row i was swapped with pivots[i]; permutation lists a's rows in p a
 qr(a[..., m, n]; full_matrices) -> q[..., m, m or k], r[..., m or k, n], k = min(m, n)
-eigh(a[..., n, n]; lower) -> v[..., n, n], w[..., n]: a v = v diag(w), w ascending, a's `lower` triangle read
+eigh(a[..., n, n]; lower, vectors) -> v[..., n, n] (unless vectors is False), w[..., n]: a v = v diag(w), w
+  ascending, a's `lower` triangle read
 svd(a[..., m, n]; full_matrices, compute_uv) -> s[..., k] descending, then (compute_uv) u[..., m, m or k],
   vh[..., n or k, n]
 eig(a[..., n, n] real or complex; left, right) -> w[..., n], then (left) vl[..., n, n], then (right) vr[..., n, n],
@@ -72,7 +73,8 @@ def _qr(src, p):
 def _eigh(src, p):
   (a,) = src
   _, n = _float_matrix("eigh", a, square=True)
-  return [(a.shape, a.dtype), ((*a.shape[:-2], n), a.dtype.real)]   # a Hermitian matrix's eigenvalues are real
+  w = ((*a.shape[:-2], n), a.dtype.real)   # a Hermitian matrix's eigenvalues are real
+  return [(a.shape, a.dtype), w] if p.get("vectors", True) else [w]
 
 
 def _svd(src, p):

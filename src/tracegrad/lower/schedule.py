@@ -1270,27 +1270,39 @@ def merge_rows(kernels: list, calls: list) -> tuple[list, list]:
   return _merge(kernels, calls, _row_kernel, _join_rows)
 
 
-def unread_scan_outputs_dropped(outs: list[UOp]) -> list[UOp]:
+# LINALG kinds whose factors a parameter turns off: (the parameter, the results it computes)
+OPTIONAL_FACTORS = {"eigh": ("vectors", (0,)), "svd": ("compute_uv", (1, 2))}
+
+
+def unread_outputs_dropped(outs: list[UOp]) -> list[UOp]:
   """outs with each SCAN that stacks outputs nothing reads remade without them, so that its body no longer computes
-  them: the backward scan of grad(loss)(params, xs) stacks the cotangents of xs, which loss's gradient drops."""
+  them (the backward scan of grad(loss)(params, xs) stacks the cotangents of xs, which loss's gradient drops), and
+  each LINALG whose optional factors nothing reads remade without them (eigvalsh's eigenvectors: LAPACK then
+  computes the eigenvalues alone)."""
   read: dict[UOp, set[int]] = {}
   for u in toposort(outs):
-    if u.op is Ops.PROJ and u.src[0].op is Ops.SCAN: read.setdefault(u.src[0], set()).add(u.arg)
+    if u.op is Ops.PROJ and u.src[0].op in (Ops.SCAN, Ops.LINALG): read.setdefault(u.src[0], set()).add(u.arg)
   swap = {}
-  for scan, used in read.items():
-    body, n_consts, n_carry, length, reverse = scan.arg
-    keep = [i for i in range(len(body.outputs)) if i < n_carry or i in used]
-    if len(keep) == len(body.outputs): continue
-    slim = Graph(body.inputs, tuple(body.outputs[i] for i in keep))
-    new = UOp(Ops.SCAN, scan.dtype, scan.src, (slim, n_consts, n_carry, length, reverse))
-    swap |= {scan.proj(i): new.proj(j) for j, i in enumerate(keep) if i in used}
+  for u, used in read.items():
+    if u.op is Ops.SCAN:
+      body, n_consts, n_carry, length, reverse = u.arg
+      keep = [i for i in range(len(body.outputs)) if i < n_carry or i in used]
+      if len(keep) == len(body.outputs): continue
+      new = UOp(Ops.SCAN, u.dtype, u.src, (Graph(body.inputs, tuple(body.outputs[i] for i in keep)), *u.arg[1:]))
+    else:
+      kind, params = u.arg
+      name, factors = OPTIONAL_FACTORS.get(kind, (None, ()))
+      if not factors or not dict(params).get(name, True) or used & set(factors): continue
+      keep = [i for i in range(len(multi_avals(u.op, u.src, u.arg))) if i not in factors]
+      new = UOp(Ops.LINALG, u.dtype, u.src, (kind, tuple(sorted({**dict(params), name: False}.items()))))
+    swap |= {u.proj(i): new.proj(j) for j, i in enumerate(keep) if i in used}
   return substitute(outs, swap) if swap else outs
 
 
 def prepare(graph: Graph) -> Graph:
   """graph as the scheduler takes it: calls inlined, stop_gradient gone, repeated values reduced without copies, the
-  outputs of scans that nothing reads dropped."""
-  outs = unread_scan_outputs_dropped(graph_rewrite_many(list(graph.outputs), INLINE + FOLD))
+  outputs of scans and factors of decompositions that nothing reads dropped."""
+  outs = unread_outputs_dropped(graph_rewrite_many(list(graph.outputs), INLINE + FOLD))
   record.step("lower: calls inlined, folded", outs, graph.inputs)
   g = Graph(graph.inputs, tuple(outs), graph.in_tree, graph.out_tree, graph.in_weak, graph.out_weak)
   try:
