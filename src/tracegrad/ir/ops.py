@@ -106,6 +106,9 @@ INT_ONLY = frozenset({Ops.IDIV, Ops.SHL, Ops.SHR})
 INT_OR_BOOL = frozenset({Ops.AND, Ops.OR, Ops.XOR})
 NOT_ON_BOOL = frozenset({Ops.NEG, Ops.ADD, Ops.SUB, Ops.MUL, Ops.MOD})
 ON_COMPLEX = frozenset({Ops.NEG, Ops.ADD, Ops.SUB, Ops.MUL, Ops.DIV, Ops.RECIP, Ops.CMPEQ, Ops.CMPNE, Ops.WHERE})
+# the arg of a float MUL that may be fused with an ADD reading it into one multiply-add, rounded once: the steps of
+# the library's own polynomials (tanh's), where the fused form is both faster and closer; a user's products never are
+CONTRACT = "contract"
 SCATTER_MODES = ("add", "mul", "min", "max", "set")
 
 

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..ir import Ops, UOp, dtypes, substitute, toposort
 from ..ir.dtypes import DType
-from ..ir.ops import ELEMENTWISE
+from ..ir.ops import CONTRACT, ELEMENTWISE
 from ..ir.pattern import natural_exp_argument
 from .c_math import SOURCE as MATH
 from ..devices.base import Program, host_calls
@@ -235,6 +235,14 @@ def _shl(u, a, b):
 def _recip(u, a): return f"{'1.0' if _dt(u) is dtypes.float64 else '1.0f'} / {a}"
 
 
+def _multiply_add(u: UOp) -> tuple[UOp, UOp, UOp] | None:
+  """(a, b, d) where u is a * b + d of float32 or float64 with a CONTRACT product, rendered as one multiply-add."""
+  if u.op is not Ops.ADD or u.dtype not in (dtypes.float32, dtypes.float64): return None
+  for m, d in ((u.src[0], u.src[1]), (u.src[1], u.src[0])):
+    if m.op is Ops.MUL and m.arg == CONTRACT: return m.src[0], m.src[1], d
+  return None
+
+
 ALU = {
   Ops.NEG: lambda u, a: f"-{a}", Ops.RECIP: _recip, Ops.SQRT: _libm("sqrt"), Ops.EXP2: _vec("exp2"),
   Ops.LOG2: _vec("log2"), Ops.SIN: _vec("sin"), Ops.COS: _vec("cos"), Ops.FLOOR: _libm("floor"),
@@ -287,8 +295,9 @@ def render_bitcast(src: DType, dst: DType, x: str) -> str:
 
 def _deps(u: UOp) -> tuple:
   """The scalar values a node reads: a load reads its index (a buffer is not a value); a parity test, the number
-  whose low bit it tests (_low_bit_test)."""
+  whose low bit it tests (_low_bit_test); a multiply-add, its three operands (_multiply_add)."""
   if (x := _low_bit_test(u)) is not None: return (x,)
+  if (fused := _multiply_add(u)) is not None: return fused
   if u.op is not Ops.GATHER: return u.src
   idx = u.src[1]
   if idx.op is not Ops.RESHAPE or idx.shape != (1,) or idx.src[0].shape != ():
@@ -384,6 +393,7 @@ class _Body:
     if (x := _low_bit_test(u)) is not None:   # the low bit moved to the top: gcc then vectorises it beside float masks
       wide = x.dtype.itemsize == 8
       return f"(({'uint64_t' if wide else 'uint32_t'}){self.names[x]} << {63 if wide else 31}) {_TESTS[u.op]} 0"
+    if _multiply_add(u) is not None: return f"{'TG_FMA' if u.dtype is dtypes.float64 else 'TG_FMAF'}({', '.join(a)})"
     if u.op in ALU:
       e = ALU[u.op](u, *a)
       return f"{ROUND[u.dtype]}({e})" if u.dtype in ROUND and u.op in ROUNDED else e
