@@ -75,7 +75,7 @@ def is64(v: V) -> bool: return v.dtype is dtypes.float64
 
 def horner(coeffs, z: V) -> V:
   p = z * 0 + coeffs[0]
-  for c in coeffs[1:]: p = p * z + c
+  for c in coeffs[1:]: p = V(fm.mul_add(p.u, z.u, c))
   return p
 
 
