@@ -580,6 +580,27 @@ def test_scalar_work_is_one_kernel():
   np.testing.assert_allclose([g.reshape(()) for g in got], [x.sum(), -x.sum()], **tol("float32", 32, 32))
 
 
+@pytest.mark.parametrize("case", ["diag", "grad_diagonal", "cholesky_logdet"])
+def test_a_diagonal_in_a_flat_plane_is_read_without_division(case):
+  """A diagonal padded into the flat plane (diag(v); diagonal's gradient) tests (i * n + j) % (n + 1) == 0, which
+  becomes j - i == 0, and reads its element at (i * n + j) // (n + 1), which under that test is i."""
+  rng = np.random.default_rng(0)
+  v, x = rng.uniform(1, 2, 48).astype(np.float32), rng.uniform(1, 2, (48, 48)).astype(np.float32)
+  spd = (x @ x.T / 48 + np.eye(48)).astype(np.float32)
+  f, args, want = {
+    "diag": (lambda v, x: tnp.diag(v) * x, (v, x), np.diag(v) * x),
+    "grad_diagonal": (tg.grad(lambda x: tnp.log(tnp.diagonal(x)).sum()), (x,), np.diag(1 / np.diag(x))),
+    "cholesky_logdet": (tg.grad(lambda a: tnp.log(tnp.diagonal(tnp.linalg.cholesky(a))).sum()), (spd,),
+                        np.linalg.inv(spd.astype(np.float64)) / 2)}[case]
+  prog = schedule(tg.make_graph(f)(*args))
+  ops = [u.op for k in prog.kernels if not isinstance(k, Control) for st in k.stores
+         for u in toposort([st.index, st.value])]
+  assert Ops.IDIV not in ops and Ops.MOD not in ops
+  got = run_program(prog, list(args))[0]
+  if case == "cholesky_logdet": got = (got + got.T) / 2   # the gradient of a function of the lower triangle
+  np.testing.assert_allclose(got, want, **tol("float32", 4096, 4096))
+
+
 def test_index_arithmetic_is_simplified():
   prog = schedule(tg.make_graph(lambda x: x.reshape(4, 2, 4).transpose(0, 1, 2).reshape(4, 8)[::-1] + 1.0)(X))
   (k,) = prog.kernels

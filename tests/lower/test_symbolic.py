@@ -276,3 +276,16 @@ def test_float_expressions_are_left_alone():
   x = UOp.param((), dtypes.float32)
   for e in [x - x, x * UOp.const(dtypes.float32, 0), x.alu(Ops.CMPLT, x), x.alu(Ops.MAX, x)]:
     assert simplify(e, {}) is e
+
+
+@pytest.mark.parametrize("n", [3, 8])
+@pytest.mark.parametrize("shift", [0, 2, -1])
+def test_a_diagonals_test_in_a_flat_index_is_an_equality(n, shift):
+  """(i * n + j + shift) % (n + 1) == 0 (or < 1, the index never negative) becomes j - i + shift == 0 where that
+  stays within (-(n + 1), n + 1) (|shift| < 2); a dividend that may be negative keeps its < 1 test."""
+  (i, j), ranges = loops(n, n)
+  flat = i * K(n) + j + K(shift)
+  for e in (flat.alu(Ops.MOD, K(n + 1)).alu(Ops.CMPEQ, K(0)), flat.alu(Ops.MOD, K(n + 1)).alu(Ops.CMPLT, K(1))):
+    s = check(e, ranges)
+    rewritten = abs(shift) < 2 and not (shift < 0 and e.op is Ops.CMPLT)
+    assert (Ops.MOD not in {u.op for u in toposort([s])}) == rewritten

@@ -192,6 +192,17 @@ class _KernelBuilder:
 
   def load(self, n: int, flat: UOp) -> UOp: return self.buf(n).gather(self.ix(flat).reshape((1,)))
 
+  def _equal_loops(self, ok: UOp | None) -> dict[UOp, UOp] | None:
+    """{a: b} where `ok` says two loop variables are equal (a - b == 0) and b runs over no more than a does: the
+    padded value `ok` selects is then read with b for a, its index simplified as where they are equal (a diagonal
+    padded into a flat plane: its row's element at (i * n + j) // (n + 1) becomes i, with no division), and still in
+    bounds where they are not."""
+    if ok is None or ok.op is not Ops.CMPEQ or ok.src[1].op is not Ops.CONST or ok.src[1].arg != 0: return None
+    d = ok.src[0]
+    if d.op is not Ops.SUB or not all(v in self.ranges for v in d.src): return None
+    a, b = d.src if self.ranges[d.src[1]] <= self.ranges[d.src[0]] else d.src[::-1]
+    return {a: b}
+
   def value(self, root: UOp, idx: tuple, own: bool = False) -> UOp:
     """root's value at idx, rendering its sources (iteratively: the graph may be deep). With own=False, a
     materialised root is loaded from its buffer."""
@@ -241,12 +252,14 @@ class _KernelBuilder:
       return (yield u.src[0], [_i(n - 1) - i if k in u.arg else i for k, (i, n) in enumerate(zip(idx, u.shape))])
     if op is Ops.PAD:
       n = u.src[0].shape
-      v = yield u.src[0], [_clamp(i - _i(lo), m) if lo or hi else i for i, (lo, hi), m in zip(idx, u.arg, n)]
       ok = None
       for i, (lo, hi), m in zip(idx, u.arg, n):
         if lo or hi:
           c = self.ix(_in(i, lo, lo + m))
           ok = c if ok is None else ok.alu(Ops.AND, c)
+      at = [_clamp(i - _i(lo), m) if lo or hi else i for i, (lo, hi), m in zip(idx, u.arg, n)]
+      if (same := self._equal_loops(ok)) is not None: at = [self.ix(substitute([i], same)[0]) for i in at]
+      v = yield u.src[0], at
       return v if ok is None else ok.where(v, UOp.const(u.dtype, 0))
     if op is Ops.CONCAT:
       a, start, parts = u.arg, 0, []

@@ -271,6 +271,19 @@ def _mod(ctx: Bounds, x: UOp, c: UOp) -> UOp | None:
   return None
 
 
+def _multiple(ctx: Bounds, x: UOp, c: UOp, nonneg: bool) -> UOp | None:
+  """x % d == 0 (or x % d < 1 where x >= 0), d > 1, as r == 0: r is x with each coefficient and the constant taken
+  modulo d into [-d/2, d/2), so x - r is a multiple of d, and r lies within (-d, d). A diagonal's test in a flat index,
+  (i * n + j) % (n + 1) == 0, becomes j - i == 0."""
+  d = c.arg
+  if d <= 1 or nonneg and ctx(x)[0] < 0: return None
+  terms, const = _linear(x)
+  near = lambda k: (k + d // 2) % d - d // 2
+  r = _sum({t: near(k) for t, k in terms.items() if near(k)}, near(const), x.dtype)
+  lo, hi = ctx(r)
+  return r.alu(Ops.CMPEQ, UOp.const(r.dtype, 0)) if -d < lo and hi < d else None
+
+
 def _max(ctx: Bounds, x: UOp, y: UOp) -> UOp | None:
   return x if x is y or ctx(x)[0] >= ctx(y)[1] else y if ctx(y)[0] >= ctx(x)[1] else None
 
@@ -298,6 +311,10 @@ rules = PatternMatcher([
    lambda ctx, x, a, b: x.alu(Ops.MOD, b) if a.arg > 0 and b.arg > 0 and a.arg % b.arg == 0 else None),
   (UPat(Ops.IDIV, src=(_x, _c)), _div),                                                   # (q*d + r)//d = q + r//d
   (UPat(Ops.MOD, src=(_x, _c)), _mod),                                                    # (q*d + r)%d = r%d
+  (UPat(Ops.CMPEQ, src=(UPat(Ops.MOD, src=(_x, _c)), UPat(Ops.CONST, arg=0))),          # x%d == 0: a multiple
+   lambda ctx, x, c: _multiple(ctx, x, c, False)),
+  (UPat(Ops.CMPLT, src=(UPat(Ops.MOD, src=(_x, _c)), UPat(Ops.CONST, arg=1))),          # x%d < 1, x >= 0
+   lambda ctx, x, c: _multiple(ctx, x, c, True)),
   # max, min, comparisons and selects that bounds or equal operands decide
   (UPat(Ops.MAX, src=(_x, _y)), _max),
   (UPat(Ops.MIN, src=(_x, _y)), _min),
