@@ -6,6 +6,7 @@ from hypothesis.extra import numpy as hnp
 
 import tracegrad
 import tracegrad.numpy as tnp
+from tracegrad.ir import toposort
 from oracles import ALL, FLOATS, arrays, assert_close, check, np_dtype, traced
 
 SPECIAL = [-2.0, -1.0, -0.0, 0.0, 1.0, 2.0, np.inf, -np.inf, np.nan]
@@ -82,6 +83,39 @@ def test_sort_examples():
   ui = np.array([4000000000, 1, 3000000000, 0], np.uint32)
   check(tnp.sort, np.sort, ui)
   check(tnp.argsort, np.argsort, ui, want_dtype="int32")
+
+
+def test_a_sorts_graph_is_one_loop_whatever_the_length():
+  """The network is a scan over its steps, so the graph (and what is compiled) does not grow with the length: a
+  thousand entries once took 40 s to schedule and compile as one kernel per step."""
+  sizes = {len(toposort(list(tracegrad.make_graph(f)(np.zeros(n, dtype)).outputs)))
+           for f, dtype in [(tnp.sort, np.float32), (tnp.sort, np.int32), (tnp.argsort, np.float32)] for n in (100, 65537)}
+  assert len(sizes) == 3 and max(sizes) < 60, sizes
+  x = np.random.default_rng(0).normal(size=(3, 5000)).astype(np.float32)
+  check(lambda x: tnp.sort(x, axis=1), lambda x: np.sort(x, axis=1), x)
+
+
+def test_sorting_differentiates_and_batches_as_jax():
+  jax = pytest.importorskip("jax")
+  from oracles import close_to_jax
+  x = np.random.default_rng(1).normal(size=(3, 40)).astype(np.float32)
+  x[0, 2], x[1, 3:6], x[2, 7] = np.nan, 0.5, -0.0
+  w = np.arange(x.size, dtype=np.float32).reshape(x.shape)
+  cases = [
+    lambda m, lax, x: (m.sort(x, axis=1) * w).sum(),
+    lambda m, lax, x: (m.sort(x, axis=0, descending=True) * w).sum(),
+    lambda m, lax, x: (lax.sort((x, x * w), num_keys=1)[1] * w).sum(),
+    lambda m, lax, x: (lax.top_k(m.nan_to_num(x), 20)[0] ** 2).sum(),
+  ]
+  for f in cases:
+    mine = [tracegrad.grad(lambda x: f(tnp, tracegrad.lax, x))(x),
+            tracegrad.jvp(lambda x: f(tnp, tracegrad.lax, x), (x,), (w,))[1]]
+    theirs = [jax.grad(lambda x: f(jax.numpy, jax.lax, x))(x), jax.jvp(lambda x: f(jax.numpy, jax.lax, x), (x,), (w,))[1]]
+    close_to_jax(mine, theirs)
+  for f in (tnp.sort, tnp.argsort, lambda r: tracegrad.lax.sort_key_val(r, -r)):
+    want = tracegrad.tree.map(lambda *rows: np.stack([np.asarray(r) for r in rows]), *[f(r) for r in x])
+    for got, row in zip(tracegrad.tree.leaves(tracegrad.vmap(f)(x)), tracegrad.tree.leaves(want), strict=True):
+      np.testing.assert_array_equal(np.asarray(got), row)
 
 
 @given(st.data())

@@ -142,6 +142,7 @@ REDUCE = {
   "cumsum": (lambda x, a, k: tnp.cumsum(x, axis=a), F), "cumprod": (lambda x, a, k: tnp.cumprod(x, axis=a), POS),
   "sort": (lambda x, a, k: tnp.sort(x, axis=-1 if a is None else a), F),
   "sort_int": (lambda x, a, k: tnp.sort(x, axis=-1 if a is None else a), I),
+  "sort_descending": (lambda x, a, k: tnp.sort(x, axis=-1 if a is None else a, descending=True), F),
   "argsort": (lambda x, a, k: tnp.argsort(x, axis=-1 if a is None else a), F),
   "argsort_int_ties": (lambda x, a, k: tnp.argsort(x // 8, axis=-1 if a is None else a), I),
   "sum_f16": (lambda x, a, k: x.sum(axis=a, keepdims=k), F16),

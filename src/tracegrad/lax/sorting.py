@@ -1,6 +1,7 @@
 """Sorting, as jax.lax: sort (of several operands by their first num_keys, stable), sort_key_val, top_k and
-approx_max_k / approx_min_k (exact here). There is no sort primitive: a bitonic network of compare-exchange steps on
-the sorted axis, moved last and padded to a power of two. Floats sort in the total order (-nan < -inf < ... < -0.0 <
+approx_max_k / approx_min_k (exact here). There is no sort primitive: a bitonic network of compare-exchange steps
+(one scan over the steps) on the sorted axis, moved last and padded to a power of two, sorts the keys with an iota;
+the operands are gathered at the iota's sorted order. Floats sort in the total order (-nan < -inf < ... < -0.0 <
 0.0 < ... < inf < nan), compared as integers made from their bits; an iota breaks ties, so the sort is stable.
 
 >>> lax.sort(tnp.array([3.0, tnp.nan, -1.0, 2.0]))
@@ -8,13 +9,17 @@ Array([-1.,  2.,  3., nan], dtype=float32)
 """
 from __future__ import annotations
 
+import math
 import operator
 from typing import Sequence
+
+import numpy as np
 
 from ..array import Array, to_array
 from ..ir import Ops, UOp, dtypes
 from ..ir.shapes import fmt
 from . import float_math as fm
+from .control import scan
 from .ops import normalize_axis
 
 __all__ = ["sort", "sort_key_val", "top_k", "approx_max_k", "approx_min_k"]
@@ -31,31 +36,47 @@ def _order_key(u: UOp) -> UOp:
   return fm.lt(s, 0).where(s.alu(Ops.XOR, fm.k(s, dtypes.max_value(it))), s)
 
 
-def _half(x: UOp, i: int) -> UOp:
-  """x[..., i:i+1, :] along the second-to-last axis (kept, for the CONCAT that follows)."""
-  return x.slice([(0, n, 1) for n in x.shape[:-2]] + [(i, i + 1, 1), (0, x.shape[-1], 1)])
+def _masks(m: int) -> list[int]:
+  """The partner masks of a bitonic network over m entries (a power of two), step by step: each stage's first step
+  pairs entry i with its mirror in a block of s (i ^ (s - 1)), the rest with the entry j away (i ^ j), so that every
+  step puts each pair in ascending order."""
+  masks, s = [], 2
+  while s <= m:
+    masks.append(s - 1)
+    j = s // 4
+    while j >= 1: masks.append(j); j //= 2
+    s *= 2
+  return masks
 
 
 def network(xs: list[UOp], exchange) -> list[UOp]:
   """xs sorted along their last axis (a power of two) by a bitonic network; exchange(a, b) -> (lo, hi) puts each
-  pair of tuples in order."""
+  pair of tuples in order. The network is one loop (a scan over its partner masks) whose step reads each entry's
+  partner by a gather, so that the graph and its compile stay the same size for any length."""
   *lead, m = xs[0].shape
-  last = len(lead) + 1   # the pair axis after reshaping to (*lead, groups, 2, half)
-  s = 2
-  while s <= m:
-    j, first = s // 2, True
-    while j >= 1:
-      r = [x.reshape((*lead, m // (2 * j), 2, j)) for x in xs]
-      a, b = [_half(x, 0) for x in r], [_half(x, 1) for x in r]
-      # the first step of each stage compares with the mirror image, so every step sorts ascending
-      if first: b = [x.flip((last + 1,)) for x in b]
-      lo, hi = exchange(a, b)
-      if first: hi = [x.flip((last + 1,)) for x in hi]
-      xs = [UOp.concat([l, h], last).reshape((*lead, m)) for l, h in zip(lo, hi)]
-      j //= 2
-      first = False
-    s *= 2
-  return xs
+  masks = _masks(m)
+  if not masks: return xs
+  shape = (math.prod(lead), m)
+
+  def step(carry, mask):
+    us = [c.uop for c in carry]
+    pos = UOp.iota(shape, 1, _I32)
+    partner = pos.alu(Ops.XOR, mask.uop.reshape((1, 1)).broadcast(shape))
+    at = UOp.concat([UOp.iota((*shape, 1), 0, _I32), partner.reshape((*shape, 1))], 2)
+    theirs = [u.gather(at) for u in us]
+    lower = pos.alu(Ops.CMPLT, partner)
+    lo, hi = exchange([lower.where(u, t) for u, t in zip(us, theirs)], [lower.where(t, u) for u, t in zip(us, theirs)])
+    return [Array(lower.where(a, b)) for a, b in zip(lo, hi)], None
+
+  out, _ = scan(step, [Array(x.detach().reshape(shape)) for x in xs], Array(UOp.buffer(np.array(masks, np.int32))))
+  return [o.uop.reshape(x.shape) for o, x in zip(out, xs)]
+
+
+def take_last(u: UOp, idx: UOp) -> UOp:
+  """u's entries at idx (int32) along the last axis, as take_along_axis (idx's shape, u's leading axes)."""
+  *lead, k = idx.shape
+  at = [UOp.iota((*lead, k, 1), j, _I32) for j in range(len(lead))] + [idx.reshape((*lead, k, 1))]
+  return u.gather(UOp.concat(at, len(lead) + 1))
 
 
 def _by_keys(nkeys: int):
@@ -84,9 +105,8 @@ def _sorted(us: list[UOp], keys: list[UOp]) -> list[UOp]:
 
   # padding sorts last: every key at its maximum, and the iota beyond n
   padded = [pad(k, dtypes.max_value(k.dtype)) for k in keys] + [pad(idx, n)]
-  padded += [pad(u, 0) for u in us]
-  out = network(padded, _by_keys(len(keys)))
-  return [u.slice([(0, d, 1) for d in lead] + [(0, n, 1)]) for u in out[len(keys) + 1:]]
+  order = network(padded, _by_keys(len(keys)))[-1].slice([(0, d, 1) for d in lead] + [(0, n, 1)])
+  return [take_last(u, order) for u in us]
 
 
 def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1):
@@ -169,8 +189,7 @@ def _top_by_passes(u: UOp, k: int) -> tuple[UOp, UOp]:
     picks.append(pick)
     left = fm.lt(key, best).alu(Ops.OR, fm.eq(key, best).alu(Ops.AND, fm.gt(i, pick.broadcast(u.shape))))
   idx = UOp.concat(picks, last)
-  at = [UOp.iota((*lead, k, 1), j, _I32) for j in range(len(lead))] + [idx.reshape((*lead, k, 1))]
-  return u.gather(UOp.concat(at, last + 1)), idx
+  return take_last(u, idx), idx
 
 
 def approx_max_k(operand, k: int, reduction_dimension: int = -1, recall_target: float = 0.95,

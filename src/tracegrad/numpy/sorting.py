@@ -1,11 +1,11 @@
 """Sorting, searching and counting (as numpy groups them): sort, argsort, searchsorted, unique, nonzero, argwhere,
 flatnonzero.
 
-There is no sort primitive. sort and argsort are bitonic sorting networks written with movement ops
-(RESHAPE, SLICE, FLIP, CONCAT) and MIN/MAX or CMPLT/WHERE: the sorted axis is moved last and padded to a
-power of two with sentinels that sort after everything, then log2(n)(log2(n)+1)/2 compare-exchange steps
-run over all pairs at once. Values follow numpy: NaN sorts to the end. argsort compares (key, index)
-pairs lexicographically, so it is stable: equal keys keep their order. Complex values sort as numpy's, by the real
+There is no sort primitive. sort and argsort are bitonic sorting networks (lax.sorting.network: one scan whose step
+gathers each entry's partner and compares with MIN/MAX or CMPLT/WHERE): the sorted axis is moved last and padded to
+a power of two with sentinels that sort after everything, then log2(n)(log2(n)+1)/2 compare-exchange steps run over
+all pairs at once. Values follow numpy: NaN sorts to the end. argsort compares (key, index) pairs lexicographically,
+so it is stable: equal keys keep their order; sorted floats are gathered in that order, so gradients reach them. Complex values sort as numpy's, by the real
 parts, then the imaginary ones, with those holding a nan last: R + Rj < R + nanj < nan + Rj < nan + nanj.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 
 from ..array import Array, to_array
 from ..ir import Ops, UOp, dtypes
-from ..lax.sorting import _by_keys, network
+from ..lax.sorting import _by_keys, network, take_last
 from .core import arraylike as _arr, normalize_axis, promote
 from .indexing import take
 
@@ -75,9 +75,9 @@ def _complex_sorted(u: UOp) -> tuple[UOp, UOp]:
   m = _pow2(n)
   cls, r, i = _complex_keys(u)
   idx = UOp.iota(u.shape, u.ndim - 1, _I32)
-  xs = [_pad(cls, m, 4), _pad(r, m, 0), _pad(i, m, 0), _pad(idx, m, 2 * m), _pad(u, m, 0)]
-  out = network(xs, _by_keys(3))
-  return _cut(out[4], n), _cut(out[3], n)
+  xs = [_pad(cls, m, 4), _pad(r, m, 0), _pad(i, m, 0), _pad(idx, m, 2 * m)]
+  order = _cut(network(xs, _by_keys(3))[3], n)
+  return take_last(u, order), order
 
 
 def _complex_lt(a: UOp, b: UOp) -> UOp:
@@ -118,14 +118,11 @@ def sort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True
   if u.dtype.is_complex:
     k = _complex_sorted(u)[0]
     return Array(_from_last(k.flip((k.ndim - 1,)) if descending else k, inv), x.weak_type)
-  k, nan = _key(u)
-  m = _pow2(n)
-  (k,) = network([_pad(k, m, dtypes.max_value(k.dtype))], _minmax)
-  k = _cut(k, n)
-  if nan is not None:  # NaNs were sorted as +inf: the last `count` places become NaN
-    cnt = nan.cast(_I32).reduce(Ops.REDUCE_SUM, (u.ndim - 1,)).broadcast(k.shape)
-    pos = UOp.iota(k.shape, k.ndim - 1, _I32)
-    k = pos.alu(Ops.CMPLT, UOp.const(_I32, n, k.shape) - cnt).where(k, UOp.const(k.dtype, float("nan"), k.shape))
+  if u.dtype.is_float:  # in the order of the stable argsort (NaN last), so that gradients reach the entries
+    k = take_last(u, _argsort_last(u))
+  else:
+    k = _key(u)[0]
+    k = _cut(network([_pad(k, _pow2(n), dtypes.max_value(k.dtype))], _minmax)[0], n)
   if u.dtype.is_bool: k = k.cast(dtypes.bool_)
   if descending: k = k.flip((k.ndim - 1,))
   return Array(_from_last(k, inv), x.weak_type)
