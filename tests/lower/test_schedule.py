@@ -488,6 +488,22 @@ def test_a_scatters_indices_are_read_in_place_and_its_gradients_bounds_test_writ
   np.testing.assert_allclose(np.asarray(tg.jit(f)(x, idx)), want, **tol("float32", 64, 64))
 
 
+def test_a_histograms_searched_bins_are_found_before_its_scatter_adds_them_up():
+  """A scatter adds its updates in order; the bins a histogram's values fall in are found by a binary search over
+  the edges (lookups), which would run in that order too. They are stored first, by a kernel of their own, and the
+  scatter reads them. numpy's counts."""
+  x = rng.normal(size=5000).astype(np.float32)
+  x[:3] = 3.0, -3.0, np.nan
+  f = lambda x: tnp.histogram(x, bins=50, range=(-3, 3))[0]
+  prog = schedule(tg.make_graph(f)(x))
+  (scatter,) = [k for k in prog.kernels if any(st.mode == "add" for st in k.stores)]
+  work = toposort([v for st in scatter.stores for v in (st.index, st.value, st.valid) if v is not None])
+  assert not [u for u in work if u.op is Ops.CMPLT and u.src[0].dtype.is_float]   # reads its bins, compares no value
+  want = np.histogram(x, bins=50, range=(-3, 3))[0]
+  np.testing.assert_array_equal(run_program(prog, [x])[0], want)
+  np.testing.assert_array_equal(np.asarray(tg.jit(f)(x)), want)
+
+
 def test_a_table_of_sines_repeated_over_batch_and_heads_is_computed_once():
   """A rotary embedding's cosines and sines of positions times frequencies, broadcast over batch and heads into
   the rotated halves: one small kernel stores the tables, and the kernel over the activations reads them rather

@@ -124,8 +124,22 @@ def test_searchsorted(data):
   a = np.sort(data.draw(with_ties(dtype, st.integers(1, 8))))
   v = data.draw(with_ties(dtype, st.tuples(st.integers(0, 4))))
   side = data.draw(st.sampled_from(["left", "right"]))
-  check(lambda a, v: tnp.searchsorted(a, v, side=side), lambda a, v: np.searchsorted(a, v, side=side), a, v,
-        want_dtype="int32")
+  method = data.draw(st.sampled_from(["scan", "compare_all"]))
+  check(lambda a, v: tnp.searchsorted(a, v, side=side, method=method), lambda a, v: np.searchsorted(a, v, side=side),
+        a, v, want_dtype="int32")
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 8, 9, 1000])
+def test_searchsorted_by_binary_search_at_every_length(n):
+  """The binary search takes a power of two at a time: lengths at and beside powers of two, values below, between,
+  equal to and above the entries, NaN among both."""
+  rng = np.random.default_rng(n)
+  a = np.sort(np.concatenate([rng.integers(-5, 5, n - n // 4), np.full(n // 4, np.nan)])).astype(np.float32)
+  v = np.concatenate([np.arange(-6.0, 6.0, 0.5), [np.nan, -np.inf, np.inf]]).astype(np.float32)
+  for side in ("left", "right"):
+    check(lambda a, v: tnp.searchsorted(a, v, side=side), lambda a, v: np.searchsorted(a, v, side=side), a, v,
+          want_dtype="int32")
+  with pytest.raises(ValueError, match="searchsorted: method must be one of"): tnp.searchsorted(a, v, method="bisect")
 
 
 def test_searchsorted_sorter():

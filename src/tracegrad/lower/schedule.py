@@ -52,6 +52,7 @@ PACK_MIN = 8   # a sum's last output loop and innermost reduction loop both this
 PACK_MAX_RATIO = 4   # and the packed operand at most this many times the output's size
 TILE = 16   # a packing copy's tiles: TILE x TILE elements
 STACK_MAX = 16   # parts of a concatenation computed as one store each at most
+SCATTER_INDEX_STEPS = 8   # a scatter's indices found by a lookup in more steps than this are stored before it
 
 
 class Unsupported(NotImplementedError):
@@ -693,6 +694,7 @@ class _Scheduler:
     stored = (Ops.SCATTER, Ops.OPTIMIZATION_BARRIER, Ops.PARAM, Ops.BUFFER, Ops.PROJ)
     m = {u for u in order if u.op in REDUCE or u.op in stored}
     m |= {s for u in order if u.op in CONTROL_FLOW for s in u.src}   # control flow reads its operands from buffers
+    m |= {self._base(u.src[1]) for u in order if u.op is Ops.SCATTER and self._searched(u.src[1])}
     m |= {o for o in self.outs if o.op is not Ops.CONST}
     m |= {self._base(u) for u in order if len(users[u]) > 1 and not self._cheap(u)
           and any(v.op in REINDEX for v in users[u])}
@@ -794,6 +796,21 @@ class _Scheduler:
       if v.op in ELEMENTWISE: seen.add(v)
       stack.extend(v.src)
     return len(seen)
+
+  def _searched(self, u: UOp) -> bool:
+    """Whether u (a scatter's indices) is found by more than SCATTER_INDEX_STEPS elementwise steps that include a
+    lookup (a histogram's binary search over its edges). A scatter applies its updates in order, so such indices are
+    computed before it, by a kernel whose iterations the threads and vectors share."""
+    if self._cheap(u): return False
+    seen, stack, lookup = set(), [u], False
+    while stack:
+      v = stack.pop()
+      if v in seen or v.op not in ELEMENTWISE and v.op not in VIEWS and v.op is not Ops.GATHER: continue
+      seen.add(v)
+      lookup |= v.op is Ops.GATHER
+      if lookup and len(seen) > SCATTER_INDEX_STEPS: return True
+      stack.extend(v.src)
+    return False
 
   def _feeds_reduction(self, u: UOp) -> bool:
     """Whether a reduction reads u through elementwise ops and views only."""

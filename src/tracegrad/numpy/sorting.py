@@ -187,13 +187,19 @@ def _lt(a: UOp, b: UOp) -> UOp:
   return lt.alu(Ops.OR, b.alu(Ops.CMPNE, b).alu(Ops.AND, a_num))
 
 
+_SEARCH_METHODS = ("scan", "scan_unrolled", "sort", "compare_all")
+
+
 def searchsorted(a, v, side: str = "left", sorter=None, *, method: str = "scan") -> Array:
-  """Where to insert v into the sorted 1-d array a to keep it sorted (numpy's order: NaN last).
+  """Where to insert v into the sorted 1-d array a to keep it sorted (numpy's order: NaN last). A binary search
+  (log2(len(a)) gathers per value), or with method='compare_all' a count of the entries before each value.
 
   >>> tnp.searchsorted(tnp.array([1, 2, 2, 3]), tnp.array([2, 5]))
   Array([1, 4], dtype=int32)
   """
   if side not in ("left", "right"): raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+  if method not in _SEARCH_METHODS:
+    raise ValueError(f"searchsorted: method must be one of {', '.join(map(repr, _SEARCH_METHODS))}, got {method!r}")
   x = _arr(a, "searchsorted")
   if x.ndim != 1: raise ValueError(f"searchsorted: a must be 1-dimensional, got shape {x.shape}")
   if sorter is not None:
@@ -202,13 +208,24 @@ def searchsorted(a, v, side: str = "left", sorter=None, *, method: str = "scan")
   xu, yu = x.uop, y.uop
   if xu.dtype.is_bool: xu, yu = xu.cast(dtypes.uint8), yu.cast(dtypes.uint8)
   n = x.shape[0]
-  full = (n, *y.shape)
-  xa = xu.reshape((n,) + (1,) * y.ndim).broadcast(full)
-  ya = yu.reshape((1, *y.shape)).broadcast(full)
   # left: how many a[j] < v; right: how many a[j] <= v, i.e. not v < a[j]
-  hit = _lt(xa, ya) if side == "left" else _lt(ya, xa).alu(Ops.XOR, UOp.const(dtypes.bool_, True, full))
-  cnt = hit.cast(_I32).reduce(Ops.REDUCE_SUM, (0,)).reshape(y.shape)
+  before = (lambda aj, v: _lt(aj, v)) if side == "left" else (lambda aj, v: _lt(v, aj).alu(Ops.XOR, _true(v.shape)))
+  if method == "compare_all":
+    full = (n, *y.shape)
+    xa = xu.reshape((n,) + (1,) * y.ndim).broadcast(full)
+    hit = before(xa, yu.reshape((1, *y.shape)).broadcast(full))
+    cnt = hit.cast(_I32).reduce(Ops.REDUCE_SUM, (0,)).reshape(y.shape)
+  else:   # the largest count whose last entry is before v, a power of two at a time
+    cnt, step = _const(0, y.shape), 1 << max(n.bit_length() - 1, 0)
+    while n and step:
+      take_more = cnt + _const(step, y.shape)
+      at = take_more.alu(Ops.MIN, _const(n, y.shape)) - _const(1, y.shape)
+      ok = take_more.alu(Ops.CMPLT, _const(n + 1, y.shape)).alu(Ops.AND, before(xu.gather(at.reshape((*y.shape, 1))), yu))
+      cnt, step = ok.where(take_more, cnt), step // 2
   return Array(cnt.cast(dtypes.default_int()))
+
+
+def _true(shape) -> UOp: return UOp.const(dtypes.bool_, True, shape)
 
 
 def unique(ar, return_index: bool = False, return_inverse: bool = False, return_counts: bool = False, axis=None,
