@@ -11,6 +11,7 @@ parts, then the imaginary ones, with those holding a nan last: R + Rj < R + nanj
 from __future__ import annotations
 
 import math
+import operator
 from typing import NamedTuple
 
 import numpy as np
@@ -20,6 +21,7 @@ from ..ir import Ops, UOp, dtypes
 from ..lax.sorting import _by_keys, network, take_last
 from .core import arraylike as _arr, normalize_axis, promote
 from .indexing import take
+from .reductions import cumsum
 
 __all__ = ["sort", "argsort", "sort_complex", "searchsorted", "unique", "unique_all", "unique_counts", "unique_inverse",
            "unique_values", "nonzero", "argwhere", "flatnonzero"]
@@ -229,16 +231,22 @@ def _true(shape) -> UOp: return UOp.const(dtypes.bool_, True, shape)
 
 
 def unique(ar, return_index: bool = False, return_inverse: bool = False, return_counts: bool = False, axis=None,
-           *, equal_nan: bool = True, size: int | None = None, fill_value=None):
-  """The sorted distinct values of a concrete array (as np.unique); size= pads or cuts the values to a fixed length.
+           *, equal_nan: bool = True, size: int | None = None, fill_value=None, sorted: bool = True):  # noqa: A002
+  """The sorted distinct values of ar (as np.unique). With size= the result has that length, cut or padded with
+  fill_value (default: the smallest value), and works traced; without it ar must be concrete.
 
   >>> tnp.unique(tnp.array([3, 1, 3, 2]))
   Array([1, 2, 3], dtype=int32)
+  >>> tnp.unique(tnp.array([3, 1, 3, 2]), size=4, fill_value=0)
+  Array([1, 2, 3, 0], dtype=int32)
   """
   x = _arr(ar, "unique")
+  if size is not None and axis is None:
+    out = _unique_sized(x, size, fill_value, equal_nan, (return_index, return_inverse, return_counts), "unique")
+    return out[0] if len(out) == 1 else tuple(out)
   if x.is_traced:
     raise TypeError(f"unique: the array ({x.aval_str()}) is traced, so the number of distinct values is not known; "
-                    f"compute it outside the transformed function")
+                    f"pass size= (and axis=None), or compute it outside the transformed function")
   res = np.unique(np.asarray(x), return_index=return_index, return_inverse=return_inverse,
                   return_counts=return_counts, axis=axis, equal_nan=equal_nan)
   res = res if isinstance(res, tuple) else (res,)
@@ -259,6 +267,39 @@ def unique(ar, return_index: bool = False, return_inverse: bool = False, return_
   return out[0] if len(out) == 1 else tuple(out)
 
 
+def _unique_sized(x: Array, size, fill_value, equal_nan: bool, parts, fn: str) -> list[Array]:
+  """The distinct values of x (flattened) in a fixed number of places, and the parts asked for (index of each one's
+  first occurrence, x's indices into them in x's shape, their counts), as JAX's unique with size=: from the stable
+  argsort, whose runs of equal values each start a distinct value. Values past the last are fill_value (default the
+  smallest), their indices the first one's, their counts 0."""
+  size = operator.index(size)
+  if size < 0: raise ValueError(f"{fn}: size must be >= 0, got {size}")
+  index, inverse, counts = parts
+  di, n = dtypes.default_int(), x.size
+  u = x.uop.reshape((n,))
+  if n == 0 and size and fill_value is None:
+    raise ValueError(f"{fn}: for an empty array with size={size}, pass fill_value to pad the values with")
+  fill = None if fill_value is None else to_array(fill_value, fn=fn).uop.cast(u.dtype).reshape((1,))
+  if n == 0:
+    out = [fill.broadcast((size,))] + [_const(0, s, di) for s, want in (((size,), index), (x.shape, inverse),
+                                                                         ((size,), counts)) if want]
+    return [Array(o) for o in out]
+  order = _argsort_last(u)
+  s = take_last(u, order)
+  a, b = _cut(s, n - 1), s.slice([(1, n, 1)])
+  same = a.alu(Ops.CMPEQ, b)
+  if equal_nan and u.dtype.is_inexact: same = same.alu(Ops.OR, a.alu(Ops.CMPNE, a).alu(Ops.AND, b.alu(Ops.CMPNE, b)))
+  first = UOp.concat([_const(True, (1,), dtypes.bool_), same.alu(Ops.XOR, _const(True, same.shape, dtypes.bool_))], 0)
+  pos = cumsum(Array(first.cast(_I32)), dtype=_I32).uop - _const(1, (n,))   # each sorted value's place among the distinct
+  at = first.where(pos, _const(size, (n,))).reshape((n, 1))   # the first of each run, past the end for the rest
+  start = lambda v: v.reshape((1,)).broadcast((size,))
+  out = [start(s.slice([(0, 1, 1)]) if fill is None else fill).scatter(at, s, "set")]
+  if index: out.append(start(order.slice([(0, 1, 1)])).scatter(at, order, "set").cast(di))
+  if inverse: out.append(_const(0, (n,)).scatter(order.reshape((n, 1)), pos, "set").reshape(x.shape).cast(di))
+  if counts: out.append(_const(0, (size,)).scatter(pos.reshape((n, 1)), _const(1, (n,)), "add").cast(di))
+  return [Array(o) for o in out]
+
+
 class UniqueAllResult(NamedTuple):
   values: Array
   indices: Array
@@ -276,13 +317,15 @@ class UniqueInverseResult(NamedTuple):
   inverse_indices: Array
 
 
-def _unique(x, fn: str, index: bool = False, inverse: bool = False, counts: bool = False) -> list[Array]:
-  """The sorted distinct values of a concrete array, with the parts asked for (indices in the default integer type,
-  the inverse in x's shape). As the Array API has it, every NaN is a distinct value."""
+def _unique(x, fn: str, index: bool = False, inverse: bool = False, counts: bool = False, size: int | None = None,
+            fill_value=None) -> list[Array]:
+  """The sorted distinct values of x, with the parts asked for (indices in the default integer type, the inverse in
+  x's shape). As the Array API has it, every NaN is a distinct value. With size=, as unique's (works traced)."""
   a = _arr(x, fn)
+  if size is not None: return _unique_sized(a, size, fill_value, False, (index, inverse, counts), fn)
   if a.is_traced:
     raise TypeError(f"{fn}: the array ({a.aval_str()}) is traced, so the number of distinct values is not known; "
-                    f"compute it outside the transformed function")
+                    f"pass size=, or compute it outside the transformed function")
   v = np.asarray(a)
   res = np.unique(v, return_index=index, return_inverse=inverse, return_counts=counts, equal_nan=False)
   res = list(res) if isinstance(res, tuple) else [res]
@@ -291,40 +334,40 @@ def _unique(x, fn: str, index: bool = False, inverse: bool = False, counts: bool
   return [Array(UOp.buffer(np.ascontiguousarray(res[0])))] + [Array(UOp.buffer(r.astype(di))) for r in res[1:]]
 
 
-def unique_all(x, /) -> UniqueAllResult:
+def unique_all(x, /, *, size: int | None = None, fill_value=None) -> UniqueAllResult:
   """The distinct values of x with the index of each one's first occurrence, x's indices into them, and their counts.
 
   >>> tnp.unique_all(tnp.array([3, 1, 3])).counts
   Array([1, 2], dtype=int32)
   """
-  return UniqueAllResult(*_unique(x, "unique_all", index=True, inverse=True, counts=True))
+  return UniqueAllResult(*_unique(x, "unique_all", index=True, inverse=True, counts=True, size=size, fill_value=fill_value))
 
 
-def unique_counts(x, /) -> UniqueCountsResult:
+def unique_counts(x, /, *, size: int | None = None, fill_value=None) -> UniqueCountsResult:
   """The distinct values of x and how often each occurs.
 
   >>> tnp.unique_counts(tnp.array([3, 1, 3]))
   UniqueCountsResult(values=Array([1, 3], dtype=int32), counts=Array([1, 2], dtype=int32))
   """
-  return UniqueCountsResult(*_unique(x, "unique_counts", counts=True))
+  return UniqueCountsResult(*_unique(x, "unique_counts", counts=True, size=size, fill_value=fill_value))
 
 
-def unique_inverse(x, /) -> UniqueInverseResult:
+def unique_inverse(x, /, *, size: int | None = None, fill_value=None) -> UniqueInverseResult:
   """The distinct values of x and, in x's shape, the index of each element among them.
 
   >>> tnp.unique_inverse(tnp.array([3, 1, 3])).inverse_indices
   Array([1, 0, 1], dtype=int32)
   """
-  return UniqueInverseResult(*_unique(x, "unique_inverse", inverse=True))
+  return UniqueInverseResult(*_unique(x, "unique_inverse", inverse=True, size=size, fill_value=fill_value))
 
 
-def unique_values(x, /) -> Array:
+def unique_values(x, /, *, size: int | None = None, fill_value=None) -> Array:
   """The sorted distinct values of x (each NaN counts as distinct).
 
   >>> tnp.unique_values(tnp.array([3.0, tnp.nan, 1.0, tnp.nan]))
   Array([ 1.,  3., nan, nan], dtype=float32)
   """
-  return _unique(x, "unique_values")[0]
+  return _unique(x, "unique_values", size=size, fill_value=fill_value)[0]
 
 
 # ---- nonzero ----
