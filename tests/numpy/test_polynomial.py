@@ -65,6 +65,11 @@ def test_val():
   check("polyval", np.array([True, False]), np.array([True, False]))
   same(tracegrad.vmap(lambda p: tnp.polyval(p, x))(np.stack([F, F * 2])), jax.vmap(lambda p: jnp.polyval(p, x))(
     np.stack([F, F * 2])))
+  # past UNROLLED coefficients the steps run in chunks, the first padded with leading zeros
+  long = np.random.default_rng(5).normal(size=(150, 2)).astype(np.float32) * 0.5
+  for unroll in (1, 16, 64, 100, True, False):
+    check("polyval", long, x[:2], unroll=unroll, jit=True)
+  with pytest.raises(ValueError, match="polyval: unroll must be a positive int or a bool, got 0"): tnp.polyval(F, x, unroll=0)
 
 
 def test_poly():

@@ -173,9 +173,13 @@ def polyint(p, m: int = 1, k=None) -> Array:
   return true_divide(concatenate([x, kk]), to_array(coeff, fn="polyint"))
 
 
+UNROLLED = 64   # polyval's Horner steps in one kernel at least (when p has that many): each chunk is a pass over x
+
+
 def polyval(p, x, *, unroll: int = 16) -> Array:
   """The polynomial p evaluated at x by Horner's rule (p's first axis holds its coefficients; the rest broadcast
-  with x). unroll is accepted for JAX's signature; the loop is one scan.
+  with x): a scan over p in chunks of at least unroll and up to UNROLLED coefficients (True: all of them), each
+  chunk's steps one kernel.
 
   >>> tnp.polyval(tnp.array([1.0, 0.0, -1.0]), tnp.array([2.0, 3.0]))
   Array([3., 8.], dtype=float32)
@@ -187,8 +191,18 @@ def polyval(p, x, *, unroll: int = 16) -> Array:
   except ValueError:
     raise ValueError(f"polyval: p's shape {c.shape} past its first axis does not broadcast with x's shape "
                      f"{xa.shape}") from None
+  n = c.shape[0]
+  if not isinstance(unroll, bool) and static_int(unroll, "polyval", "unroll") < 1:
+    raise ValueError(f"polyval: unroll must be a positive int or a bool, got {unroll}")
+  k = n if unroll is True else max(int(unroll), min(n, UNROLLED))
+  # leading zero coefficients keep y at zero, so the chunks can all be k long
+  c = concatenate([zeros(((-n) % k, *c.shape[1:]), c.dtype), c]).reshape((-1, k, *c.shape[1:]))
+
+  def steps(y, cs):
+    for j in range(k): y = y * xa + cs[j]
+    return y, None
   y0 = zeros(shape, xa.dtype)
-  return scan(lambda y, ci: (y * xa + ci, None), y0, c)[0]
+  return steps(y0, c[0])[0] if c.shape[0] == 1 else scan(steps, y0, c)[0]
 
 
 def polyfit(x, y, deg: int, rcond: float | None = None, full: bool = False, w=None, cov=False):
