@@ -80,10 +80,21 @@ def _lu(p, a):
 
 
 def _qr(p, a):
-  mode = "full" if p["full_matrices"] else "economic"
-  if not _one(a): return np.linalg.qr(a, mode="complete" if p["full_matrices"] else "reduced")
+  full, rows = p["full_matrices"], a.shape[-2] if p["full_matrices"] else min(a.shape[-2:])
+  if not p.get("q", True):   # r alone: LAPACK forms no q
+    if not _one(a): return (np.linalg.qr(a, mode="r")[..., :rows, :] if not full else _full_r(a),)
+    from scipy.linalg import qr
+    return _per_matrix(lambda m: (qr(m, mode="r", check_finite=False)[0][:rows],), a)
+  mode = "full" if full else "economic"
+  if not _one(a): return np.linalg.qr(a, mode="complete" if full else "reduced")
   from scipy.linalg import qr
   return _per_matrix(lambda m: qr(m, mode=mode, check_finite=False), a)
+
+
+def _full_r(a: np.ndarray) -> np.ndarray:
+  """The m x n r of full_matrices QR from numpy's min(m, n) x n one (zero rows below)."""
+  r = np.linalg.qr(a, mode="r")
+  return np.concatenate([r, np.zeros((*a.shape[:-2], a.shape[-2] - r.shape[-2], a.shape[-1]), r.dtype)], -2)
 
 
 def _eigh(p, a):

@@ -8,7 +8,7 @@ triangular_solve(a[..., m, m], b[..., m, k] or b[..., k, m]; left_side, lower, t
   taken as ones when unit_diagonal
 lu(a[..., m, n]) -> lu, pivots (int32[..., min(m, n)]), permutation (int32[..., m]): p a = l u, l unit lower in lu's
   strict lower triangle, u in its upper triangle; row i was swapped with pivots[i]; permutation lists a's rows in p a
-qr(a[..., m, n]; full_matrices) -> q[..., m, m or k], r[..., m or k, n], k = min(m, n)
+qr(a[..., m, n]; full_matrices, q) -> q[..., m, m or k] (unless q is False), r[..., m or k, n], k = min(m, n)
 eigh(a[..., n, n]; lower, vectors) -> v[..., n, n] (unless vectors is False), w[..., n]: a v = v diag(w), w
   ascending, a's `lower` triangle read
 svd(a[..., m, n]; full_matrices, compute_uv) -> s[..., k] descending, then (compute_uv) u[..., m, m or k],
@@ -67,7 +67,8 @@ def _qr(src, p):
   m, n = _float_matrix("qr", a)
   k, batch = min(m, n), a.shape[:-2]
   c = m if p["full_matrices"] else k
-  return [((*batch, m, c), a.dtype), ((*batch, c, n), a.dtype)]
+  r = ((*batch, c, n), a.dtype)
+  return [((*batch, m, c), a.dtype), r] if p.get("q", True) else [r]
 
 
 def _eigh(src, p):

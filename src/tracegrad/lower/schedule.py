@@ -1301,7 +1301,7 @@ def merge_rows(kernels: list, calls: list) -> tuple[list, list]:
 
 
 # LINALG kinds whose factors a parameter turns off: (the parameter, the results it computes)
-OPTIONAL_FACTORS = {"eigh": ("vectors", (0,)), "svd": ("compute_uv", (1, 2))}
+OPTIONAL_FACTORS = {"eigh": ("vectors", (0,)), "svd": ("compute_uv", (1, 2)), "qr": ("q", (0,))}
 
 
 def unread_outputs_dropped(outs: list[UOp]) -> list[UOp]:
