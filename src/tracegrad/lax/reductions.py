@@ -271,7 +271,7 @@ def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0):
   while k < n:
     early = tree_util.unflatten(tree, [slice_in_dim(x, 0, n - k, axis=ax) for x in xs])
     late = tree_util.unflatten(tree, [slice_in_dim(x, k, n, axis=ax) for x in xs])
-    done = tree_util.flatten(fn(late, early) if reverse else fn(early, late))[0]
+    done = tree_util.flatten(fn(early, late))[0]
     xs = [concatenate([slice_in_dim(x, 0, k, axis=ax), to_array(d)], ax) for x, d in zip(xs, done)]
     k *= 2
   if reverse: xs = [Array(x.uop.flip((ax,)), x.weak_type) for x in xs]
