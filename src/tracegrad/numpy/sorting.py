@@ -381,12 +381,12 @@ def _positions(x: Array, size: int | None, fn: str):
                     f"pass size=... (and fill_value=...) for a fixed-size result")
   flat = x.uop.reshape((x.size,))
   nz = flat if flat.dtype.is_bool else flat.alu(Ops.CMPNE, UOp.const(flat.dtype, 0, flat.shape))
-  # stable argsort of "is zero": the nonzero positions come first, in order
-  order = argsort(Array(nz.alu(Ops.XOR, UOp.const(dtypes.bool_, True, nz.shape)))).uop.cast(_I32)
-  cnt = nz.cast(_I32).reduce(Ops.REDUCE_SUM, (0,)).reshape(())
-  if size > x.size: order = UOp.concat([order, _const(0, (size - x.size,))], 0) if x.size else _const(0, (size,))
-  elif size < x.size: order = order.slice(((0, size, 1),))
-  return order, cnt
+  if not x.size: return _const(0, (size,)), _const(0, ())
+  # each nonzero element's place among them (a running count), where its position is scattered; the rest past the end
+  place = cumsum(Array(nz.cast(_I32)), dtype=_I32).uop - _const(1, flat.shape)
+  at = nz.where(place, _const(size, flat.shape)).reshape((x.size, 1))
+  order = _const(0, (size,)).scatter(at, UOp.iota(flat.shape, 0, _I32), "set")
+  return order, place.slice(((x.size - 1, x.size, 1),)).reshape(()) + _const(1, ())
 
 
 def _coords(x: Array, size, fill_value, fn: str) -> list[Array]:
