@@ -8,6 +8,7 @@ import numpy as np
 
 from ..errors import TracedValueError
 from ..ir import Ops, UOp
+from ..ir.ops import FUSED
 from ..ir.pattern import natural_exp_argument
 from ..ir.dtypes import count_value
 from ..ir.shapes import multi_avals
@@ -123,6 +124,43 @@ def _contraction(u: UOp):
   return tuple(x.src[0] if x.op is Ops.BROADCAST else x for x in (a, b))
 
 
+def _fused(u: UOp):
+  """(a, b, c) where u is a * b + c with a FUSED product (rounded once, as fma)."""
+  if u.op is not Ops.ADD: return None
+  for m, c in ((u.src[0], u.src[1]), (u.src[1], u.src[0])):
+    if m.op is Ops.MUL and m.arg == FUSED: return (*m.src, c)
+  return None
+
+
+def _two_sum(a, b):
+  s = a + b
+  bb = s - a
+  return s, (a - (s - bb)) + (b - bb)
+
+
+def _odd(s, e):
+  """s (the sum rounded to nearest, e what it lost) rounded to odd instead: its low bit set where it was inexact, so
+  that rounding it again to fewer bits rounds as the exact sum would."""
+  w = s.view(np.uint64 if s.dtype == np.float64 else np.uint32)
+  step = np.where((e > 0) == (s > 0), 1, -1).astype(w.dtype)
+  return np.where((e != 0) & ((w & 1) == 0), w + step, w).view(s.dtype)
+
+
+def _fma(a, b, c, dt) -> np.ndarray:
+  """a * b + c rounded once: float32 through float64 (the product exact, the sum rounded to odd); float64 from
+  Dekker's exact product and exact sums (moderate magnitudes)."""
+  if dt.np == np.float32:
+    p = np.asarray(a, np.float64) * np.asarray(b, np.float64)
+    return _odd(*_two_sum(p, np.asarray(c, np.float64))).astype(np.float32)
+  a, b, c = (np.asarray(v, np.float64) for v in (a, b, c))
+  split = lambda x: (lambda t: (t - (t - x), x - (t - (t - x))))(x * 134217729.0)   # 2^27 + 1
+  (ah, al), (bh, bl) = split(a), split(b)
+  p = a * b
+  low = (((ah * bh - p) + ah * bl) + al * bh) + al * bl
+  th, tl = _two_sum(c, p)
+  return th + _odd(*_two_sum(tl, low))
+
+
 def _repeated(vals: list, ndim: int) -> list[int]:
   """The axes of length > 1 along which every value repeats one entry (a broadcast view: stride 0)."""
   if not all(isinstance(v, np.ndarray) and v.ndim == ndim for v in vals): return []
@@ -204,6 +242,7 @@ def deps(u: UOp):
   """The nodes whose values evaluate(u, values) takes, in order: u's sources, except where it computes a pattern
   whole (exp from EXP2(x * log2(e)), a contraction from its operands under their broadcasts)."""
   if (x := natural_exp_argument(u)) is not None: return (x,)
+  if (f := _fused(u)) is not None: return f
   return ops if (ops := _contraction(u)) is not None else u.src
 
 
@@ -214,6 +253,7 @@ def evaluate(u: UOp, vals: list):
   if op is Ops.IOTA: return _iota(dt, *arg)
   if op is Ops.PARAM: raise TracedValueError("a traced value was evaluated")
   if (ops := _contraction(u)) is not None: return _einsum(u, ops, vals)
+  if _fused(u) is not None: return _elementwise(lambda a, b, c: _fma(a, b, c, dt), vals, u.shape)
   if op is Ops.EXP2 and natural_exp_argument(u) is not None: return np.asarray(np.exp(vals[0]), dtype=dt.np)
   if op in ELEMENTWISE: return _elementwise(lambda *v: np.asarray(ELEMENTWISE[op](*v), dtype=dt.np), vals, u.shape)
   if op is Ops.CAST: return _elementwise(lambda v: _cast(v, u.src[0].dtype, dt), vals, u.shape)

@@ -109,6 +109,9 @@ ON_COMPLEX = frozenset({Ops.NEG, Ops.ADD, Ops.SUB, Ops.MUL, Ops.DIV, Ops.RECIP, 
 # the arg of a float MUL that may be fused with an ADD reading it into one multiply-add, rounded once: the steps of
 # the library's own polynomials (tanh's), where the fused form is both faster and closer; a user's products never are
 CONTRACT = "contract"
+# the arg of a float MUL whose ADD readers each round a * b + c once, as IEEE's fused multiply-add: the steps random's
+# samplers share with XLA's code, bit for bit. Unlike CONTRACT, a requirement: every device computes it fused
+FUSED = "fused"
 SCATTER_MODES = ("add", "mul", "min", "max", "set")
 
 

@@ -42,6 +42,10 @@ SOURCE = r"""
 #define TG_FMAF(a, b, c) ((a) * (b) + (c))
 #define TG_FMA(a, b, c) ((a) * (b) + (c))
 #endif
+#if !defined(TG_FMAF_EXACT)   /* rounded once on every target: the instruction where there is one, else libm's */
+#define TG_FMAF_EXACT(a, b, c) __builtin_fmaf(a, b, c)
+#define TG_FMA_EXACT(a, b, c) __builtin_fma(a, b, c)
+#endif
 
 /* c ? a : b as bit operations: gcc turns a ?: into a branch and may copy the rest of the function into each side
    (to thread later tests through), and a vectorised loop then computes every copy in every lane */

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..ir import Ops, UOp, dtypes, substitute, toposort
 from ..ir.dtypes import DType
-from ..ir.ops import CONTRACT, ELEMENTWISE
+from ..ir.ops import CONTRACT, ELEMENTWISE, FUSED
 from ..ir.pattern import natural_exp_argument
 from .c_math import SOURCE as MATH
 from ..devices.base import Program, host_calls
@@ -236,11 +236,22 @@ def _recip(u, a): return f"{'1.0' if _dt(u) is dtypes.float64 else '1.0f'} / {a}
 
 
 def _multiply_add(u: UOp) -> tuple[UOp, UOp, UOp] | None:
-  """(a, b, d) where u is a * b + d of float32 or float64 with a CONTRACT product, rendered as one multiply-add."""
+  """(a, b, d) where u is a * b + d of float32 or float64 with a FUSED (else a CONTRACT) product, rendered as one
+  multiply-add."""
   if u.op is not Ops.ADD or u.dtype not in (dtypes.float32, dtypes.float64): return None
-  for m, d in ((u.src[0], u.src[1]), (u.src[1], u.src[0])):
-    if m.op is Ops.MUL and m.arg == CONTRACT: return m.src[0], m.src[1], d
+  pairs = ((u.src[0], u.src[1]), (u.src[1], u.src[0]))
+  for arg in (FUSED, CONTRACT):
+    for m, d in pairs:
+      if m.op is Ops.MUL and m.arg == arg: return m.src[0], m.src[1], d
   return None
+
+
+def _fma_macro(u: UOp) -> str:
+  """The multiply-add of u (see _multiply_add): TG_FMA[F]_EXACT, always rounded once, for a FUSED product; TG_FMA[F],
+  fused where the target has the instruction, for a CONTRACT one."""
+  a, b, _ = _multiply_add(u)
+  exact = any(m.op is Ops.MUL and m.arg == FUSED and set(m.src) == {a, b} for m in u.src)
+  return ("TG_FMA" if u.dtype is dtypes.float64 else "TG_FMAF") + ("_EXACT" if exact else "")
 
 
 ALU = {
@@ -393,7 +404,7 @@ class _Body:
     if (x := _low_bit_test(u)) is not None:   # the low bit moved to the top: gcc then vectorises it beside float masks
       wide = x.dtype.itemsize == 8
       return f"(({'uint64_t' if wide else 'uint32_t'}){self.names[x]} << {63 if wide else 31}) {_TESTS[u.op]} 0"
-    if _multiply_add(u) is not None: return f"{'TG_FMA' if u.dtype is dtypes.float64 else 'TG_FMAF'}({', '.join(a)})"
+    if _multiply_add(u) is not None: return f"{_fma_macro(u)}({', '.join(a)})"
     if u.op in ALU:
       e = ALU[u.op](u, *a)
       return f"{ROUND[u.dtype]}({e})" if u.dtype in ROUND and u.op in ROUNDED else e

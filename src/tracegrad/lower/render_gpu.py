@@ -58,6 +58,8 @@ OPENCL_HEAD = """#pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #define TG_CLZLL(x) ((int)clz((ulong)(x)))
 #define TG_FMAF(a, b, c) fma(a, b, c)
 #define TG_FMA(a, b, c) fma(a, b, c)
+#define TG_FMAF_EXACT(a, b, c) fma(a, b, c)
+#define TG_FMA_EXACT(a, b, c) fma(a, b, c)
 #define sqrtf sqrt
 #define floorf floor
 #define fmodf fmod
@@ -77,6 +79,8 @@ template <class T, class S> TG_INLINE T tg_bitcast(S s) { T t; memcpy(&t, &s, si
 #define TG_CLZLL(x) __clzll((long long)(x))
 #define TG_FMAF(a, b, c) fmaf(a, b, c)
 #define TG_FMA(a, b, c) fma(a, b, c)
+#define TG_FMAF_EXACT(a, b, c) fmaf(a, b, c)
+#define TG_FMA_EXACT(a, b, c) fma(a, b, c)
 #define INFINITY __int_as_float(0x7f800000)
 #define NAN __int_as_float(0x7fffffff)
 TG_INLINE uint32_t tg_fbits(float f) { return __float_as_uint(f); }

@@ -15,7 +15,8 @@ import numpy as np
 from .. import lax
 from .. import numpy as tnp
 from ..array import Array
-from ..ir import dtypes
+from ..ir import Ops, UOp, dtypes
+from ..ir.ops import FUSED
 
 
 LN2 = decimal.Context(prec=40).ln(2)
@@ -98,35 +99,16 @@ def _word(d): return tnp.uint64 if d is dtypes.float64 else tnp.uint32
 def _f32(bits: int) -> float: return float(np.frombuffer(np.uint32(bits).tobytes(), np.float32)[0])
 
 
-def _two_sum(a: Array, b: Array) -> tuple[Array, Array]:
-  s = a + b
-  bb = s - a
-  return s, (a - (s - bb)) + (b - bb)
-
-
-def _two_prod(a: Array, b: Array) -> tuple[Array, Array]:
-  c = 4097.0 if a.dtype is dtypes.float32 else 134217729.0   # 2^12 + 1, 2^27 + 1: Dekker's split
-  ta, tb = a * c, b * c
-  ah, bh = ta - (ta - a), tb - (tb - b)
-  al, bl = a - ah, b - bh
-  p = a * b
-  return p, (((ah * bh - p) + ah * bl) + al * bh) + al * bl
-
-
 def fma(a, b, c) -> Array:
-  """a * b + c rounded once, as a fused multiply-add (for float32 or float64 of moderate magnitude: no overflow in
-  the split, no underflow in the error terms), from exact products and sums and one sum rounded to odd.
+  """a * b + c rounded once, as a fused multiply-add (a FUSED product: every device rounds it once).
 
   >>> float(fma(tnp.float32(1 + 2 ** -12), tnp.float32(1 - 2 ** -12), tnp.float32(-1.0)))
   -5.960464477539063e-08
   """
-  a, b, c = (tnp.asarray(v) for v in (a, b, c))
-  uh, ul = _two_prod(a, b)
-  th, tl = _two_sum(c, uh)
-  s, e = _two_sum(tl, ul)
-  w = lax.bitcast_convert_type(s, _word(s.dtype))
-  odd = tnp.where((e != 0) & ((w & 1) == 0), tnp.where((e > 0) == (s > 0), w + 1, w - 1), w)
-  return th + lax.bitcast_convert_type(odd, s.dtype)
+  a, b, c = tnp.broadcast_arrays(*(tnp.asarray(v) for v in (a, b, c)))
+  d = tnp.result_type(a, b, c)
+  a, b, c = (v.astype(d).uop for v in (a, b, c))
+  return Array(UOp(Ops.MUL, d, (a, b), FUSED).alu(Ops.ADD, c))
 
 
 _LOG_P = [_f32(w) for w in (0x3D9021BB, 0xBDEBD1B8, 0x3DEF251A, 0xBDFE5D4F, 0x3E11E9BF, 0xBE2AAE50, 0x3E4CCEAC,
