@@ -382,8 +382,8 @@ def test_a_sum_over_a_few_points_is_written_out_in_its_elementwise_kernel():
 
 def test_a_long_chain_of_cheap_steps_that_two_kernels_read_is_computed_once():
   """Cheap steps (adds, compares, shifts) that several kernels read are recomputed in each, but not a chain of more
-  than CHEAP_CHAIN of them: normal draws (their inverse error function's multiply-adds emulated exactly, some 2000
-  steps) read by a sum and by an elementwise output are computed once, into a buffer, rather than in both kernels;
+  than CHEAP_CHAIN of them: normal draws (the random bits' rounds and the inverse error function's multiply-adds,
+  some 400 steps) read by a sum and by an elementwise output are computed once, into a buffer, rather than in both kernels;
   and the random bits' rotations (shifts) are recomputed, not stored round by round. JAX's values (the draws match
   bit for bit)."""
   from tracegrad.lower.schedule import CHEAP_CHAIN
@@ -393,7 +393,7 @@ def test_a_long_chain_of_cheap_steps_that_two_kernels_read_is_computed_once():
                                        ([k.reduce.value] if k.reduce else []))) for k in prog.kernels)
   one = schedule(tg.make_graph(lambda key: tg.random.normal(key, (64, 64)))(tg.random.key(0)))
   prog = schedule(tg.make_graph(lambda key, w: both(tg, key, w))(tg.random.key(0), w))
-  assert size(one) > 10 * CHEAP_CHAIN and size(prog) < 1.25 * size(one)   # not twice the draws
+  assert size(one) > 5 * CHEAP_CHAIN and size(prog) < 1.25 * size(one)   # not twice the draws
   jax = pytest.importorskip("jax")
   got, want = tg.jit(lambda w: both(tg, tg.random.key(0), w))(w), both(jax, jax.random.key(0), w)
   np.testing.assert_array_equal(np.asarray(got[1]), np.asarray(want[1]))
