@@ -18,10 +18,10 @@ import numpy as np
 
 from ..array import Array, to_array
 from ..ir import Ops, UOp, dtypes
+from ..lax.reductions import cumsum
 from ..lax.sorting import _by_keys, network, take_last
 from .core import arraylike as _arr, normalize_axis, promote
 from .indexing import take
-from .reductions import cumsum
 
 __all__ = ["sort", "argsort", "sort_complex", "searchsorted", "unique", "unique_all", "unique_counts", "unique_inverse",
            "unique_values", "nonzero", "argwhere", "flatnonzero"]
@@ -290,7 +290,7 @@ def _unique_sized(x: Array, size, fill_value, equal_nan: bool, parts, fn: str) -
   same = a.alu(Ops.CMPEQ, b)
   if equal_nan and u.dtype.is_inexact: same = same.alu(Ops.OR, a.alu(Ops.CMPNE, a).alu(Ops.AND, b.alu(Ops.CMPNE, b)))
   first = UOp.concat([_const(True, (1,), dtypes.bool_), same.alu(Ops.XOR, _const(True, same.shape, dtypes.bool_))], 0)
-  pos = cumsum(Array(first.cast(_I32)), dtype=_I32).uop - _const(1, (n,))   # each sorted value's place among the distinct
+  pos = cumsum(Array(first.cast(_I32))).uop - _const(1, (n,))   # each sorted value's place among the distinct
   at = first.where(pos, _const(size, (n,))).reshape((n, 1))   # the first of each run, past the end for the rest
   start = lambda v: v.reshape((1,)).broadcast((size,))
   out = [start(s.slice([(0, 1, 1)]) if fill is None else fill).scatter(at, s, "set")]
@@ -383,7 +383,7 @@ def _positions(x: Array, size: int | None, fn: str):
   nz = flat if flat.dtype.is_bool else flat.alu(Ops.CMPNE, UOp.const(flat.dtype, 0, flat.shape))
   if not x.size: return _const(0, (size,)), _const(0, ())
   # each nonzero element's place among them (a running count), where its position is scattered; the rest past the end
-  place = cumsum(Array(nz.cast(_I32)), dtype=_I32).uop - _const(1, flat.shape)
+  place = cumsum(Array(nz.cast(_I32))).uop - _const(1, flat.shape)
   at = nz.where(place, _const(size, flat.shape)).reshape((x.size, 1))
   order = _const(0, (size,)).scatter(at, UOp.iota(flat.shape, 0, _I32), "set")
   return order, place.slice(((x.size - 1, x.size, 1),)).reshape(()) + _const(1, ())
