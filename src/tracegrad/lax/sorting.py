@@ -42,9 +42,7 @@ def _masks(m: int) -> list[int]:
   step puts each pair in ascending order."""
   masks, s = [], 2
   while s <= m:
-    masks.append(s - 1)
-    j = s // 4
-    while j >= 1: masks.append(j); j //= 2
+    masks += [s - 1] + [s >> k for k in range(2, s.bit_length())]   # then s/4, s/8, ..., 1
     s *= 2
   return masks
 
