@@ -252,7 +252,8 @@ def test_reduce_argmax_associative_scan():
   pair = lambda a, b: (a[0] * b[0], a[1] * b[0] + b[1])
   same(lax.associative_scan(pair, (XP, X)), jl.associative_scan(pair, (XP, X)))
   # reversed, fn still takes the one earlier in the reversed order first (JAX flips, scans, flips back)
-  same(lax.associative_scan(pair, (XP, X), reverse=True, axis=1), jl.associative_scan(pair, (XP, X), reverse=True, axis=1))
+  same(lax.associative_scan(pair, (XP, X), reverse=True, axis=1),
+       jl.associative_scan(pair, (XP, X), reverse=True, axis=1))
 
 
 # ---- sorting ----

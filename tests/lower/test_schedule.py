@@ -383,9 +383,9 @@ def test_a_sum_over_a_few_points_is_written_out_in_its_elementwise_kernel():
 def test_a_long_chain_of_cheap_steps_that_two_kernels_read_is_computed_once():
   """Cheap steps (adds, compares, shifts) that several kernels read are recomputed in each, but not a chain of more
   than CHEAP_CHAIN of them: normal draws (the random bits' rounds and the inverse error function's multiply-adds,
-  some 400 steps) read by a sum and by an elementwise output are computed once, into a buffer, rather than in both kernels;
-  and the random bits' rotations (shifts) are recomputed, not stored round by round. JAX's values (the draws match
-  bit for bit)."""
+  some 400 steps) read by a sum and by an elementwise output are computed once, into a buffer, rather than in both
+  kernels; and the random bits' rotations (shifts) are recomputed, not stored round by round. JAX's values (the draws
+  match bit for bit)."""
   from tracegrad.lower.schedule import CHEAP_CHAIN
   w = rng.normal(size=(64, 64)).astype(np.float32)
   both = lambda lib, key, w: (lambda eps: ((eps * w).sum(), eps * 2.0 + 1.0))(lib.random.normal(key, (64, 64)))

@@ -69,7 +69,8 @@ def test_val():
   long = np.random.default_rng(5).normal(size=(150, 2)).astype(np.float32) * 0.5
   for unroll in (1, 16, 64, 100, True, False):
     check("polyval", long, x[:2], unroll=unroll, jit=True)
-  with pytest.raises(ValueError, match="polyval: unroll must be a positive int or a bool, got 0"): tnp.polyval(F, x, unroll=0)
+  with pytest.raises(ValueError, match="polyval: unroll must be a positive int or a bool, got 0"):
+    tnp.polyval(F, x, unroll=0)
 
 
 def test_poly():

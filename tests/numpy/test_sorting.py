@@ -89,7 +89,8 @@ def test_a_sorts_graph_is_one_loop_whatever_the_length():
   """The network is a scan over its steps, so the graph (and what is compiled) does not grow with the length: a
   thousand entries once took 40 s to schedule and compile as one kernel per step."""
   sizes = {len(toposort(list(tracegrad.make_graph(f)(np.zeros(n, dtype)).outputs)))
-           for f, dtype in [(tnp.sort, np.float32), (tnp.sort, np.int32), (tnp.argsort, np.float32)] for n in (100, 65537)}
+           for f, dtype in [(tnp.sort, np.float32), (tnp.sort, np.int32), (tnp.argsort, np.float32)]
+           for n in (100, 65537)}
   assert len(sizes) == 3 and max(sizes) < 60, sizes
   x = np.random.default_rng(0).normal(size=(3, 5000)).astype(np.float32)
   check(lambda x: tnp.sort(x, axis=1), lambda x: np.sort(x, axis=1), x)
@@ -110,7 +111,8 @@ def test_sorting_differentiates_and_batches_as_jax():
   for f in cases:
     mine = [tracegrad.grad(lambda x: f(tnp, tracegrad.lax, x))(x),
             tracegrad.jvp(lambda x: f(tnp, tracegrad.lax, x), (x,), (w,))[1]]
-    theirs = [jax.grad(lambda x: f(jax.numpy, jax.lax, x))(x), jax.jvp(lambda x: f(jax.numpy, jax.lax, x), (x,), (w,))[1]]
+    theirs = [jax.grad(lambda x: f(jax.numpy, jax.lax, x))(x),
+              jax.jvp(lambda x: f(jax.numpy, jax.lax, x), (x,), (w,))[1]]
     close_to_jax(mine, theirs)
   for f in (tnp.sort, tnp.argsort, lambda r: tracegrad.lax.sort_key_val(r, -r)):
     want = tracegrad.tree.map(lambda *rows: np.stack([np.asarray(r) for r in rows]), *[f(r) for r in x])
@@ -183,6 +185,8 @@ def test_unique_with_size_runs_traced_as_jax():
   with pytest.raises(ValueError, match="unique: for an empty array with size=3, pass fill_value"):
     tnp.unique(np.zeros(0, np.float32), size=3)
   assert tnp.unique(np.zeros(0, np.float32), size=3, fill_value=2)[2] == 2
+  empty = tnp.unique(np.zeros(0, np.float32), size=0, return_counts=True)   # nothing to pad: no fill_value needed
+  assert [(e.shape, e.dtype) for e in empty] == [((0,), tnp.float32), ((0,), tnp.int32)]
   ints = np.array([3, 1, 3, 2, 1, 1], np.uint8)
   counts = tracegrad.jit(lambda x: tnp.unique_counts(x, size=4, fill_value=0))(ints)
   np.testing.assert_array_equal(np.asarray(counts.values), [1, 2, 3, 0])

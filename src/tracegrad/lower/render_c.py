@@ -249,8 +249,7 @@ def _multiply_add(u: UOp) -> tuple[UOp, UOp, UOp] | None:
 def _fma_macro(u: UOp) -> str:
   """The multiply-add of u (see _multiply_add): TG_FMA[F]_EXACT, always rounded once, for a FUSED product; TG_FMA[F],
   fused where the target has the instruction, for a CONTRACT one."""
-  a, b, _ = _multiply_add(u)
-  exact = any(m.op is Ops.MUL and m.arg == FUSED and set(m.src) == {a, b} for m in u.src)
+  exact = any(m.op is Ops.MUL and m.arg == FUSED for m in u.src)   # _multiply_add takes a FUSED product first
   return ("TG_FMA" if u.dtype is dtypes.float64 else "TG_FMAF") + ("_EXACT" if exact else "")
 
 

@@ -5,8 +5,9 @@ There is no sort primitive. sort and argsort are bitonic sorting networks (lax.s
 gathers each entry's partner and compares with MIN/MAX or CMPLT/WHERE): the sorted axis is moved last and padded to
 a power of two with sentinels that sort after everything, then log2(n)(log2(n)+1)/2 compare-exchange steps run over
 all pairs at once. Values follow numpy: NaN sorts to the end. argsort compares (key, index) pairs lexicographically,
-so it is stable: equal keys keep their order; sorted floats are gathered in that order, so gradients reach them. Complex values sort as numpy's, by the real
-parts, then the imaginary ones, with those holding a nan last: R + Rj < R + nanj < nan + Rj < nan + nanj.
+so it is stable: equal keys keep their order; sorted floats are gathered in that order, so gradients reach them.
+Complex values sort as numpy's, by the real parts, then the imaginary ones, with those holding a nan last:
+R + Rj < R + nanj < nan + Rj < nan + nanj.
 """
 from __future__ import annotations
 
@@ -211,7 +212,7 @@ def searchsorted(a, v, side: str = "left", sorter=None, *, method: str = "scan")
   if xu.dtype.is_bool: xu, yu = xu.cast(dtypes.uint8), yu.cast(dtypes.uint8)
   n = x.shape[0]
   # left: how many a[j] < v; right: how many a[j] <= v, i.e. not v < a[j]
-  before = (lambda aj, v: _lt(aj, v)) if side == "left" else (lambda aj, v: _lt(v, aj).alu(Ops.XOR, _true(v.shape)))
+  before = _lt if side == "left" else lambda aj, v: _lt(v, aj).alu(Ops.XOR, _const(True, v.shape, dtypes.bool_))
   if method == "compare_all":
     full = (n, *y.shape)
     xa = xu.reshape((n,) + (1,) * y.ndim).broadcast(full)
@@ -222,12 +223,10 @@ def searchsorted(a, v, side: str = "left", sorter=None, *, method: str = "scan")
     while n and step:
       take_more = cnt + _const(step, y.shape)
       at = take_more.alu(Ops.MIN, _const(n, y.shape)) - _const(1, y.shape)
-      ok = take_more.alu(Ops.CMPLT, _const(n + 1, y.shape)).alu(Ops.AND, before(xu.gather(at.reshape((*y.shape, 1))), yu))
+      ok = take_more.alu(Ops.CMPLT, _const(n + 1, y.shape))
+      ok = ok.alu(Ops.AND, before(xu.gather(at.reshape((*y.shape, 1))), yu))
       cnt, step = ok.where(take_more, cnt), step // 2
   return Array(cnt.cast(dtypes.default_int()))
-
-
-def _true(shape) -> UOp: return UOp.const(dtypes.bool_, True, shape)
 
 
 def unique(ar, return_index: bool = False, return_inverse: bool = False, return_counts: bool = False, axis=None,
@@ -280,9 +279,10 @@ def _unique_sized(x: Array, size, fill_value, equal_nan: bool, parts, fn: str) -
   if n == 0 and size and fill_value is None:
     raise ValueError(f"{fn}: for an empty array with size={size}, pass fill_value to pad the values with")
   fill = None if fill_value is None else to_array(fill_value, fn=fn).uop.cast(u.dtype).reshape((1,))
-  if n == 0:
-    out = [fill.broadcast((size,))] + [_const(0, s, di) for s, want in (((size,), index), (x.shape, inverse),
-                                                                         ((size,), counts)) if want]
+  if n == 0:   # (fill_value is None only where size is 0 too)
+    parts = [((size,), index), (x.shape, inverse), ((size,), counts)]
+    out = [_const(0, (size,), u.dtype) if fill is None else fill.broadcast((size,))]
+    out += [_const(0, s, di) for s, want in parts if want]
     return [Array(o) for o in out]
   order = _argsort_last(u)
   s = take_last(u, order)
@@ -340,7 +340,8 @@ def unique_all(x, /, *, size: int | None = None, fill_value=None) -> UniqueAllRe
   >>> tnp.unique_all(tnp.array([3, 1, 3])).counts
   Array([1, 2], dtype=int32)
   """
-  return UniqueAllResult(*_unique(x, "unique_all", index=True, inverse=True, counts=True, size=size, fill_value=fill_value))
+  return UniqueAllResult(*_unique(x, "unique_all", index=True, inverse=True, counts=True, size=size,
+                                  fill_value=fill_value))
 
 
 def unique_counts(x, /, *, size: int | None = None, fill_value=None) -> UniqueCountsResult:
