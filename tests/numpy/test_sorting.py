@@ -185,6 +185,7 @@ def test_unique_with_size_runs_traced_as_jax():
   with pytest.raises(ValueError, match="unique: for an empty array with size=3, pass fill_value"):
     tnp.unique(np.zeros(0, np.float32), size=3)
   assert tnp.unique(np.zeros(0, np.float32), size=3, fill_value=2)[2] == 2
+  with pytest.raises(ValueError, match="unique_values: size must be >= 0, got -1"): tnp.unique_values(x, size=-1)
   empty = tnp.unique(np.zeros(0, np.float32), size=0, return_counts=True)   # nothing to pad: no fill_value needed
   assert [(e.shape, e.dtype) for e in empty] == [((0,), tnp.float32), ((0,), tnp.int32)]
   ints = np.array([3, 1, 3, 2, 1, 1], np.uint8)
