@@ -275,6 +275,29 @@ def test_sort_top_k():
   grads_match(lambda x: lax.sort(x, 0) * XP, lambda x: jl.sort(x, 0) * XP, X)
 
 
+def test_sort_ties_zeros_of_both_signs_and_puts_every_nan_last_as_jax():
+  x = np.array([np.nan, -np.nan, -0.0, 0.0, 1, -1, np.inf, -np.inf, 0.0, -0.0], np.float32)
+  same(lax.sort((x, np.arange(10, dtype=np.int32)), num_keys=1), jl.sort((x, jnp.arange(10)), num_keys=1))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.float16, np.float32])
+def test_sort_and_top_k_of_keys_packed_with_their_index_at_the_extremes_of_the_dtype(dtype):
+  """A key of at most 32 bits travels through the network packed with its index in one int64: the dtype's least and
+  greatest values, and ties among them, keep JAX's order."""
+  r = np.random.default_rng(3)
+  if np.issubdtype(dtype, np.integer):
+    ii = np.iinfo(dtype)
+    pool = np.array([ii.min, ii.min + 1, 0, 1, ii.max - 1, ii.max], dtype)
+  else:
+    fi = np.finfo(dtype)
+    pool = np.array([-np.inf, -fi.max, -fi.tiny, -0.0, 0.0, fi.tiny, fi.max, np.inf, np.nan], dtype)
+  x = r.choice(pool, (3, 45))
+  iota = np.broadcast_to(np.arange(45, dtype=np.int32), x.shape)
+  same(lax.sort((x, iota), num_keys=1), jl.sort((x, iota), num_keys=1))
+  same(lax.top_k(x, 30), jl.top_k(x, 30))
+  same(tnp.argsort(x), jnp.argsort(x))
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.uint8, np.bool_, np.float16])
 def test_top_k_by_passes_matches_jax_and_the_sort(dtype):
   """Up to PASSES_K entries take a pass each; more sort the row: both give JAX's values and indices (nan largest,

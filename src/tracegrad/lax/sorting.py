@@ -1,8 +1,10 @@
 """Sorting, as jax.lax: sort (of several operands by their first num_keys, stable), sort_key_val, top_k and
 approx_max_k / approx_min_k (exact here). There is no sort primitive: a bitonic network of compare-exchange steps
 (one scan over the steps) on the sorted axis, moved last and padded to a power of two, sorts the keys with an iota;
-the operands are gathered at the iota's sorted order. Floats sort in the total order (-nan < -inf < ... < -0.0 <
-0.0 < ... < inf < nan), compared as integers made from their bits; an iota breaks ties, so the sort is stable.
+the operands are gathered at the iota's sorted order. Floats sort as JAX's: -0.0 ties with 0.0 and every NaN comes
+last; top_k orders them in the total order (-nan < -inf < ... < -0.0 < 0.0 < ... < inf < nan). Keys are compared as
+integers made from their bits, with an iota breaking ties (the sort is stable); a key of at most 32 bits and its
+index are packed into one int64, so that each step compares one number.
 
 >>> lax.sort(tnp.array([3.0, tnp.nan, -1.0, 2.0]))
 Array([-1.,  2.,  3., nan], dtype=float32)
@@ -34,6 +36,34 @@ def _order_key(u: UOp) -> UOp:
   it = fm.sint(u.dtype)
   s = u.bitcast(it)
   return fm.lt(s, 0).where(s.alu(Ops.XOR, fm.k(s, dtypes.max_value(it))), s)
+
+
+def _canonical(u: UOp) -> UOp:
+  """u with -0.0 as 0.0 and every NaN as +NaN, so that a sort keeps them in their order (as JAX's sort does)."""
+  if not u.dtype.is_float: return u
+  zero = fm.k(u, 0)
+  u = fm.eq(u, zero).where(zero, u)
+  return u.alu(Ops.CMPNE, u).where(fm.k(u, float("nan")), u)
+
+
+def packed(key: UOp, idx: UOp) -> UOp | None:
+  """(key, idx) as one int64 that orders as the pair does, lexicographically: key (an integer of at most 32 bits,
+  ordered as a signed 32-bit number) times 2^32 plus idx (a non-negative int32), so that a sorting network compares
+  one number, by MIN and MAX, rather than a pair; None for a wider key. unpacked_index undoes it."""
+  if key.dtype.itemsize > 4: return None
+  hi = key.cast(dtypes.int64)
+  if key.dtype == dtypes.uint32: hi = fm.sub(hi, 1 << 31)
+  return fm.add(fm.mul(hi, 1 << 32), idx.cast(dtypes.int64))
+
+
+def unpacked_index(p: UOp) -> UOp:
+  """The int32 index held in a packed key's low half."""
+  return p.alu(Ops.AND, fm.k(p, (1 << 32) - 1)).cast(_I32)
+
+
+def min_max(a, b):
+  """The compare-exchange of single numbers (no ties to break: equal ones are alike)."""
+  return [a[0].alu(Ops.MIN, b[0])], [a[0].alu(Ops.MAX, b[0])]
 
 
 def _masks(m: int) -> list[int]:
@@ -101,9 +131,12 @@ def _sorted(us: list[UOp], keys: list[UOp]) -> list[UOp]:
   def pad(u: UOp, value) -> UOp:
     return u if m == n else UOp.concat([u, UOp.const(u.dtype, value, (*lead, m - n))], len(lead))
 
-  # padding sorts last: every key at its maximum, and the iota beyond n
-  padded = [pad(k, dtypes.max_value(k.dtype)) for k in keys] + [pad(idx, n)]
-  order = network(padded, _by_keys(len(keys)))[-1].slice([(0, d, 1) for d in lead] + [(0, n, 1)])
+  cut = lambda u: u.slice([(0, d, 1) for d in lead] + [(0, n, 1)])
+  if len(keys) == 1 and (p := packed(keys[0], idx)) is not None:
+    order = unpacked_index(cut(network([pad(p, dtypes.max_value(p.dtype))], min_max)[0]))
+  else:   # padding sorts last: every key at its maximum, and the iota beyond n
+    padded = [pad(k, dtypes.max_value(k.dtype)) for k in keys] + [pad(idx, n)]
+    order = cut(network(padded, _by_keys(len(keys)))[-1])
   return [take_last(u, order) for u in us]
 
 
@@ -127,7 +160,8 @@ def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1
   perm = [i for i in range(arrs[0].ndim) if i != ax] + [ax]
   inv = [perm.index(i) for i in range(len(perm))]
   us = [a.uop.permute(perm) for a in arrs]
-  out = [Array(u.permute(inv), a.weak_type) for u, a in zip(_sorted(us, [_order_key(u) for u in us[:num_keys]]), arrs)]
+  keys = [_order_key(_canonical(u)) for u in us[:num_keys]]
+  out = [Array(u.permute(inv), a.weak_type) for u, a in zip(_sorted(us, keys), arrs)]
   return out[0] if single else tuple(out)
 
 

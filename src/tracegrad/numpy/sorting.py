@@ -4,8 +4,8 @@ flatnonzero.
 There is no sort primitive. sort and argsort are bitonic sorting networks (lax.sorting.network: one scan whose step
 gathers each entry's partner and compares with MIN/MAX or CMPLT/WHERE): the sorted axis is moved last and padded to
 a power of two with sentinels that sort after everything, then log2(n)(log2(n)+1)/2 compare-exchange steps run over
-all pairs at once. Values follow numpy: NaN sorts to the end. argsort compares (key, index) pairs lexicographically,
-so it is stable: equal keys keep their order; sorted floats are gathered in that order, so gradients reach them.
+all pairs at once. Values follow numpy: NaN sorts to the end. argsort compares (key, index) pairs lexicographically
+(packed into one int64 where the key has at most 32 bits), so it is stable: equal keys keep their order; sorted floats are gathered in that order, so gradients reach them.
 Complex values sort as numpy's, by the real parts, then the imaginary ones, with those holding a nan last:
 R + Rj < R + nanj < nan + Rj < nan + nanj.
 """
@@ -20,7 +20,7 @@ import numpy as np
 from ..array import Array, to_array
 from ..ir import Ops, UOp, dtypes
 from ..lax.reductions import cumsum
-from ..lax.sorting import _by_keys, network, take_last
+from ..lax.sorting import _by_keys, _order_key, min_max, network, packed, take_last, unpacked_index
 from .core import arraylike as _arr, normalize_axis, promote
 from .indexing import take
 
@@ -31,9 +31,6 @@ _I32 = dtypes.int32
 
 
 def _const(v, shape=(), dt=_I32) -> UOp: return UOp.const(dt, v, shape)
-
-
-def _minmax(a, b): return [a[0].alu(Ops.MIN, b[0])], [a[0].alu(Ops.MAX, b[0])]
 
 
 def _pairs(a, b):
@@ -125,7 +122,7 @@ def sort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True
     k = take_last(u, _argsort_last(u))
   else:
     k = _key(u)[0]
-    k = _cut(network([_pad(k, _pow2(n), dtypes.max_value(k.dtype))], _minmax)[0], n)
+    k = _cut(network([_pad(k, _pow2(n), dtypes.max_value(k.dtype))], min_max)[0], n)
   if u.dtype.is_bool: k = k.cast(dtypes.bool_)
   if descending: k = k.flip((k.ndim - 1,))
   return Array(_from_last(k, inv), x.weak_type)
@@ -139,8 +136,11 @@ def _argsort_last(u: UOp) -> UOp:
   k, nan = _key(u)
   i = UOp.iota(u.shape, u.ndim - 1, _I32)
   if nan is not None: i = nan.where(i + UOp.const(_I32, m, i.shape), i)  # NaN after +inf, in order
-  k, i = network([_pad(k, m, dtypes.max_value(k.dtype)), _pad(i, m, 2 * m)], _pairs)
-  i = _cut(i, n)
+  zero = UOp.const(k.dtype, 0, k.shape)
+  if (p := packed(_order_key(k.alu(Ops.CMPEQ, zero).where(zero, k)), i)) is not None:   # -0.0 ties with 0.0
+    i = unpacked_index(_cut(network([_pad(p, m, dtypes.max_value(p.dtype))], min_max)[0], n))
+  else:
+    i = _cut(network([_pad(k, m, dtypes.max_value(k.dtype)), _pad(i, m, 2 * m)], _pairs)[1], n)
   return i.alu(Ops.MOD, UOp.const(_I32, m, i.shape)) if nan is not None else i
 
 
