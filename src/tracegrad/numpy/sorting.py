@@ -5,7 +5,8 @@ There is no sort primitive. sort and argsort are bitonic sorting networks (lax.s
 gathers each entry's partner and compares with MIN/MAX or CMPLT/WHERE): the sorted axis is moved last and padded to
 a power of two with sentinels that sort after everything, then log2(n)(log2(n)+1)/2 compare-exchange steps run over
 all pairs at once. Values follow numpy: NaN sorts to the end. argsort compares (key, index) pairs lexicographically
-(packed into one int64 where the key has at most 32 bits), so it is stable: equal keys keep their order; sorted floats are gathered in that order, so gradients reach them.
+(packed into one int64 where the key has at most 32 bits), so it is stable: equal keys keep their order; sorted
+floats are gathered in that order, so gradients reach them.
 Complex values sort as numpy's, by the real parts, then the imaginary ones, with those holding a nan last:
 R + Rj < R + nanj < nan + Rj < nan + nanj.
 """
