@@ -321,6 +321,24 @@ def test_top_k_by_passes_matches_jax_and_the_sort(dtype):
     grads_match(lambda x: lax.top_k(x, 6)[0] * np.arange(6.0), lambda x: jl.top_k(x, 6)[0] * np.arange(6.0), y)
 
 
+@pytest.mark.parametrize("n,k", [(17, 17), (40, 17), (40, 33), (100, 40), (1000, 50), (300, 129)])
+def test_top_k_by_merging_sorted_blocks_matches_jax(n, k):
+  """Past PASSES_K, blocks of a power of two at least k are sorted and merged in pairs, each keeping its half: JAX's
+  values, indices (ties: the lower index first) and gradients, batched and under jit."""
+  r = np.random.default_rng(n + k)
+  x = r.integers(-20, 20, (2, 3, n)).astype(np.float32) / 4
+  x[0, 0, :5] = -0.0
+  x[1, 2, [3, 7]] = np.nan
+  same(lax.top_k(x, k), jl.top_k(x, k), rtol=0, atol=0)
+  same(tg.jit(lambda x: lax.top_k(x, k))(x), jl.top_k(x, k), rtol=0, atol=0)
+  same(tg.vmap(lambda x: lax.top_k(x, k), 1)(x), jax.vmap(lambda x: jl.top_k(x, k), 1)(x), rtol=0, atol=0)
+  i = r.integers(-5, 5, (3, n)).astype(np.int16)
+  same(lax.top_k(i, k), jl.top_k(i, k))
+  y = r.normal(size=(3, n)).astype(np.float32)
+  w = np.arange(k, dtype=np.float32)
+  grads_match(lambda x: lax.top_k(x, k)[0] * w, lambda x: jl.top_k(x, k)[0] * w, y)
+
+
 # ---- convolutions ----
 def test_conv_helpers():
   dn = ("NHWC", "HWIO", "NHWC")

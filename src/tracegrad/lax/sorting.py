@@ -72,17 +72,23 @@ def _masks(m: int) -> list[int]:
   step puts each pair in ascending order."""
   masks, s = [], 2
   while s <= m:
-    masks += [s - 1] + [s >> k for k in range(2, s.bit_length())]   # then s/4, s/8, ..., 1
+    masks += [s - 1] + _halvings(s)
     s *= 2
   return masks
 
 
-def network(xs: list[UOp], exchange) -> list[UOp]:
+def _halvings(s: int) -> list[int]:
+  """The masks s/4, s/8, ..., 1: the steps that sort each half of a block of s whose halves are bitonic."""
+  return [s >> k for k in range(2, s.bit_length())]
+
+
+def network(xs: list[UOp], exchange, masks: list[int] | None = None) -> list[UOp]:
   """xs sorted along their last axis (a power of two) by a bitonic network; exchange(a, b) -> (lo, hi) puts each
-  pair of tuples in order. The network is one loop (a scan over its partner masks) whose step reads each entry's
-  partner by a gather, so that the graph and its compile stay the same size for any length."""
+  pair of tuples in order. The network is one loop (a scan over its partner masks, _masks(m) unless given) whose
+  step reads each entry's partner by a gather, so that the graph and its compile stay the same size for any
+  length."""
   *lead, m = xs[0].shape
-  masks = _masks(m)
+  masks = _masks(m) if masks is None else masks
   if not masks: return xs
   shape = (math.prod(lead), m)
 
@@ -191,17 +197,38 @@ def top_k(operand, k: int, *, axis: int = -1) -> list[Array]:
   perm = [i for i in range(a.ndim) if i != ax] + [ax]
   inv = [perm.index(i) for i in range(len(perm))]
   u = a.uop.permute(perm)
-  if k <= PASSES_K:
-    vals, idx = _top_by_passes(u, k)
-    return [Array(vals.permute(inv), a.weak_type), Array(idx.permute(inv))]
   key = _order_key(u)
   key = key.alu(Ops.XOR, fm.k(key, -1 if not key.dtype.is_unsigned else dtypes.max_value(key.dtype)))  # descending
-  vals, idx = _sorted([u, UOp.iota(u.shape, u.ndim - 1, _I32)], [key])
-  cut = lambda x: x.slice([(0, d, 1) for d in x.shape[:-1]] + [(0, k, 1)]).permute(inv)
-  return [Array(cut(vals), a.weak_type), Array(cut(idx))]
+  p = packed(key, UOp.iota(u.shape, u.ndim - 1, _I32))
+  if k <= PASSES_K: vals, idx = _top_by_passes(u, k)
+  elif p is not None: vals, idx = _top_by_merges(u, p, k)
+  else:
+    vals, idx = _sorted([u, UOp.iota(u.shape, u.ndim - 1, _I32)], [key])
+    cut = lambda x: x.slice([(0, d, 1) for d in x.shape[:-1]] + [(0, k, 1)])
+    vals, idx = cut(vals), cut(idx)
+  return [Array(vals.permute(inv), a.weak_type), Array(idx.permute(inv))]
 
 
-PASSES_K = 16   # top_k of at most this many entries takes them one pass over the last axis each; more sort it
+PASSES_K = 16   # top_k of at most this many entries takes them one pass over the last axis each; more merge blocks
+
+
+def _top_by_merges(u: UOp, p: UOp, k: int) -> tuple[UOp, UOp]:
+  """The k largest entries along u's last axis and their indices, as top_k, from p (packed keys that order them
+  largest first): the row, padded to m entries, cut into blocks of b (the power of two from k) that a network sorts;
+  then, until one block is left, each pair of blocks becomes the b least of their entries (the lesser of each entry
+  and its mirror in the other block: a bitonic sequence), sorted by a network's last log2(b) steps. About half the
+  work of sorting the row when k is small beside it."""
+  *lead, n = u.shape
+  rows, m, b = math.prod(lead), 1 << (n - 1).bit_length(), 1 << (k - 1).bit_length()
+  if m > n: p = UOp.concat([p, UOp.const(p.dtype, dtypes.max_value(p.dtype), (*lead, m - n))], len(lead))
+  x = network([p.reshape((rows * m // b, b))], min_max)[0]
+  while x.shape[0] > rows:
+    pairs = x.reshape((x.shape[0] // 2, 2, b))
+    first, second = (pairs.slice([(0, pairs.shape[0], 1), (h, h + 1, 1), (0, b, 1)]).reshape((pairs.shape[0], b))
+                     for h in (0, 1))
+    x = network([first.alu(Ops.MIN, second.flip((1,)))], min_max, _halvings(2 * b))[0]
+  idx = unpacked_index(x.slice([(0, rows, 1), (0, k, 1)]).reshape((*lead, k)))
+  return take_last(u, idx), idx
 
 
 def _top_by_passes(u: UOp, k: int) -> tuple[UOp, UOp]:
