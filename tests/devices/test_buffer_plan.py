@@ -13,7 +13,7 @@ from tracegrad.lower.kernel import Kernel, Loop, Store
 from tracegrad.lower.render_c import render_program
 from tracegrad.lower.schedule import schedule
 
-from oracles import tol
+from oracles import assert_ulps_close
 
 F32 = dtypes.float32
 needs_cc = pytest.mark.skipif(CPUDevice().toolchain() is None, reason="no C compiler")
@@ -129,4 +129,4 @@ def test_real_programs_keep_their_values_on_a_shared_arena(f, shapes, tmp_path, 
   want = run.Executable(graph, "interp").run(tracegrad.tree.leaves(args))
   for _ in range(2):   # the second run on the workspace the first left
     got = run.Executable(graph, "cpu").run(tracegrad.tree.leaves(args))
-    for g, w in zip(got, want): np.testing.assert_allclose(g, w, **tol("float32", 83, 8))
+    for g, w in zip(got, want): assert_ulps_close(g, w, 83, 8)
