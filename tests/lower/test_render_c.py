@@ -596,6 +596,38 @@ def test_a_scans_packing_copies_of_its_constants_run_once_before_its_loop(cpu):
   for g, w in zip(got, want): np.testing.assert_allclose(g.reshape(w.shape), w, rtol=ulps(256), atol=ulps(256))
 
 
+@pytest.mark.parametrize("steps", [1, 4, 5])
+def test_loops_trade_carry_buffers_rather_than_copying_them_and_keep_the_values(cpu, steps):
+  """A scan or while loop whose body writes its next carry afresh swaps that buffer with the carry's after each step
+  (no copy); after an odd number of steps the carry is copied back. Carries passed through, set to a constant, also
+  stacked as ys, or carried by an inner loop keep their values (against the interp device)."""
+  import tracegrad as tg
+  import tracegrad.numpy as tnp
+  from tracegrad import lax, make_graph
+  from tracegrad.lower.schedule import schedule
+
+  def f(x, xs):
+    def inner(c, y): return c * 0.5 + y, c.sum()
+    def body(carry, y):
+      a, b, same, zero = carry
+      a = tnp.tanh(a[::-1] + y)
+      b, sums = lax.scan(inner, b + a, xs[:3])
+      return (a, b, same, tnp.zeros(4)), (a, sums)
+    out, ys = lax.scan(body, (x, x * 2, x + 1, x), xs)
+    w = lax.while_loop(lambda c: c[1] < steps, lambda c: (c[0][::-1] * 1.5 - 1.0, c[1] + 1), (x, 0))
+    return out, ys, w
+  rng = np.random.default_rng(steps)
+  x, xs = rng.standard_normal(4).astype(np.float32), rng.standard_normal((steps, 4)).astype(np.float32)
+  graph = make_graph(f)(x, xs)
+  prog = schedule(graph)
+  src = render_program(prog)
+  outer = [b for b in src.split("/* c")[1:] if "_scan */" in b.split("\n", 1)[0]][0]
+  assert "void *held" in outer and outer.count("memcpy(bufs") < 8, outer
+  got = run(cpu, prog, [x, xs])
+  want = tg.run.Executable(graph, "interp").run([x, xs])
+  for g, w in zip(got, want): np.testing.assert_allclose(g, w, rtol=ulps(8), atol=ulps(8))
+
+
 def test_a_converted_right_operand_is_converted_once_into_its_panels(cpu):
   """x @ w.astype(bfloat16) with w big enough for column panels: each element of w is rounded to bfloat16 once, as
   its panel is filled, not at each multiply-add that reads it (a bfloat16 MLP's forward contraction ran at half the

@@ -1949,6 +1949,39 @@ class _Entry:
             if isinstance(k, Kernel) and k.packing and nums[0] in consts}
     return once, set(range(len(prog.kernels))) - once
 
+  def carried(self, body: Program, each: set[int], carry, bound: list[list[int]], depth: int):
+    """How a loop hands its body's carry outputs to the next step: (lines before the loop, at the end of each step,
+    after the loop). An output the loop may trade (swappable) swaps pointers with its carry buffer (`bound[j]`: the
+    inputs bound to carry j); after the loop the carry is copied back into its own bytes if an odd number of
+    steps left it in the output's, and the pointers restored. The others are copied at every step."""
+    outs = [o for o, _ in body.outputs[:len(carry)]]
+    swap = self.swappable(body, outs, each)
+    before, step, after = [], [], []
+    for j, (r, o) in enumerate(zip(carry, outs)):
+      if j not in swap:
+        step.append(f"memcpy(bufs[{r}], bufs[{o}], {self.nbytes(r)});")
+        continue
+      held, to = f"held{depth}_{j}", " = ".join(f"bufs[{i}]" for i in (r, *bound[j]))
+      before.append(f"void *{held}[2] = {{bufs[{r}], bufs[{o}]}};")
+      step.append(f"{{ void *p = bufs[{r}]; {to} = bufs[{o}]; bufs[{o}] = p; }}")
+      after += [f"if (bufs[{r}] != {held}[0]) memcpy({held}[0], bufs[{r}], {self.nbytes(r)});",
+                f"{to} = {held}[0]; bufs[{o}] = {held}[1];"]
+    return before, step, after
+
+  @staticmethod
+  def swappable(prog: Program, outs: list[int], items: set[int]) -> set[int]:
+    """The positions in `outs` (a loop body's carry outputs) whose buffer the loop may trade with its carry's after
+    each step instead of copying it: one written afresh at every step by the body's `items`, neither one of the
+    body's inputs nor another output. A body's buffers each have bytes of their own (buffer_plan), so the trade
+    leaves nothing else pointing at them."""
+    written = set()
+    for j in items:
+      k, nums = prog.kernels[j], prog.calls[j]
+      if isinstance(k, Control): written |= set(k.results)
+      else: written |= {nums[k.bufs.index(st.buf)] for p in k.steps() for st in p.stores}
+    every = [o for o, _ in prog.outputs]
+    return {j for j, o in enumerate(outs) if o in written and o not in prog.inputs and every.count(o) == 1}
+
   def control(self, c: Control, depth: int) -> list[str]:
     """The C block of a COND, SCAN or WHILE (its lines, indented relative to the block)."""
     ops, res, inner = c.operands, c.results, depth + 1
@@ -1975,15 +2008,17 @@ class _Entry:
       lines += ["  " + l for l in self.bind(ins[:n_consts], ops[:n_consts]) + self.bind(ins[n_consts:n_consts + n_carry], carry)]
       once, each = self.invariant(body, n_consts)
       lines += ["  " + l for l in self.body(body, inner - 1, once)]
+      before, trade, after = self.carried(body, each, carry, [[i] for i in ins[n_consts:n_consts + n_carry]], depth)
+      lines += ["  " + l for l in before]
       t = f"t{depth}"
       lines.append(f"  for (int64_t {t} = {length - 1}; {t} >= 0; {t}--) {{" if reverse else
                    f"  for (int64_t {t} = 0; {t} < {length}; {t}++) {{")
       step = [f"bufs[{b}] = (char *)bufs[{x}] + {t} * {self.nbytes(b)}LL;"
               for b, x in zip(ins[n_consts + n_carry:], ops[n_consts + n_carry:])]
-      step += self.body(body, inner, each) + self.copy_out(carry, body)
+      step += self.body(body, inner, each)
       step += [f"memcpy((char *)bufs[{r}] + {t} * {self.nbytes(o)}LL, bufs[{o}], {self.nbytes(o)});"
                for r, (o, _) in zip(res[n_carry:], body.outputs[n_carry:])]
-      lines += ["    " + l for l in step] + ["  }"]
+      lines += ["    " + l for l in step + trade] + ["  }"] + ["  " + l for l in after]
     else:
       (n_consts,) = c.arg
       cond, body = c.bodies
@@ -1991,8 +2026,11 @@ class _Entry:
       for g in (cond, body): lines += ["  " + l for l in self.bind(g.inputs[:n_consts], ops[:n_consts]) + self.bind(g.inputs[n_consts:], res)]
       once, each = self.invariant(body, n_consts)
       lines += ["  " + l for l in self.body(body, inner - 1, once)]
+      before, trade, after = self.carried(body, each, res, [[c, b] for c, b in zip(cond.inputs[n_consts:],
+                                                                                    body.inputs[n_consts:])], depth)
       (flag, _), = cond.outputs
       step = self.body(cond, inner) + [f"if (!*(const _Bool *)bufs[{flag}]) break;"]
-      step += self.body(body, inner, each) + self.copy_out(res, body)
-      lines += ["  for (;;) {"] + ["    " + l for l in step] + ["  }"]
+      step += self.body(body, inner, each) + trade
+      lines += ["  " + l for l in before] + ["  for (;;) {"] + ["    " + l for l in step] + ["  }"]
+      lines += ["  " + l for l in after]
     return lines + ["}"]
