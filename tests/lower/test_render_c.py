@@ -599,8 +599,9 @@ def test_a_scans_packing_copies_of_its_constants_run_once_before_its_loop(cpu):
 @pytest.mark.parametrize("steps", [1, 4, 5])
 def test_loops_trade_carry_buffers_rather_than_copying_them_and_keep_the_values(cpu, steps):
   """A scan or while loop whose body writes its next carry afresh swaps that buffer with the carry's after each step
-  (no copy); after an odd number of steps the carry is copied back. Carries passed through, set to a constant, also
-  stacked as ys, or carried by an inner loop keep their values (against the interp device)."""
+  (no copy); after an odd number of steps the carry is copied back. A cond's branch writes its result in place. Carries
+  passed through, set to a constant, also stacked as ys, made by a cond or carried by an inner loop keep their values
+  (against the interp device)."""
   import tracegrad as tg
   import tracegrad.numpy as tnp
   from tracegrad import lax, make_graph
@@ -610,7 +611,7 @@ def test_loops_trade_carry_buffers_rather_than_copying_them_and_keep_the_values(
     def inner(c, y): return c * 0.5 + y, c.sum()
     def body(carry, y):
       a, b, same, zero = carry
-      a = tnp.tanh(a[::-1] + y)
+      a = lax.cond(y.sum() > 0, lambda a: tnp.tanh(a[::-1] + y), lambda a: a * 0.5 - y, a)
       b, sums = lax.scan(inner, b + a, xs[:3])
       return (a, b, same, tnp.zeros(4)), (a, sums)
     out, ys = lax.scan(body, (x, x * 2, x + 1, x), xs)
@@ -623,6 +624,7 @@ def test_loops_trade_carry_buffers_rather_than_copying_them_and_keep_the_values(
   src = render_program(prog)
   outer = [b for b in src.split("/* c")[1:] if "_scan */" in b.split("\n", 1)[0]][0]
   assert "void *held" in outer and outer.count("memcpy(bufs") < 8, outer
+  assert re.search(r"case 1: \{[^}]*void \*held", src), src
   got = run(cpu, prog, [x, xs])
   want = tg.run.Executable(graph, "interp").run([x, xs])
   for g, w in zip(got, want): np.testing.assert_allclose(g, w, rtol=ulps(8), atol=ulps(8))

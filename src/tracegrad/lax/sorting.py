@@ -21,7 +21,7 @@ from ..array import Array, to_array
 from ..ir import Ops, UOp, dtypes
 from ..ir.shapes import fmt
 from . import float_math as fm
-from .control import scan
+from .control import scan, switch
 from .ops import normalize_axis
 
 __all__ = ["sort", "sort_key_val", "top_k", "approx_max_k", "approx_min_k"]
@@ -82,27 +82,51 @@ def _halvings(s: int) -> list[int]:
   return [s >> k for k in range(2, s.bit_length())]
 
 
+LANES = 8   # entries of a block that a network step reads whole when the partners lie a block or more away
+
+
 def network(xs: list[UOp], exchange, masks: list[int] | None = None) -> list[UOp]:
   """xs sorted along their last axis (a power of two) by a bitonic network; exchange(a, b) -> (lo, hi) puts each
-  pair of tuples in order. The network is one loop (a scan over its partner masks, _masks(m) unless given) whose
-  step reads each entry's partner by a gather, so that the graph and its compile stay the same size for any
-  length."""
+  pair of tuples in order. The network is one loop (a scan over its partner masks, _masks(m) unless given), so that
+  the graph and its compile stay the same size for any length. Each step is one of three kinds, chosen by a switch:
+  a partner LANES or more entries away lies in another block of LANES, which the step reads whole, a vector at a
+  time (its lanes reversed for a mirror mask); a nearer one is gathered entry by entry."""
   *lead, m = xs[0].shape
   masks = _masks(m) if masks is None else masks
   if not masks: return xs
-  shape = (math.prod(lead), m)
+  rows, lanes = math.prod(lead), min(LANES, m)
+  table = np.array([(2, mk) if mk < lanes else (int(mk % lanes != 0), mk // lanes) for mk in masks], np.int32)
 
-  def step(carry, mask):
+  def ordered(us: list[UOp], theirs: list[UOp], lower: UOp) -> list[Array]:
+    lo, hi = exchange(us, theirs)
+    return [Array(lower.where(a, b).reshape((rows, m))) for a, b in zip(lo, hi)]
+
+  def far(mirror: bool):
+    def step(jump, *carry):
+      blocks = (rows, m // lanes)
+      us = [c.uop.reshape((*blocks, lanes)) for c in carry]
+      b = UOp.iota(blocks, 1, _I32)
+      partner = b.alu(Ops.XOR, jump.uop.reshape((1, 1)).broadcast(blocks))
+      at = UOp.concat([UOp.iota((*blocks, 1), 0, _I32), partner.reshape((*blocks, 1))], 2)
+      theirs = [u.gather(at) for u in us]
+      if mirror: theirs = [t.flip((2,)) for t in theirs]
+      return ordered(us, theirs, b.alu(Ops.CMPLT, partner).reshape((*blocks, 1)).broadcast(us[0].shape))
+    return step
+
+  def close(jump, *carry):
     us = [c.uop for c in carry]
-    pos = UOp.iota(shape, 1, _I32)
-    partner = pos.alu(Ops.XOR, mask.uop.reshape((1, 1)).broadcast(shape))
-    at = UOp.concat([UOp.iota((*shape, 1), 0, _I32), partner.reshape((*shape, 1))], 2)
-    theirs = [u.gather(at) for u in us]
-    lower = pos.alu(Ops.CMPLT, partner)
-    lo, hi = exchange([lower.where(u, t) for u, t in zip(us, theirs)], [lower.where(t, u) for u, t in zip(us, theirs)])
-    return [Array(lower.where(a, b)) for a, b in zip(lo, hi)], None
+    pos = UOp.iota((rows, m), 1, _I32)
+    partner = pos.alu(Ops.XOR, jump.uop.reshape((1, 1)).broadcast((rows, m)))
+    at = UOp.concat([UOp.iota((rows, m, 1), 0, _I32), partner.reshape((rows, m, 1))], 2)
+    return ordered(us, [u.gather(at) for u in us], pos.alu(Ops.CMPLT, partner))
 
-  out, _ = scan(step, [Array(x.detach().reshape(shape)) for x in xs], Array(UOp.buffer(np.array(masks, np.int32))))
+  branches = [far(False), far(True), close]
+
+  def step(carry, row):
+    which, jump = (Array(row.uop.slice([(j, j + 1, 1)]).reshape(())) for j in (0, 1))
+    return list(switch(which, branches, jump, *carry)), None
+
+  out, _ = scan(step, [Array(x.detach().reshape((rows, m))) for x in xs], Array(UOp.buffer(table)))
   return [o.uop.reshape(x.shape) for o, x in zip(out, xs)]
 
 

@@ -1900,7 +1900,7 @@ def _units(functions: list[str]) -> list[str]:
 
 class _Entry:
   """The statements of tg_run: kernel calls, and control flow as loops that point each sub-program's inputs at its
-  operands and copy its outputs into the results."""
+  operands and copy its outputs into the results, or point the outputs at the results' bytes (swappable)."""
 
   def __init__(self, buffers, hosts: dict[int, int]):
     self.buffers, self.functions, self.seen, self.hosts = buffers, [], set(), hosts
@@ -1933,9 +1933,6 @@ class _Entry:
     return f"{name}({', '.join(f'({MEMTYPE[p.dtype]} *)bufs[{n}]' for p, n in zip(k.bufs, nums))});"
 
   def bind(self, ins, ops) -> list[str]: return [f"bufs[{b}] = bufs[{o}];" for b, o in zip(ins, ops)]
-
-  def copy_out(self, results, prog: Program) -> list[str]:
-    return [f"memcpy(bufs[{r}], bufs[{o}], {self.nbytes(r)});" for r, (o, _) in zip(results, prog.outputs)]
 
   def body(self, prog: Program, depth: int, only=None) -> list[str]:
     return [l[2 * depth:] for l in self.items(prog, depth, only=only)]
@@ -1970,10 +1967,10 @@ class _Entry:
 
   @staticmethod
   def swappable(prog: Program, outs: list[int], items: set[int]) -> set[int]:
-    """The positions in `outs` (a loop body's carry outputs) whose buffer the loop may trade with its carry's after
-    each step instead of copying it: one written afresh at every step by the body's `items`, neither one of the
-    body's inputs nor another output. A body's buffers each have bytes of their own (buffer_plan), so the trade
-    leaves nothing else pointing at them."""
+    """The positions in `outs` (a sub-program's outputs) whose buffer may point at other bytes instead of being
+    copied there: a loop trades it with its carry's after each step, a COND's branch writes its result in place. One
+    written afresh by `items` (at every step), neither one of the sub-program's inputs nor another output; its
+    buffers each have bytes of their own (buffer_plan), so nothing else points at them."""
     written = set()
     for j in items:
       k, nums = prog.kernels[j], prog.calls[j]
@@ -1997,7 +1994,13 @@ class _Entry:
                 f"  switch (b < 0 ? 0 : b > {last} ? {last} : b) {{"]
       for i, br in enumerate(c.bodies):
         lines.append(f"  case {i}: {{")
-        block = self.bind(br.inputs, ops[1:]) + self.body(br, inner) + self.copy_out(res, br) + ["break;"]
+        outs = [o for o, _ in br.outputs]
+        direct = self.swappable(br, outs, set(range(len(br.kernels))))
+        into = [(f"held{depth}_{j}", r, o) for j, (r, o) in enumerate(zip(res, outs)) if j in direct]
+        block = self.bind(br.inputs, ops[1:]) + [f"void *{h} = bufs[{o}]; bufs[{o}] = bufs[{r}];" for h, r, o in into]
+        block += self.body(br, inner) + [f"bufs[{o}] = {h};" for h, _, o in into]
+        block += [f"memcpy(bufs[{r}], bufs[{o}], {self.nbytes(r)});"
+                  for j, (r, o) in enumerate(zip(res, outs)) if j not in direct] + ["break;"]
         lines += ["    " + l for l in block] + ["  }"]
       lines.append("  }")
     elif c.op is Ops.SCAN:
