@@ -339,6 +339,19 @@ def test_top_k_by_merging_sorted_blocks_matches_jax(n, k):
   grads_match(lambda x: lax.top_k(x, k)[0] * w, lambda x: jl.top_k(x, k)[0] * w, y)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.uint8])
+def test_approx_min_k_is_the_first_k_of_a_stable_sort(dtype):
+  """Exact: by passes (k <= PASSES_K), by merging blocks or by a sort (64-bit keys); NaN last, -0.0 tied with 0.0."""
+  r = np.random.default_rng(5)
+  pool = np.array([np.nan, -0.0, 0.0, 1, -1, 2]) if np.dtype(dtype).kind == "f" else np.arange(4)
+  y = r.choice(pool.astype(dtype), (3, 70))
+  for k in (0, 5, 17, 40, 70):
+    vals, idx = lax.approx_min_k(y, k)
+    want = np.argsort(np.where(y == 0, 0, y), axis=-1, kind="stable")[:, :k]
+    np.testing.assert_array_equal(np.asarray(idx), want)
+    np.testing.assert_array_equal(np.asarray(vals), np.take_along_axis(y, want, -1))
+
+
 # ---- convolutions ----
 def test_conv_helpers():
   dn = ("NHWC", "HWIO", "NHWC")

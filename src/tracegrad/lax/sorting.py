@@ -211,7 +211,16 @@ def top_k(operand, k: int, *, axis: int = -1) -> list[Array]:
   >>> lax.top_k(tnp.array([1.0, 4.0, 2.0, 4.0]), 2)
   [Array([4., 4.], dtype=float32), Array([1, 3], dtype=int32)]
   """
-  fn = "top_k"
+  return _best("top_k", operand, k, axis, _order_key)
+
+
+def _reversed(key: UOp) -> UOp:
+  """An integer key in the opposite order."""
+  return key.alu(Ops.XOR, fm.k(key, -1 if not key.dtype.is_unsigned else dtypes.max_value(key.dtype)))
+
+
+def _best(fn: str, operand, k: int, axis: int, keyed) -> list[Array]:
+  """The k entries along axis with the greatest keyed(u) (ties: the lower index first), and their int32 indices."""
   a = to_array(operand, fn=fn)
   if a.ndim == 0: raise TypeError(f"{fn}: operand must have at least one axis, got a scalar")
   ax = normalize_axis(axis, a.ndim, fn)
@@ -221,13 +230,13 @@ def top_k(operand, k: int, *, axis: int = -1) -> list[Array]:
   perm = [i for i in range(a.ndim) if i != ax] + [ax]
   inv = [perm.index(i) for i in range(len(perm))]
   u = a.uop.permute(perm)
-  key = _order_key(u)
-  key = key.alu(Ops.XOR, fm.k(key, -1 if not key.dtype.is_unsigned else dtypes.max_value(key.dtype)))  # descending
-  p = packed(key, UOp.iota(u.shape, u.ndim - 1, _I32))
-  if k <= PASSES_K: vals, idx = _top_by_passes(u, k)
+  key = keyed(u)
+  first = _reversed(key)   # ascending: the best first
+  p = packed(first, UOp.iota(u.shape, u.ndim - 1, _I32))
+  if k <= PASSES_K: vals, idx = _top_by_passes(u, key, k)
   elif p is not None: vals, idx = _top_by_merges(u, p, k)
   else:
-    vals, idx = _sorted([u, UOp.iota(u.shape, u.ndim - 1, _I32)], [key])
+    vals, idx = _sorted([u, UOp.iota(u.shape, u.ndim - 1, _I32)], [first])
     cut = lambda x: x.slice([(0, d, 1) for d in x.shape[:-1]] + [(0, k, 1)])
     vals, idx = cut(vals), cut(idx)
   return [Array(vals.permute(inv), a.weak_type), Array(idx.permute(inv))]
@@ -237,8 +246,7 @@ PASSES_K = 16   # top_k of at most this many entries takes them one pass over th
 
 
 def _top_by_merges(u: UOp, p: UOp, k: int) -> tuple[UOp, UOp]:
-  """The k largest entries along u's last axis and their indices, as top_k, from p (packed keys that order them
-  largest first): the row, padded to m entries, cut into blocks of b (the power of two from k) that a network sorts;
+  """The k entries along u's last axis with the least packed keys p, and their indices: the row, padded to m entries, cut into blocks of b (the power of two from k) that a network sorts;
   then, until one block is left, each pair of blocks becomes the b least of their entries (the lesser of each entry
   and its mirror in the other block: a bitonic sequence), sorted by a network's last log2(b) steps. About half the
   work of sorting the row when k is small beside it."""
@@ -255,14 +263,14 @@ def _top_by_merges(u: UOp, p: UOp, k: int) -> tuple[UOp, UOp]:
   return take_last(u, idx), idx
 
 
-def _top_by_passes(u: UOp, k: int) -> tuple[UOp, UOp]:
-  """The k largest entries along u's last axis and their int32 indices, as top_k: each the largest in the total
-  order (the first of equals) among those after the one before, found by a max and a min reduction; the values
-  gathered at their indices (so that gradients flow to them)."""
+def _top_by_passes(u: UOp, key: UOp, k: int) -> tuple[UOp, UOp]:
+  """The k entries along u's last axis with the greatest integer key and their int32 indices: each the greatest
+  (the first of equals) among those after the one before, found by a max and a min reduction; the values gathered
+  at their indices (so that gradients flow to them)."""
   *lead, n = u.shape
   last = u.ndim - 1
   if k == 0 or n == 0: return UOp.const(u.dtype, 0, (*lead, k)), UOp.const(_I32, 0, (*lead, k))
-  key, i = _order_key(u), UOp.iota(u.shape, last, _I32)
+  i = UOp.iota(u.shape, last, _I32)
   low, none = fm.k(key, dtypes.min_value(key.dtype)), fm.k(i, n)
   picks, left = [], None   # left: the entries after the last pick
   for _ in range(k):
@@ -277,7 +285,7 @@ def _top_by_passes(u: UOp, k: int) -> tuple[UOp, UOp]:
 
 def approx_max_k(operand, k: int, reduction_dimension: int = -1, recall_target: float = 0.95,
                  reduction_input_size_override: int = -1, aggregate_to_topk: bool = True) -> list[Array]:
-  """The k largest entries along reduction_dimension and their indices, as jax.lax.approx_max_k (exact here).
+  """The k largest entries along reduction_dimension and their indices, as jax.lax.approx_max_k (exact here: top_k's).
 
   >>> lax.approx_max_k(tnp.array([1.0, 4.0, 2.0]), 1)
   [Array([4.], dtype=float32), Array([1], dtype=int32)]
@@ -287,15 +295,10 @@ def approx_max_k(operand, k: int, reduction_dimension: int = -1, recall_target: 
 
 def approx_min_k(operand, k: int, reduction_dimension: int = -1, recall_target: float = 0.95,
                  reduction_input_size_override: int = -1, aggregate_to_topk: bool = True) -> list[Array]:
-  """The k smallest entries along reduction_dimension and their indices, as jax.lax.approx_min_k (exact here).
+  """The k smallest entries along reduction_dimension and their indices, as jax.lax.approx_min_k (exact here: the
+  first k of sort's order, NaN last, -0.0 tied with 0.0, ties in index order).
 
   >>> lax.approx_min_k(tnp.array([1.0, 4.0, 2.0]), 2)
   [Array([1., 2.], dtype=float32), Array([0, 2], dtype=int32)]
   """
-  fn = "approx_min_k"
-  a = to_array(operand, fn=fn)
-  ax = normalize_axis(reduction_dimension, a.ndim, fn)
-  vals, idx = sort((a, Array(UOp.iota(a.shape, ax, _I32))), ax, True, 1)
-  k = operator.index(k)
-  cut = lambda x: Array(x.uop.slice([(0, k if i == ax else d, 1) for i, d in enumerate(x.shape)]), x.weak_type)
-  return [cut(vals), cut(idx)]
+  return _best("approx_min_k", operand, k, reduction_dimension, lambda u: _reversed(_order_key(_canonical(u))))
