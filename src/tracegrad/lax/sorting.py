@@ -246,10 +246,11 @@ PASSES_K = 16   # top_k of at most this many entries takes them one pass over th
 
 
 def _top_by_merges(u: UOp, p: UOp, k: int) -> tuple[UOp, UOp]:
-  """The k entries along u's last axis with the least packed keys p, and their indices: the row, padded to m entries, cut into blocks of b (the power of two from k) that a network sorts;
-  then, until one block is left, each pair of blocks becomes the b least of their entries (the lesser of each entry
-  and its mirror in the other block: a bitonic sequence), sorted by a network's last log2(b) steps. About half the
-  work of sorting the row when k is small beside it."""
+  """The k entries along u's last axis with the least packed keys p, and their indices: the row, padded to m entries,
+  cut into blocks of b (the power of two from k) that a network sorts; then, until one block is left, each pair of
+  blocks becomes the b least of their entries (the lesser of each entry and its mirror in the other block: a bitonic
+  sequence), sorted by a network's last log2(b) steps. About half the work of sorting the row when k is small beside
+  it."""
   *lead, n = u.shape
   rows, m, b = math.prod(lead), 1 << (n - 1).bit_length(), 1 << (k - 1).bit_length()
   if m > n: p = UOp.concat([p, UOp.const(p.dtype, dtypes.max_value(p.dtype), (*lead, m - n))], len(lead))
