@@ -21,7 +21,7 @@ import numpy as np
 from ..array import Array, to_array
 from ..ir import Ops, UOp, dtypes
 from ..lax.reductions import cumsum
-from ..lax.sorting import _by_keys, _order_key, min_max, network, packed, take_last, unpacked_index
+from ..lax.sorting import _by_keys, _canonical, _order_key, min_max, network, packed, take_last, unpacked_index
 from .core import arraylike as _arr, normalize_axis, promote
 from .indexing import take
 
@@ -134,14 +134,12 @@ def _argsort_last(u: UOp) -> UOp:
   if u.dtype.is_complex: return _complex_sorted(u)[1]
   n = u.shape[-1]
   m = _pow2(n)
-  k, nan = _key(u)
   i = UOp.iota(u.shape, u.ndim - 1, _I32)
+  if (p := packed(_order_key(_canonical(u)), i)) is not None:   # numpy's order too: NaN last, -0.0 tied with 0.0
+    return unpacked_index(_cut(network([_pad(p, m, dtypes.max_value(p.dtype))], min_max)[0], n))
+  k, nan = _key(u)
   if nan is not None: i = nan.where(i + UOp.const(_I32, m, i.shape), i)  # NaN after +inf, in order
-  zero = UOp.const(k.dtype, 0, k.shape)
-  if (p := packed(_order_key(k.alu(Ops.CMPEQ, zero).where(zero, k)), i)) is not None:   # -0.0 ties with 0.0
-    i = unpacked_index(_cut(network([_pad(p, m, dtypes.max_value(p.dtype))], min_max)[0], n))
-  else:
-    i = _cut(network([_pad(k, m, dtypes.max_value(k.dtype)), _pad(i, m, 2 * m)], _pairs)[1], n)
+  i = _cut(network([_pad(k, m, dtypes.max_value(k.dtype)), _pad(i, m, 2 * m)], _pairs)[1], n)
   return i.alu(Ops.MOD, UOp.const(_I32, m, i.shape)) if nan is not None else i
 
 
