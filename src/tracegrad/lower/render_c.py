@@ -736,15 +736,18 @@ BLOCK_PRELUDE = "\n" + "".join(
 #else
 #define TG_OPAQUE(n) (n)
 #endif
-/* the threads of a parallel region, and this one's number */
+/* the threads of a parallel region, this one's number, and how many the next region will have */
 #ifdef _OPENMP
 int omp_get_num_threads(void);
 int omp_get_thread_num(void);
+int omp_get_max_threads(void);
 #define TG_THREADS() omp_get_num_threads()
 #define TG_THREAD() omp_get_thread_num()
+#define TG_CREW() omp_get_max_threads()
 #else
 #define TG_THREADS() 1
 #define TG_THREAD() 0
+#define TG_CREW() 1
 #endif
 /* a vector register of floats or doubles (and one read at any element), their multiply-add, and TG_PIN(v), which keeps
    v in a register: without it gcc reads a row operand again from memory in each of its multiply-adds */
@@ -1342,7 +1345,12 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
   paneled = dataclasses.replace(k, reduce=dataclasses.replace(r, value=substitute([r.value], {
     value: panel.gather(at.reshape((1,)))})[0]))
   span = f"({steps} * {width} * (int64_t)sizeof({mem}))"   # one panel's bytes
-  b.line(f"const int64_t group = TG_CLAMP({PANEL_GROUP_BYTES} / {span}, 1, {PANEL_GROUP});")
+  # as many panels a group as fit, then fewer so that the groups share out evenly among the threads
+  crew = "TG_CREW()" if pragmas else "1"
+  b.line(f"const int64_t fit = TG_CLAMP({PANEL_GROUP_BYTES} / {span}, 1, {PANEL_GROUP}), "
+         f"npanels = ({last.extent} + {width} - 1) / {width}, crew = {crew};")
+  b.line("const int64_t laps = (npanels + fit * crew - 1) / (fit * crew);")
+  b.line("const int64_t group = (npanels + laps * crew - 1) / (laps * crew);")
 
   @contextmanager
   def each_panel():
