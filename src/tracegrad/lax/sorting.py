@@ -232,9 +232,8 @@ def _best(fn: str, operand, k: int, axis: int, keyed) -> list[Array]:
   u = a.uop.permute(perm)
   key = keyed(u)
   first = _reversed(key)   # ascending: the best first
-  p = packed(first, UOp.iota(u.shape, u.ndim - 1, _I32))
   if k <= PASSES_K: vals, idx = _top_by_passes(u, key, k)
-  elif p is not None: vals, idx = _top_by_merges(u, p, k)
+  elif (p := packed(first, UOp.iota(u.shape, u.ndim - 1, _I32))) is not None: vals, idx = _top_by_merges(u, p, k)
   else:
     vals, idx = _sorted([u, UOp.iota(u.shape, u.ndim - 1, _I32)], [first])
     cut = lambda x: x.slice([(0, d, 1) for d in x.shape[:-1]] + [(0, k, 1)])

@@ -2,7 +2,7 @@
 flatnonzero.
 
 There is no sort primitive. sort and argsort are bitonic sorting networks (lax.sorting.network: one scan whose step
-gathers each entry's partner and compares with MIN/MAX or CMPLT/WHERE): the sorted axis is moved last and padded to
+reads each entry's partner and compares with MIN/MAX or CMPLT/WHERE): the sorted axis is moved last and padded to
 a power of two with sentinels that sort after everything, then log2(n)(log2(n)+1)/2 compare-exchange steps run over
 all pairs at once. Values follow numpy: NaN sorts to the end. argsort compares (key, index) pairs lexicographically
 (packed into one int64 where the key has at most 32 bits), so it is stable: equal keys keep their order; sorted
