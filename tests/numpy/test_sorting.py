@@ -96,6 +96,16 @@ def test_a_sorts_graph_is_one_loop_whatever_the_length():
   check(lambda x: tnp.sort(x, axis=1), lambda x: np.sort(x, axis=1), x)
 
 
+@pytest.mark.parametrize("n", [8, 9, 4096, 4097])
+def test_network_steps_read_partners_turned_lanes_first_or_gathered(n):
+  """Rows up to TURN_MAX entries turn lanes-first for the steps whose partners are near; longer ones gather them."""
+  from tracegrad.lax.sorting import TURN_MAX
+  assert TURN_MAX == 4096
+  x = np.random.default_rng(n).integers(-50, 50, (3, n)).astype(np.int32)
+  check(tnp.sort, np.sort, x)
+  check(tnp.argsort, lambda x: np.argsort(x, kind="stable"), x, want_dtype="int32")
+
+
 def test_sorting_differentiates_and_batches_as_jax():
   jax = pytest.importorskip("jax")
   from oracles import close_to_jax

@@ -82,51 +82,73 @@ def _halvings(s: int) -> list[int]:
   return [s >> k for k in range(2, s.bit_length())]
 
 
-LANES = 8   # entries of a block that a network step reads whole when the partners lie a block or more away
+LANES = 8   # a network step reads its partners a block of this many entries at a time, or held lanes-first
+TURN_MAX = 1 << 12   # rows longer than this gather near partners entry by entry: turning them costs more than it saves
 
 
 def network(xs: list[UOp], exchange, masks: list[int] | None = None) -> list[UOp]:
   """xs sorted along their last axis (a power of two) by a bitonic network; exchange(a, b) -> (lo, hi) puts each
   pair of tuples in order. The network is one loop (a scan over its partner masks, _masks(m) unless given), so that
-  the graph and its compile stay the same size for any length. Each step is one of three kinds, chosen by a switch:
-  a partner LANES or more entries away lies in another block of LANES, which the step reads whole, a vector at a
-  time (its lanes reversed for a mirror mask); a nearer one is gathered entry by entry."""
+  the graph and its compile stay the same size for any length. A switch picks each step's kind, so that every step
+  reads its partners a vector at a time: with the row seen as blocks of LANES, a partner LANES or more entries away
+  is the same lane of another block (lanes reversed for a mirror mask); for a run of nearer partners the row is first
+  turned lanes-first (each lane's entries of every block together), where they are in another lane, and turned back
+  after the run (in a row of up to TURN_MAX entries; a longer one gathers them)."""
   *lead, m = xs[0].shape
   masks = _masks(m) if masks is None else masks
   if not masks: return xs
   rows, lanes = math.prod(lead), min(LANES, m)
-  table = np.array([(2, mk) if mk < lanes else (int(mk % lanes != 0), mk // lanes) for mk in masks], np.int32)
+  blocks = m // lanes
+  far, mirrored, near, across, back, gathered = range(6)
+  plan, turned = [], False
+  for mk in masks:
+    if mk < lanes and m > TURN_MAX:
+      plan.append((gathered, mk))
+      continue
+    if (mk < lanes) != turned:
+      plan.append((back if turned else across, 0))
+      turned = not turned
+    plan.append((near, mk) if turned else (mirrored if mk % lanes else far, mk // lanes))
+  if turned: plan.append((back, 0))
 
-  def ordered(us: list[UOp], theirs: list[UOp], lower: UOp) -> list[Array]:
-    lo, hi = exchange(us, theirs)
-    return [Array(lower.where(a, b).reshape((rows, m))) for a, b in zip(lo, hi)]
-
-  def far(mirror: bool):
+  def exchanged(outer: int, inner: int, mirror: bool):
+    """The step on the row seen as (outer, inner): partners in the outer entry `jump` away by XOR, the same inner
+    entry (or its mirror)."""
     def step(jump, *carry):
-      blocks = (rows, m // lanes)
-      us = [c.uop.reshape((*blocks, lanes)) for c in carry]
-      b = UOp.iota(blocks, 1, _I32)
-      partner = b.alu(Ops.XOR, jump.uop.reshape((1, 1)).broadcast(blocks))
-      at = UOp.concat([UOp.iota((*blocks, 1), 0, _I32), partner.reshape((*blocks, 1))], 2)
+      us = [c.uop.reshape((rows, outer, inner)) for c in carry]
+      b = UOp.iota((rows, outer), 1, _I32)
+      partner = b.alu(Ops.XOR, jump.uop.reshape((1, 1)).broadcast((rows, outer)))
+      at = UOp.concat([UOp.iota((rows, outer, 1), 0, _I32), partner.reshape((rows, outer, 1))], 2)
       theirs = [u.gather(at) for u in us]
       if mirror: theirs = [t.flip((2,)) for t in theirs]
-      return ordered(us, theirs, b.alu(Ops.CMPLT, partner).reshape((*blocks, 1)).broadcast(us[0].shape))
+      lo, hi = exchange(us, theirs)
+      lower = b.alu(Ops.CMPLT, partner).reshape((rows, outer, 1)).broadcast(us[0].shape)
+      return [Array(lower.where(a, h).reshape((rows, m))) for a, h in zip(lo, hi)]
     return step
 
-  def close(jump, *carry):
+  def turn(outer: int, inner: int):
+    """The row seen as (outer, inner) transposed."""
+    def step(jump, *carry):
+      return [Array(c.uop.reshape((rows, outer, inner)).permute((0, 2, 1)).reshape((rows, m))) for c in carry]
+    return step
+
+  def each(jump, *carry):
+    """The step with each entry's partner gathered by itself."""
     us = [c.uop for c in carry]
     pos = UOp.iota((rows, m), 1, _I32)
     partner = pos.alu(Ops.XOR, jump.uop.reshape((1, 1)).broadcast((rows, m)))
     at = UOp.concat([UOp.iota((rows, m, 1), 0, _I32), partner.reshape((rows, m, 1))], 2)
-    return ordered(us, [u.gather(at) for u in us], pos.alu(Ops.CMPLT, partner))
+    lo, hi = exchange(us, [u.gather(at) for u in us])
+    return [Array(pos.alu(Ops.CMPLT, partner).where(a, h)) for a, h in zip(lo, hi)]
 
-  branches = [far(False), far(True), close]
+  branches = [exchanged(blocks, lanes, False), exchanged(blocks, lanes, True), exchanged(lanes, blocks, False),
+              turn(blocks, lanes), turn(lanes, blocks), each]
 
   def step(carry, row):
     which, jump = (Array(row.uop.slice([(j, j + 1, 1)]).reshape(())) for j in (0, 1))
     return list(switch(which, branches, jump, *carry)), None
 
-  out, _ = scan(step, [Array(x.detach().reshape((rows, m))) for x in xs], Array(UOp.buffer(table)))
+  out, _ = scan(step, [Array(x.detach().reshape((rows, m))) for x in xs], Array(UOp.buffer(np.array(plan, np.int32))))
   return [o.uop.reshape(x.shape) for o, x in zip(out, xs)]
 
 
