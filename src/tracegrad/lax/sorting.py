@@ -46,6 +46,11 @@ def _canonical(u: UOp) -> UOp:
   return u.alu(Ops.CMPNE, u).where(fm.k(u, float("nan")), u)
 
 
+def sort_key(u: UOp) -> UOp:
+  """An integer array ordered as JAX's sort orders u (and numpy's: NaN last, -0.0 tied with 0.0)."""
+  return _order_key(_canonical(u))
+
+
 def packed(key: UOp, idx: UOp) -> UOp | None:
   """(key, idx) as one int64 that orders as the pair does, lexicographically: key (an integer of at most 32 bits,
   ordered as a signed 32-bit number) times 2^32 plus idx (a non-negative int32), so that a sorting network compares
@@ -59,6 +64,12 @@ def packed(key: UOp, idx: UOp) -> UOp | None:
 def unpacked_index(p: UOp) -> UOp:
   """The int32 index held in a packed key's low half."""
   return p.alu(Ops.AND, fm.k(p, (1 << 32) - 1)).cast(_I32)
+
+
+def padded(u: UOp, m: int, value) -> UOp:
+  """u's last axis lengthened to m with `value`."""
+  n = u.shape[-1]
+  return u if m == n else UOp.concat([u, UOp.const(u.dtype, value, (*u.shape[:-1], m - n))], u.ndim - 1)
 
 
 def min_max(a, b):
@@ -132,17 +143,8 @@ def network(xs: list[UOp], exchange, masks: list[int] | None = None) -> list[UOp
       return [Array(c.uop.reshape((rows, outer, inner)).permute((0, 2, 1)).reshape((rows, m))) for c in carry]
     return step
 
-  def each(jump, *carry):
-    """The step with each entry's partner gathered by itself."""
-    us = [c.uop for c in carry]
-    pos = UOp.iota((rows, m), 1, _I32)
-    partner = pos.alu(Ops.XOR, jump.uop.reshape((1, 1)).broadcast((rows, m)))
-    at = UOp.concat([UOp.iota((rows, m, 1), 0, _I32), partner.reshape((rows, m, 1))], 2)
-    lo, hi = exchange(us, [u.gather(at) for u in us])
-    return [Array(pos.alu(Ops.CMPLT, partner).where(a, h)) for a, h in zip(lo, hi)]
-
   branches = [exchanged(blocks, lanes, False), exchanged(blocks, lanes, True), exchanged(lanes, blocks, False),
-              turn(blocks, lanes), turn(lanes, blocks), each]
+              turn(blocks, lanes), turn(lanes, blocks), exchanged(m, 1, False)]
 
   def step(carry, row):
     which, jump = (Array(row.uop.slice([(j, j + 1, 1)]).reshape(())) for j in (0, 1))
@@ -180,15 +182,12 @@ def _sorted(us: list[UOp], keys: list[UOp]) -> list[UOp]:
   m = 1 << (n - 1).bit_length()
   idx = UOp.iota(us[0].shape, len(lead), _I32)
 
-  def pad(u: UOp, value) -> UOp:
-    return u if m == n else UOp.concat([u, UOp.const(u.dtype, value, (*lead, m - n))], len(lead))
-
   cut = lambda u: u.slice([(0, d, 1) for d in lead] + [(0, n, 1)])
   if len(keys) == 1 and (p := packed(keys[0], idx)) is not None:
-    order = unpacked_index(cut(network([pad(p, dtypes.max_value(p.dtype))], min_max)[0]))
+    order = unpacked_index(cut(network([padded(p, m, dtypes.max_value(p.dtype))], min_max)[0]))
   else:   # padding sorts last: every key at its maximum, and the iota beyond n
-    padded = [pad(k, dtypes.max_value(k.dtype)) for k in keys] + [pad(idx, n)]
-    order = cut(network(padded, _by_keys(len(keys)))[-1])
+    xs = [padded(k, m, dtypes.max_value(k.dtype)) for k in keys] + [padded(idx, m, n)]
+    order = cut(network(xs, _by_keys(len(keys)))[-1])
   return [take_last(u, order) for u in us]
 
 
@@ -212,7 +211,7 @@ def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1
   perm = [i for i in range(arrs[0].ndim) if i != ax] + [ax]
   inv = [perm.index(i) for i in range(len(perm))]
   us = [a.uop.permute(perm) for a in arrs]
-  keys = [_order_key(_canonical(u)) for u in us[:num_keys]]
+  keys = [sort_key(u) for u in us[:num_keys]]
   out = [Array(u.permute(inv), a.weak_type) for u, a in zip(_sorted(us, keys), arrs)]
   return out[0] if single else tuple(out)
 
@@ -274,8 +273,7 @@ def _top_by_merges(u: UOp, p: UOp, k: int) -> tuple[UOp, UOp]:
   it."""
   *lead, n = u.shape
   rows, m, b = math.prod(lead), 1 << (n - 1).bit_length(), 1 << (k - 1).bit_length()
-  if m > n: p = UOp.concat([p, UOp.const(p.dtype, dtypes.max_value(p.dtype), (*lead, m - n))], len(lead))
-  x = network([p.reshape((rows * m // b, b))], min_max)[0]
+  x = network([padded(p, m, dtypes.max_value(p.dtype)).reshape((rows * m // b, b))], min_max)[0]
   while x.shape[0] > rows:
     pairs = x.reshape((x.shape[0] // 2, 2, b))
     first, second = (pairs.slice([(0, pairs.shape[0], 1), (h, h + 1, 1), (0, b, 1)]).reshape((pairs.shape[0], b))
@@ -323,4 +321,4 @@ def approx_min_k(operand, k: int, reduction_dimension: int = -1, recall_target: 
   >>> lax.approx_min_k(tnp.array([1.0, 4.0, 2.0]), 2)
   [Array([1., 2.], dtype=float32), Array([0, 2], dtype=int32)]
   """
-  return _best("approx_min_k", operand, k, reduction_dimension, lambda u: _reversed(_order_key(_canonical(u))))
+  return _best("approx_min_k", operand, k, reduction_dimension, lambda u: _reversed(sort_key(u)))

@@ -21,7 +21,7 @@ import numpy as np
 from ..array import Array, to_array
 from ..ir import Ops, UOp, dtypes
 from ..lax.reductions import cumsum
-from ..lax.sorting import _by_keys, _canonical, _order_key, min_max, network, packed, take_last, unpacked_index
+from ..lax.sorting import _by_keys, min_max, network, packed, padded, sort_key, take_last, unpacked_index
 from .core import arraylike as _arr, normalize_axis, promote
 from .indexing import take
 
@@ -76,7 +76,7 @@ def _complex_sorted(u: UOp) -> tuple[UOp, UOp]:
   m = _pow2(n)
   cls, r, i = _complex_keys(u)
   idx = UOp.iota(u.shape, u.ndim - 1, _I32)
-  xs = [_pad(cls, m, 4), _pad(r, m, 0), _pad(i, m, 0), _pad(idx, m, 2 * m)]
+  xs = [padded(cls, m, 4), padded(r, m, 0), padded(i, m, 0), padded(idx, m, 2 * m)]
   order = _cut(network(xs, _by_keys(3))[3], n)
   return take_last(u, order), order
 
@@ -91,11 +91,6 @@ def _complex_lt(a: UOp, b: UOp) -> UOp:
     same = ka.alu(Ops.CMPEQ, kb)
     tie = same if tie is None else tie.alu(Ops.AND, same)
   return less
-
-
-def _pad(u: UOp, m: int, value) -> UOp:
-  n = u.shape[-1]
-  return u if m == n else UOp.concat([u, UOp.const(u.dtype, value, (*u.shape[:-1], m - n))], u.ndim - 1)
 
 
 def _pow2(n: int) -> int: return 1 << max(n - 1, 0).bit_length()
@@ -123,7 +118,7 @@ def sort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True
     k = take_last(u, _argsort_last(u))
   else:
     k = _key(u)[0]
-    k = _cut(network([_pad(k, _pow2(n), dtypes.max_value(k.dtype))], min_max)[0], n)
+    k = _cut(network([padded(k, _pow2(n), dtypes.max_value(k.dtype))], min_max)[0], n)
   if u.dtype.is_bool: k = k.cast(dtypes.bool_)
   if descending: k = k.flip((k.ndim - 1,))
   return Array(_from_last(k, inv), x.weak_type)
@@ -135,11 +130,11 @@ def _argsort_last(u: UOp) -> UOp:
   n = u.shape[-1]
   m = _pow2(n)
   i = UOp.iota(u.shape, u.ndim - 1, _I32)
-  if (p := packed(_order_key(_canonical(u)), i)) is not None:   # numpy's order too: NaN last, -0.0 tied with 0.0
-    return unpacked_index(_cut(network([_pad(p, m, dtypes.max_value(p.dtype))], min_max)[0], n))
+  if (p := packed(sort_key(u), i)) is not None:
+    return unpacked_index(_cut(network([padded(p, m, dtypes.max_value(p.dtype))], min_max)[0], n))
   k, nan = _key(u)
   if nan is not None: i = nan.where(i + UOp.const(_I32, m, i.shape), i)  # NaN after +inf, in order
-  i = _cut(network([_pad(k, m, dtypes.max_value(k.dtype)), _pad(i, m, 2 * m)], _pairs)[1], n)
+  i = _cut(network([padded(k, m, dtypes.max_value(k.dtype)), padded(i, m, 2 * m)], _pairs)[1], n)
   return i.alu(Ops.MOD, UOp.const(_I32, m, i.shape)) if nan is not None else i
 
 
