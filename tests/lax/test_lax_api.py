@@ -350,6 +350,10 @@ def test_approx_min_k_is_the_first_k_of_a_stable_sort(dtype):
     want = np.argsort(np.where(y == 0, 0, y), axis=-1, kind="stable")[:, :k]
     np.testing.assert_array_equal(np.asarray(idx), want)
     np.testing.assert_array_equal(np.asarray(vals), np.take_along_axis(y, want, -1))
+  with pytest.raises(ValueError, match=r"approx_min_k: k must be in \[0, 70\] .* shape \(3, 70\)\), got 71"):
+    lax.approx_min_k(y, 71)
+  with pytest.raises(TypeError, match="approx_min_k: operand must have at least one axis"):
+    lax.approx_min_k(y[0, 0], 1)
 
 
 # ---- convolutions ----
