@@ -1319,13 +1319,14 @@ def panels_read(loops, r: Reduce) -> UOp | None:
 
 
 def transposed_panels(load: UOp, loops, r: Reduce) -> bool:
-  """Whether `load` is read along a reduction of one loop, a whole number of every target's vectors long, and at a
-  stride along the last output loop: its panels are filled a square of vectors at a time, transposed in registers,
-  where a packing copy would first write the transposed operand whole for the panels to be copied from."""
-  if len(r.loops) != 1 or load.dtype not in VECTOR or load.src[0].dtype is not load.dtype: return False
+  """Whether `load` is read contiguously along the reduction's innermost loop, a whole number of every target's
+  vectors long, and at a stride along the last output loop (x @ w.T; a filter gradient's windows, summed over the
+  batch and the positions): its panels are filled a square of vectors at a time, transposed in registers, where a
+  packing copy would first write the transposed operand whole for the panels to be copied from."""
+  if load.dtype not in VECTOR or load.src[0].dtype is not load.dtype: return False
   lanes = max(t["TG_VREG"] for t in BLOCKS.values()) // load.dtype.itemsize
-  idx = load.src[1].src[0]
-  return r.loops[0].extent % lanes == 0 and _exactly_linear(idx, r.loops[0].var) and \
+  idx, inner = load.src[1].src[0], r.loops[-1]
+  return inner.extent % lanes == 0 and _exactly_linear(idx, inner.var) and \
       _exactly_linear_by(idx, loops[-1].var) not in (0, 1)
 
 
@@ -1367,7 +1368,7 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
     b.line(f"{mem} *panels = ({mem} *)TG_LINES_ALLOC(group * {span});")
     with ExitStack() as loops:
       loops.enter_context(each_panel())
-      if transposed: _fill_transposed(b, load, (last.var, r.loops[0].var), width, steps, loops)
+      if transposed: _fill_transposed(b, load, last.var, r.loops, width, loops)
       for j, l in enumerate(r.loops):
         b.names[l.var] = f"r{j}"
         loops.enter_context(b.block(_loop(f"r{j}", l.extent)))
@@ -1397,24 +1398,32 @@ def _of_load(value: UOp, load: UOp) -> UOp:
   return tops[0] if len(tops) == 1 else load
 
 
-def _fill_transposed(b: _Body, load: UOp, names: tuple[UOp, UOp], width: str, steps: int, stack: ExitStack) -> None:
-  """A whole panel of a load read along the reduction (transposed_panels) filled a square of vectors at a time: each
-  of the square's columns read as a vector along the reduction, the square transposed in registers, and its rows
-  written into the panel; the code after it, on `stack`'s else branch, fills a narrower panel element by element."""
+def _fill_transposed(b: _Body, load: UOp, last: UOp, loops, width: str, stack: ExitStack) -> None:
+  """A whole panel of a load read along the reduction's innermost loop (transposed_panels) filled a square of vectors
+  at a time: each of the square's columns read as a vector along it, the square transposed in registers, and its
+  rows written into the panel (the reduction's steps in order, its outer loops' slowest); the code after it, on
+  `stack`'s else branch, fills a narrower panel element by element."""
   vec, vecu, _ = VECTOR[load.dtype]
   lanes = f"(TG_VREG / (int64_t)sizeof({CTYPE[load.dtype]}))"
-  with b.block(f"if (tn == {width} && {width} % {lanes} == 0)"):
-    with b.block(f"for (int64_t r0 = 0; r0 < {steps}; r0 += {lanes})"), \
-        b.block(f"for (int64_t j0 = 0; j0 < {width}; j0 += {lanes})"):
+  *outer, inner = loops
+  with b.block(f"if (tn == {width} && {width} % {lanes} == 0)"), ExitStack() as steps:
+    row = "r0"
+    for j, l in enumerate(outer):
+      b.names[l.var] = f"ro{j}"
+      steps.enter_context(b.block(_loop(f"ro{j}", l.extent)))
+      row = f"ro{j}" if j == 0 else f"({row}) * {l.extent} + ro{j}"
+    if outer: row = f"({row}) * {inner.extent} + r0"
+    steps.enter_context(b.block(f"for (int64_t r0 = 0; r0 < {inner.extent}; r0 += {lanes})"))
+    with b.block(f"for (int64_t j0 = 0; j0 < {width}; j0 += {lanes})"):
       b.line(f"{vec} v[{lanes}];")
       with b.block(f"for (int64_t q = 0; q < {lanes}; q++)", "TG_UNROLL(16)"):
         b.line("const int64_t i1 = t + j0 + q;")
-        b.names[names[0]], b.names[names[1]] = "i1", "r0"
+        b.names[last], b.names[inner.var] = "i1", "r0"
         idx, = b.emit([load.src[1].src[0]])
         b.line(f"v[q] = *(const {vecu} *)&{b.bufs[load.src[0]]}[{idx}];")
       b.line(f"tg_tr_{vec[3:]}(v);")
       with b.block(f"for (int64_t q = 0; q < {lanes}; q++)", "TG_UNROLL(16)"):
-        b.line(f"*({vecu} *)&panel[(r0 + q) * {width} + j0] = v[q];")
+        b.line(f"*({vecu} *)&panel[({row} + q) * {width} + j0] = v[q];")
   stack.enter_context(b.block("else"))
 
 

@@ -407,13 +407,33 @@ def _fuse_outer_loops(loops, stores, reduce: Reduce | None, ranges: dict) -> tup
   if reduce is None or len(loops) < 2 or any(st.mode for st in stores) or loops[-1].extent >= VECTOR_MIN or \
      reduce.value.op is not Ops.MUL:
     return loops, stores, reduce
+  return _fused_pair(loops, stores, reduce, ranges, len(loops) - 2)
+
+
+def _fused_pair(loops, stores, reduce: Reduce, ranges: dict, j: int) -> tuple:
+  """A sum's loops j and j + 1 made one loop where everything reads and writes them as one run (_fused)."""
   base = 3 * len(stores)   # the stores' expressions, then the reduction's value and its stores'
   flat = _exprs(stores) + [reduce.value] + _exprs(reduce.stores)
   indices = set(range(0, base, 3)) | set(range(base + 1, len(flat), 3))
-  last, flat = _fused(loops[-2:], flat, indices, ranges)
-  if len(last) == 2: return loops, stores, reduce
+  pair, flat = _fused(loops[j:j + 2], flat, indices, ranges)
+  if len(pair) == 2: return loops, stores, reduce
   reduce = Reduce(reduce.op, reduce.acc, reduce.loops, flat[base], tuple(_restored(reduce.stores, flat[base + 1:])))
-  return (*loops[:-2], *last), _restored(stores, flat[:base]), reduce
+  return (*loops[:j], *pair, *loops[j + 2:]), _restored(stores, flat[:base]), reduce
+
+
+def _joined_rows(loops, stores, reduce: Reduce | None, ranges: dict) -> tuple:
+  """A sum of products whose two loops before the last are read only by the operand that does not move with the
+  last (the rows'), and as one run by everything, with those two made one loop: a strided convolution's taps'
+  cotangent, its input channels by taps (32 x 9), then runs in blocks of rows over all 288 of them, whole blocks
+  that share each step's columns, rather than over the 32 channels alone, once per tap."""
+  if reduce is None or reduce.op is not Ops.REDUCE_SUM or len(loops) < 3 or any(st.mode for st in stores) or \
+     not is_product(reduce.value):
+    return loops, stores, reduce
+  reads = [set(u.src[1].src[0].toposort()) for u in reduce.value.toposort() if u.op is Ops.GATHER]
+  cols = set().union(*(d for d in reads if loops[-1].var in d))
+  if loops[-3].var in cols or loops[-2].var in cols or not any(loops[-2].var in d for d in reads):
+    return loops, stores, reduce
+  return _fused_pair(loops, stores, reduce, ranges, len(loops) - 3)
 
 
 def _unclamped(st: Store) -> Store:
@@ -956,7 +976,9 @@ class _Scheduler:
     stores, reduce, epilogue = _fuse_inner_loops(stores, reduce, epilogue, kb.ranges)
     if not epilogue: loops, stores, reduce = _fuse_outer_loops(loops, stores, reduce, kb.ranges)
     self.simplifier.bounds.ranges.update(kb.ranges)
-    if parallel and not epilogue: loops = _rows_second_last(_blocked_order(loops, stores, reduce), reduce)
+    if parallel and not epilogue:
+      loops, stores, reduce = _joined_rows(_blocked_order(loops, stores, reduce), stores, reduce, kb.ranges)
+      loops = _rows_second_last(loops, reduce)
     if parallel: stores, reduce = _unrolled_sum(loops, stores, reduce, epilogue)
     if parallel and not epilogue:
       loops, stores, reduce = _merged_rows(loops, stores, reduce, kb.ranges)   # its merged loop's range added
