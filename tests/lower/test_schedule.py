@@ -577,6 +577,26 @@ def test_attention_scores_block_rows_over_the_queries_not_the_heads():
   np.testing.assert_allclose(got, np.einsum("bqhd,bkhd->bqhk", q, k), **tol("float32", 16, 16))
 
 
+def test_a_strided_convolutions_taps_cotangent_runs_channels_and_taps_as_one_loop_of_rows():
+  """The input gradient of a stride-2 convolution first gives every tap's cotangent, a sum over the output channels
+  for each input channel and tap (16 x 9) at each position. Both loops are read by the filter alone and as one run,
+  so they join into one loop of 144 rows (_joined_rows), in whole blocks that share each step's cotangent loads; a
+  dense layer over a batch of sequences runs its batch and positions as one loop the same way. JAX's values."""
+  x, w = rng.normal(size=(2, 16, 12, 12)).astype(np.float32), rng.normal(size=(24, 16, 3, 3)).astype(np.float32)
+  dy = rng.normal(size=(2, 24, 6, 6)).astype(np.float32)
+  loss = lambda lax, x, w, dy: (lax.conv_general_dilated(x, w, (2, 2), "SAME") * dy).sum()
+  prog = schedule(tg.make_graph(lambda x, w, dy: tg.grad(loss, argnums=1)(lax, x, w, dy))(x, w, dy))
+  (k,) = [k for k in prog.kernels if k.reduce is not None and [l.extent for l in k.reduce.loops] == [24]]
+  assert [l.extent for l in k.loops] == [2, 144, 36]
+  got = run_program(prog, [x, w, dy])[0].reshape(x.shape)
+  xs, h = rng.normal(size=(4, 8, 32)).astype(np.float32), rng.normal(size=(32, 48)).astype(np.float32)
+  (dense,) = schedule(tg.make_graph(lambda xs, h: xs @ h)(xs, h)).kernels
+  assert [l.extent for l in dense.loops] == [32, 48]
+  jax = pytest.importorskip("jax")
+  want = np.asarray(jax.grad(loss, argnums=1)(jax.lax, x, w, dy))
+  np.testing.assert_allclose(got, want, rtol=ulps(256), atol=ulps(256) * np.abs(want).max())
+
+
 def test_scalar_work_is_one_kernel():
   """An optimizer's bias corrections from its step count, and a loss with its negation, each run as one kernel."""
   x = rng.normal(size=(32,)).astype(np.float32)
