@@ -26,8 +26,8 @@ from ..devices.base import BufferSpec, Program
 from ..viz import record
 from .complex_split import ComplexUnsupported, split_complex
 from .kernel import PACK_SUFFIX, Control, Kernel, Loop, Phase, Reduce, Store, acc_dtype
-from .render_c import BLOCKS, REDUCE_ALU, combine, conjuncts, dot_blocked, interchanged, is_product, panels_read, \
-  reduce_identity, transposed_panels
+from .render_c import BLOCKS, REDUCE_ALU, combine, conjuncts, dot_blocked, interchanged, is_product, panel_load, \
+  panels_read, reduce_identity, transposed_panels
 from .symbolic import Simplifier, _linear, coefficient, simplify
 
 I64 = dtypes.int64
@@ -51,6 +51,11 @@ TRANSCENDENTAL = frozenset({Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.COS, Ops.POW, Ops.A
 PACK_MIN = 8   # a sum's last output loop and innermost reduction loop both this long at least, for packing to pay
 PACK_MAX_RATIO = 4   # and the packed operand at most this many times the output's size
 TILE = 16   # a packing copy's tiles: TILE x TILE elements
+# an operand of register blocks that steps along their reduction by a stride whose cache lines fall in ALIASED_SETS of
+# the L1 cache's 64 sets or fewer (rows 2 KB apart: a weight gradient x.T @ dy of 512 or 1024 features) is copied
+# with its rows PAD_BYTES longer, where more of the reduction's steps than those sets' lines hold (8 ways each) would
+# evict each other; only an operand read again by PAD_MIN_REUSE or more points of the output
+ALIASED_SETS, PAD_BYTES, PAD_MIN_REUSE = 4, 64, 64
 STACK_MAX = 16   # parts of a concatenation computed as one store each at most
 SCATTER_INDEX_STEPS = 8   # a scatter's indices found by a lookup in more steps than this are stored before it
 
@@ -489,6 +494,26 @@ def _packable(loops, reduce: Reduce) -> UOp | None:
   deps = set(found.src[1].src[0].toposort())
   size = math.prod(l.extent for l in (*loops, *reduce.loops) if l.var in deps)
   return found if size <= PACK_MAX_RATIO * math.prod(l.extent for l in loops) else None
+
+
+def _aliased(loops, reduce: Reduce) -> list[UOp]:
+  """The loads of a sum of products in register blocks along its last loop (interchanged) to copy with longer rows
+  (ALIASED_SETS): affine, contiguous along one loop, stepping along the reduction's innermost loop by rows whose lines
+  share a few of the L1 cache's sets, and read again across the output. Not the columns' operand that is copied
+  into panels anyway (panel_load)."""
+  probe = Kernel("", (), tuple(loops), (), reduce)
+  if reduce.op is not Ops.REDUCE_SUM or len(loops) < 2 or not interchanged(probe): return []
+  inner, every = reduce.loops[-1], (*loops, *reduce.loops)
+  if inner.extent <= ALIASED_SETS * 8: return []
+  skip, out = panel_load(probe), []
+  for u in reduce.value.toposort():
+    if u.op is not Ops.GATHER or u is skip: continue
+    steps = [coefficient(u.src[1].src[0], l.var) for l in every]
+    if None in steps or 1 not in steps: continue
+    row = abs(steps[len(loops) + len(reduce.loops) - 1]) * u.dtype.itemsize
+    if row == 0 or row % 64 or 64 // math.gcd(row // 64, 64) > ALIASED_SETS: continue
+    if math.prod(l.extent for l, c in zip(loops, steps) if c == 0) >= PAD_MIN_REUSE: out.append(u)
+  return out
 
 
 def _blocked_order(loops: list[Loop], stores, reduce: Reduce | None) -> list[Loop]:
@@ -989,6 +1014,8 @@ class _Scheduler:
       loops, stores = _tiled(_transposed_order(loops, stores, found), stores, found)
     if reduce is not None and parallel and not epilogue and (load := _packable(loops, reduce)) is not None:
       reduce = self._pack(name, kb, loops, reduce, load)
+    if reduce is not None and parallel and not epilogue:
+      for j, load in enumerate(_aliased(loops, reduce)): reduce = self._padded(f"{name}_{j}", kb, loops, reduce, load)
     nums = sorted(kb.bufs)
     self.kernels.append(Kernel(name, tuple(kb.bufs[n] for n in nums), tuple(loops), tuple(stores), reduce, parallel,
                                epilogue))
@@ -1008,6 +1035,22 @@ class _Scheduler:
     self.calls.append((src, n))
     from_packed = packed.gather(kb.ix(at).reshape((1,)))
     return dataclasses.replace(reduce, value=substitute([reduce.value], {load: from_packed})[0])
+
+  def _padded(self, name: str, kb: _KernelBuilder, loops, reduce: Reduce, load: UOp) -> Reduce:
+    """The reduction reading `load` from a copy of the values it reads in their order in memory, each run along its
+    contiguous loop PAD_BYTES longer (_aliased): written by a kernel of its own just before."""
+    buf, idx = load.src[0], load.src[1].src[0]
+    order = sorted((l for l in (*loops, *reduce.loops) if coefficient(idx, l.var)),
+                   key=lambda l: -abs(coefficient(idx, l.var)))
+    shape = [l.extent for l in order[:-1]] + [order[-1].extent + PAD_BYTES // buf.dtype.itemsize]
+    n = self._spec(math.prod(shape), buf.dtype)
+    padded = kb.buf(n)
+    at = _ravel([l.var for l in order], shape)
+    src = next(m for m, p in kb.bufs.items() if p is buf)
+    self.kernels.append(Kernel(f"{name}{PACK_SUFFIX}", (buf, padded), tuple(order), (Store(padded, at, load),)))
+    self.calls.append((src, n))
+    from_padded = padded.gather(kb.ix(at).reshape((1,)))
+    return dataclasses.replace(reduce, value=substitute([reduce.value], {load: from_padded})[0])
 
   def kernel_for(self, u: UOp):
     name = f"k{len(self.kernels)}_{u.op.name.lower()}"
