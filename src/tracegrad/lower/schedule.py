@@ -512,7 +512,9 @@ def _aliased(loops, reduce: Reduce) -> list[UOp]:
     if None in steps or 1 not in steps: continue
     row = abs(steps[len(loops) + len(reduce.loops) - 1]) * u.dtype.itemsize
     if row == 0 or row % 64 or 64 // math.gcd(row // 64, 64) > ALIASED_SETS: continue
-    if math.prod(l.extent for l, c in zip(loops, steps) if c == 0) >= PAD_MIN_REUSE: out.append(u)
+    size = math.prod(l.extent for l, c in zip(every, steps) if c)
+    if math.prod(l.extent for l, c in zip(loops, steps) if c == 0) >= PAD_MIN_REUSE and size <= u.src[0].shape[0]:
+      out.append(u)   # read again across the output, and a copy no bigger than its buffer (no window repeated)
   return out
 
 
