@@ -925,8 +925,9 @@ def test_dot_product_blocks_take_a_column_count_that_divides_the_columns():
   for n, p in ((4, 64), (32, 1024)):
     dy, win = rng.standard_normal((n, 32, p)).astype(np.float32), rng.standard_normal((n, 27, p)).astype(np.float32)
     (k,) = [k for k in schedule(tg.make_graph(f)(dy, win)).kernels if k.reduce is not None]
-    # whole blocks of 3 columns; rows cut into whole blocks where the target's TG_ROWS divides them
-    assert "accs[TG_ROWS][3]" in k.source and "#if (32 % TG_ROWS == 0)\n" in k.source
+    # whole blocks of 3 columns, of as many rows as the target's registers hold 3 columns of (TG_DOT3_ROWS: 4 x 3
+    # partial sums, 3 columns' and a row's vectors fill AVX2's 16); rows cut into whole blocks where those divide them
+    assert "accs[TG_DOT3_ROWS][3]" in k.source and "#if (32 % TG_DOT3_ROWS == 0)\n" in k.source
     assert ("errs[q][c]" in k.source) == (n * p > 16384)   # a long sum adds up blocks, carrying their errors
     assert "TG_PIN(av)" in k.source   # each step reads whole vectors of both operands
     np.testing.assert_allclose(np.asarray(tg.jit(f)(dy, win)), np.einsum("nop,nqp->oq", dy.astype(np.float64), win),

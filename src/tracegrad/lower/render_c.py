@@ -662,9 +662,9 @@ def _emit_nan_reduce(b: _Body, r):
 # target's vector registers (AVX-512: 8 x 4 registers of accumulators), by the macro that tells the target. A block of
 # dot products takes 8 x 3 there: with 8 x 4 its accumulators fill the 32 registers and every multiply-add reloads
 # its row operand (a filter gradient ran at 94 GFLOPS with 8 x 4, 108 with 8 x 3, 89 with 8 x 2)
-BLOCKS = {"__AVX512F__": dict(TG_ROWS=8, TG_VBYTES=256, TG_VREG=64, TG_DOT_COLS=3),
-          "__AVX__": dict(TG_ROWS=6, TG_VBYTES=64, TG_VREG=32, TG_DOT_COLS=2),
-          None: dict(TG_ROWS=4, TG_VBYTES=32, TG_VREG=16, TG_DOT_COLS=2)}
+BLOCKS = {"__AVX512F__": dict(TG_ROWS=8, TG_VBYTES=256, TG_VREG=64, TG_DOT_COLS=3, TG_DOT3_ROWS=8),
+          "__AVX__": dict(TG_ROWS=6, TG_VBYTES=64, TG_VREG=32, TG_DOT_COLS=2, TG_DOT3_ROWS=4),
+          None: dict(TG_ROWS=4, TG_VBYTES=32, TG_VREG=16, TG_DOT_COLS=2, TG_DOT3_ROWS=4)}
 
 
 def _transpose(name: str, vec: str, lanes: int) -> str:
@@ -851,7 +851,9 @@ def _emit_dot_blocked(b: _Body, k: Kernel, pragmas: dict[int, str]):
     if (c := next((c for c in DOT_COLS_DIVIDING if _whole(cols.extent, c)), None)) is not None: opts["cols"] = c
   if "rows" not in opts and sum_plan(r, DOT_LANES * b.sum_block) is not None and vector_factors(k) is None:
     opts["rows"] = LONG_DOT_ROWS   # a long sum keeps each point's sum and error too: fewer rows keep them in registers
-  nr, nc = str(opts.get("rows", "TG_ROWS")), str(opts.get("cols", "TG_DOT_COLS"))
+  nc = str(opts.get("cols", "TG_DOT_COLS"))
+  # three columns of dot products take fewer rows where the registers would not hold TG_ROWS x 3 partial sums
+  nr = str(opts.get("rows", "TG_DOT3_ROWS" if nc == "3" else "TG_ROWS"))
   if opts.get("chunk", 1) and (chunk := dot_chunk(b, k)) is not None:
     return _emit_dot_chunked(b, k, pragmas, chunk, nr, nc, ct)
   with ExitStack() as loops:
