@@ -1,4 +1,4 @@
-"""Kernel speed: matmuls and a conv2d layer in GFLOPS against numpy (OpenBLAS) in one process, with the hand-coded
+"""Kernel speed: matmuls, weight gradients (x.T @ dy) and a conv2d layer in GFLOPS against numpy (OpenBLAS) in one process, with the hand-coded
 kernels and with kernel search (and how long the search took), and the MLP training step with search against JAX
 when it is installed. Not a test: nothing here asserts.
 
@@ -84,6 +84,10 @@ def main():
     for n in (256, 512, 1024) if a.quick else (256, 512, 1024, 2048):
       x, y = rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32)
       workload(f"matmul {n}", lambda p, q: p @ q, lambda p, q: p @ q, (x, y), 2.0 * n ** 3, a.beam, min_time)
+    for n in (512, 520, 1024):   # weight gradients: rows 2 or 4 KB apart are copied with longer rows first
+      x, g = rng.standard_normal((128, n), dtype=np.float32), rng.standard_normal((128, n), dtype=np.float32)
+      workload(f"x.T @ dy 128x{n}", lambda p, q: p.T @ q, lambda p, q: p.T @ q, (x, g), 2.0 * 128 * n * n, a.beam,
+               min_time)
     x = rng.standard_normal((32, 32, 32, 64), dtype=np.float32)
     w = rng.standard_normal((3, 3, 64, 64), dtype=np.float32) * 0.05
     workload("conv2d 32x64x32x32 3x3", lambda p, q: _conv(tnp, p, q), lambda p, q: _conv(np, p, q), (x, w),
