@@ -426,6 +426,11 @@ def _fused_pair(loops, stores, reduce: Reduce, ranges: dict, j: int) -> tuple:
   return (*loops[:j], *pair, *loops[j + 2:]), _restored(stores, flat[:base]), reduce
 
 
+def _loads_deps(value: UOp) -> list[set[UOp]]:
+  """The nodes each load of value's index reads (its loops' variables among them), a set per load."""
+  return [set(u.src[1].src[0].toposort()) for u in value.toposort() if u.op is Ops.GATHER]
+
+
 def _joined_rows(loops, stores, reduce: Reduce | None, ranges: dict) -> tuple:
   """A sum of products whose two loops before the last are read only by the operand that does not move with the
   last (the rows'), and as one run by everything, with those two made one loop: a strided convolution's taps'
@@ -434,7 +439,7 @@ def _joined_rows(loops, stores, reduce: Reduce | None, ranges: dict) -> tuple:
   if reduce is None or reduce.op is not Ops.REDUCE_SUM or len(loops) < 3 or any(st.mode for st in stores) or \
      not is_product(reduce.value):
     return loops, stores, reduce
-  reads = [set(u.src[1].src[0].toposort()) for u in reduce.value.toposort() if u.op is Ops.GATHER]
+  reads = _loads_deps(reduce.value)
   cols = set().union(*(d for d in reads if loops[-1].var in d))
   if loops[-3].var in cols or loops[-2].var in cols or not any(loops[-2].var in d for d in reads):
     return loops, stores, reduce
@@ -510,7 +515,7 @@ def _aliased(loops, reduce: Reduce) -> list[UOp]:
     if u.op is not Ops.GATHER or u is skip: continue
     steps = [coefficient(u.src[1].src[0], l.var) for l in every]
     if None in steps or 1 not in steps: continue
-    row = abs(steps[len(loops) + len(reduce.loops) - 1]) * u.dtype.itemsize
+    row = abs(steps[-1]) * u.dtype.itemsize   # along the reduction's innermost loop
     if row == 0 or row % 64 or 64 // math.gcd(row // 64, 64) > ALIASED_SETS: continue
     size = math.prod(l.extent for l, c in zip(every, steps) if c)
     if math.prod(l.extent for l, c in zip(loops, steps) if c == 0) >= PAD_MIN_REUSE and size <= u.src[0].shape[0]:
@@ -556,7 +561,7 @@ def _rows_second_last(loops: list[Loop], reduce: Reduce | None) -> list[Loop]:
   one that only the operand not moving with the last loop reads (a query's position in attention scores, rather
   than the head both operands read), so that each block of rows shares its columns' loads; the longest such."""
   if reduce is None or reduce.op is not Ops.REDUCE_SUM or len(loops) < 3: return loops
-  reads = [set(u.src[1].src[0].toposort()) for u in reduce.value.toposort() if u.op is Ops.GATHER]
+  reads = _loads_deps(reduce.value)
   cols = [d for d in reads if loops[-1].var in d]
   rows = [d for d in reads if loops[-1].var not in d]
   if len(cols) != 1 or not rows: return loops
@@ -607,7 +612,7 @@ def _merged_rows(loops, stores, reduce: Reduce | None, ranges: dict) -> tuple:
   if reduce is None or len(loops) < 3 or loops[-2].extent >= min(t["TG_ROWS"] for t in BLOCKS.values()) or \
      not is_product(reduce.value) or not interchanged(Kernel("", (), tuple(loops), tuple(stores), reduce)):
     return loops, stores, reduce
-  reads = [set(u.src[1].src[0].toposort()) for u in reduce.value.toposort() if u.op is Ops.GATHER]
+  reads = _loads_deps(reduce.value)
   columns = set().union(*(d for d in reads if loops[-1].var in d))
   first = len(loops) - 2
   while first > 0 and loops[first - 1].var not in columns: first -= 1
@@ -1025,34 +1030,35 @@ class _Scheduler:
 
   def _pack(self, name: str, kb: _KernelBuilder, loops, reduce: Reduce, load: UOp) -> Reduce:
     """The reduction reading `load` from a copy of the values it reads, laid out with the last output loop's
-    axis contiguous (a packed panel): written by a kernel of its own just before."""
-    buf, idx = load.src[0], load.src[1].src[0]
-    deps = set(idx.toposort())
+    axis contiguous (a packed panel), copied in tiles."""
+    deps = set(load.src[1].src[0].toposort())
     order = [l for l in (*loops[:-1], *reduce.loops, loops[-1]) if l.var in deps]
-    n = self._spec(math.prod(l.extent for l in order), buf.dtype)
-    packed = kb.buf(n)
-    at = _ravel([l.var for l in order], [l.extent for l in order])
-    src = next(m for m, p in kb.bufs.items() if p is buf)
-    self.kernels.append(Kernel(f"{name}{PACK_SUFFIX}", (buf, packed), *_in_tiles(order, (Store(packed, at, load),))))
-    self.calls.append((src, n))
-    from_packed = packed.gather(kb.ix(at).reshape((1,)))
-    return dataclasses.replace(reduce, value=substitute([reduce.value], {load: from_packed})[0])
+    return self._from_copy(name, kb, reduce, load, order, [l.extent for l in order], tiled=True)
 
   def _padded(self, name: str, kb: _KernelBuilder, loops, reduce: Reduce, load: UOp) -> Reduce:
     """The reduction reading `load` from a copy of the values it reads in their order in memory, each run along its
-    contiguous loop PAD_BYTES longer (_aliased): written by a kernel of its own just before."""
-    buf, idx = load.src[0], load.src[1].src[0]
+    contiguous loop PAD_BYTES longer (_aliased)."""
+    idx = load.src[1].src[0]
     order = sorted((l for l in (*loops, *reduce.loops) if coefficient(idx, l.var)),
                    key=lambda l: -abs(coefficient(idx, l.var)))
-    shape = [l.extent for l in order[:-1]] + [order[-1].extent + PAD_BYTES // buf.dtype.itemsize]
+    shape = [l.extent for l in order[:-1]] + [order[-1].extent + PAD_BYTES // load.dtype.itemsize]
+    return self._from_copy(name, kb, reduce, load, order, shape, tiled=False)
+
+  def _from_copy(self, name: str, kb: _KernelBuilder, reduce: Reduce, load: UOp, order, shape, tiled: bool) -> Reduce:
+    """The reduction reading `load` from a copy of the values it reads, the value at each point of `order`'s loops
+    at that point's place in an array of `shape`: written by a kernel of its own just before (`name` and
+    PACK_SUFFIX), in TILE x TILE tiles where `tiled`."""
+    buf = load.src[0]
     n = self._spec(math.prod(shape), buf.dtype)
-    padded = kb.buf(n)
+    copy = kb.buf(n)
     at = _ravel([l.var for l in order], shape)
     src = next(m for m, p in kb.bufs.items() if p is buf)
-    self.kernels.append(Kernel(f"{name}{PACK_SUFFIX}", (buf, padded), tuple(order), (Store(padded, at, load),)))
+    stores = (Store(copy, at, load),)
+    body = _in_tiles(order, stores) if tiled else (tuple(order), stores)
+    self.kernels.append(Kernel(f"{name}{PACK_SUFFIX}", (buf, copy), *body))
     self.calls.append((src, n))
-    from_padded = padded.gather(kb.ix(at).reshape((1,)))
-    return dataclasses.replace(reduce, value=substitute([reduce.value], {load: from_padded})[0])
+    from_copy = copy.gather(kb.ix(at).reshape((1,)))
+    return dataclasses.replace(reduce, value=substitute([reduce.value], {load: from_copy})[0])
 
   def kernel_for(self, u: UOp):
     name = f"k{len(self.kernels)}_{u.op.name.lower()}"
