@@ -72,6 +72,11 @@ def padded(u: UOp, m: int, value) -> UOp:
   return u if m == n else UOp.concat([u, UOp.const(u.dtype, value, (*u.shape[:-1], m - n))], u.ndim - 1)
 
 
+def cut(u: UOp, n: int) -> UOp:
+  """u's last axis shortened to its first n entries (padded's inverse)."""
+  return u.slice([(0, d, 1) for d in u.shape[:-1]] + [(0, n, 1)])
+
+
 def min_max(a, b):
   """The compare-exchange of single numbers (no ties to break: equal ones are alike)."""
   return [a[0].alu(Ops.MIN, b[0])], [a[0].alu(Ops.MAX, b[0])]
@@ -182,12 +187,11 @@ def _sorted(us: list[UOp], keys: list[UOp]) -> list[UOp]:
   m = 1 << (n - 1).bit_length()
   idx = UOp.iota(us[0].shape, len(lead), _I32)
 
-  cut = lambda u: u.slice([(0, d, 1) for d in lead] + [(0, n, 1)])
   if len(keys) == 1 and (p := packed(keys[0], idx)) is not None:
-    order = unpacked_index(cut(network([padded(p, m, dtypes.max_value(p.dtype))], min_max)[0]))
+    order = unpacked_index(cut(network([padded(p, m, dtypes.max_value(p.dtype))], min_max)[0], n))
   else:   # padding sorts last: every key at its maximum, and the iota beyond n
     xs = [padded(k, m, dtypes.max_value(k.dtype)) for k in keys] + [padded(idx, m, n)]
-    order = cut(network(xs, _by_keys(len(keys)))[-1])
+    order = cut(network(xs, _by_keys(len(keys)))[-1], n)
   return [take_last(u, order) for u in us]
 
 
@@ -257,8 +261,7 @@ def _best(fn: str, operand, k: int, axis: int, keyed) -> list[Array]:
   elif (p := packed(first, UOp.iota(u.shape, u.ndim - 1, _I32))) is not None: vals, idx = _top_by_merges(u, p, k)
   else:
     vals, idx = _sorted([u, UOp.iota(u.shape, u.ndim - 1, _I32)], [first])
-    cut = lambda x: x.slice([(0, d, 1) for d in x.shape[:-1]] + [(0, k, 1)])
-    vals, idx = cut(vals), cut(idx)
+    vals, idx = cut(vals, k), cut(idx, k)
   return [Array(vals.permute(inv), a.weak_type), Array(idx.permute(inv))]
 
 

@@ -21,7 +21,7 @@ import numpy as np
 from ..array import Array, to_array
 from ..ir import Ops, UOp, dtypes
 from ..lax.reductions import cumsum
-from ..lax.sorting import _by_keys, min_max, network, packed, padded, sort_key, take_last, unpacked_index
+from ..lax.sorting import _by_keys, cut, min_max, network, packed, padded, sort_key, take_last, unpacked_index
 from .core import arraylike as _arr, normalize_axis, promote
 from .indexing import take
 
@@ -77,7 +77,7 @@ def _complex_sorted(u: UOp) -> tuple[UOp, UOp]:
   cls, r, i = _complex_keys(u)
   idx = UOp.iota(u.shape, u.ndim - 1, _I32)
   xs = [padded(cls, m, 4), padded(r, m, 0), padded(i, m, 0), padded(idx, m, 2 * m)]
-  order = _cut(network(xs, _by_keys(3))[3], n)
+  order = cut(network(xs, _by_keys(3))[3], n)
   return take_last(u, order), order
 
 
@@ -94,9 +94,6 @@ def _complex_lt(a: UOp, b: UOp) -> UOp:
 
 
 def _pow2(n: int) -> int: return 1 << max(n - 1, 0).bit_length()
-
-
-def _cut(u: UOp, n: int) -> UOp: return u.slice([(0, d, 1) for d in u.shape[:-1]] + [(0, n, 1)])
 
 
 def sort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True, descending: bool = False) -> Array:
@@ -118,7 +115,7 @@ def sort(a, axis: int | None = -1, *, kind=None, order=None, stable: bool = True
     k = take_last(u, _argsort_last(u))
   else:
     k = _key(u)[0]
-    k = _cut(network([padded(k, _pow2(n), dtypes.max_value(k.dtype))], min_max)[0], n)
+    k = cut(network([padded(k, _pow2(n), dtypes.max_value(k.dtype))], min_max)[0], n)
   if u.dtype.is_bool: k = k.cast(dtypes.bool_)
   if descending: k = k.flip((k.ndim - 1,))
   return Array(_from_last(k, inv), x.weak_type)
@@ -131,10 +128,10 @@ def _argsort_last(u: UOp) -> UOp:
   m = _pow2(n)
   i = UOp.iota(u.shape, u.ndim - 1, _I32)
   if (p := packed(sort_key(u), i)) is not None:
-    return unpacked_index(_cut(network([padded(p, m, dtypes.max_value(p.dtype))], min_max)[0], n))
+    return unpacked_index(cut(network([padded(p, m, dtypes.max_value(p.dtype))], min_max)[0], n))
   k, nan = _key(u)
   if nan is not None: i = nan.where(i + UOp.const(_I32, m, i.shape), i)  # NaN after +inf, in order
-  i = _cut(network([padded(k, m, dtypes.max_value(k.dtype)), padded(i, m, 2 * m)], _pairs)[1], n)
+  i = cut(network([padded(k, m, dtypes.max_value(k.dtype)), padded(i, m, 2 * m)], _pairs)[1], n)
   return i.alu(Ops.MOD, UOp.const(_I32, m, i.shape)) if nan is not None else i
 
 
@@ -280,7 +277,7 @@ def _unique_sized(x: Array, size, fill_value, equal_nan: bool, parts, fn: str) -
     return [Array(o) for o in out]
   order = _argsort_last(u)
   s = take_last(u, order)
-  a, b = _cut(s, n - 1), s.slice([(1, n, 1)])
+  a, b = cut(s, n - 1), s.slice([(1, n, 1)])
   same = a.alu(Ops.CMPEQ, b)
   if equal_nan and u.dtype.is_inexact: same = same.alu(Ops.OR, a.alu(Ops.CMPNE, a).alu(Ops.AND, b.alu(Ops.CMPNE, b)))
   first = UOp.concat([_const(True, (1,), dtypes.bool_), same.alu(Ops.XOR, _const(True, same.shape, dtypes.bool_))], 0)
