@@ -86,23 +86,42 @@ def test_searched_program_computes_the_same(small_space):
   assert all(isinstance(o, tuple) for k in exe.program.kernels for o in k.opts)
 
 
-@pytest.mark.parametrize("searched_wins", [False, True])
-def test_a_searched_program_is_kept_only_when_it_runs_faster_whole(small_space, monkeypatch, tmp_path, searched_wins):
+@pytest.mark.parametrize("searched_time, kept", [(2.0, False), (0.99, False), (0.5, True)])
+def test_a_searched_program_is_kept_only_when_it_runs_faster_whole(small_space, monkeypatch, tmp_path, searched_time,
+                                                                   kept):
+  """The default takes 1 s; the searched program is kept at 0.5 s, not at 2 s nor at 0.99 s (within the noise). The
+  two are timed in turn, ROUNDS times each."""
   monkeypatch.setenv("TRACEGRAD_CACHE_DIR", str(tmp_path))   # a verdict of its own
   prog = schedule(tg.make_graph(lambda x, y: (x @ y).sum(0) + 1.0)(A, B))
   real = type(small_space).time_library
-  seen = {}   # each program's library, in the order timed: the default's takes 1 s, the searched one's 0.5 s or 2 s
+  seen, order = {}, []   # each program's library, numbered in the order first timed; the order of all timings
 
   def timed(dev, lib, arrays, stored, *a, **kw):
     _, outs = real(dev, lib, arrays, stored, *a, **kw)
-    seen.setdefault(lib.path, len(seen))
-    return (1.0 if seen[lib.path] == 0 else 0.5 if searched_wins else 2.0), outs
+    order.append(seen.setdefault(lib.path, len(seen)))
+    return (1.0 if seen[lib.path] == 0 else searched_time), outs
   monkeypatch.setattr(search, "best_opts", lambda k, *a, **kw: {"block": 0} if opt.shape(k) in ("dots", "rows_by_width") else {})
   monkeypatch.setattr(type(small_space), "time_library", timed)
   got = search.optimise(prog, 2, small_space)
-  assert any(k.opts for k in got.kernels) == searched_wins
+  assert any(k.opts for k in got.kernels) == kept
+  assert order == [0, 1] * search.ROUNDS
   monkeypatch.setattr(type(small_space), "time_library", lambda *a, **kw: pytest.fail("the verdict is cached"))
-  assert any(k.opts for k in search.optimise(prog, 2, small_space).kernels) == searched_wins
+  assert any(k.opts for k in search.optimise(prog, 2, small_space).kernels) == kept
+
+
+@pytest.mark.parametrize("gain, kept", [(0.99, False), (0.5, True)])
+def test_a_kernel_keeps_its_default_unless_a_candidate_wins_clearly(small_space, monkeypatch, tmp_path, gain, kept):
+  """Each candidate's time is the default's times `gain`: 1% quicker is noise, half the time a win."""
+  monkeypatch.setenv("TRACEGRAD_CACHE_DIR", str(tmp_path))
+  real = type(small_space).time_library
+  first = []
+
+  def timed(dev, lib, arrays, stored, *a, **kw):
+    _, outs = real(dev, lib, arrays, stored, *a, **kw)
+    first.append(lib.path)
+    return (1.0 if lib.path == first[0] else gain), outs
+  monkeypatch.setattr(type(small_space), "time_library", timed)
+  assert bool(search.best_opts(_kernel(), 2, small_space)) == kept
 
 
 def test_search_width_from_the_environment(monkeypatch):
