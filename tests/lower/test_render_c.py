@@ -837,6 +837,41 @@ def test_a_big_right_operand_is_read_from_contiguous_column_panels(m, k, n):
                                rtol=ulps(4 * k), atol=ulps(4 * k) * math.sqrt(k))
 
 
+@pytest.mark.parametrize("target", ["native", "x86-64-v3", "x86-64"])
+def test_a_last_block_of_rows_cut_short_runs_the_whole_blocks_code(cpu, monkeypatch, target):
+  """Where every target's vectors divide the columns and there are REPEAT_MIN_ROWS rows or more, the last block of
+  rows, cut short (50 or 100 rows in blocks of 8, 6 or 4), runs the whole blocks' code: its rows past the last read
+  the last again and are not stored, so each kernel compiles one block's code and no cut copy of it. A matmul with
+  a bias and relu, one with paneled columns, x.T @ g, and x.T @ g over 8192 rows (2 MB of columns: summed in
+  chunks); float64's values, the same bits on 1, 2 and 3 threads."""
+  import tracegrad as tg
+  from tracegrad.lower.render_c import REPEAT_MIN_ROWS
+  from tracegrad.lower.schedule import schedule
+  if target != "native":
+    if not _avx2_host(): pytest.skip("compiling for an x86-64 target needs an x86-64 host")
+    monkeypatch.setenv("TRACEGRAD_CPU_TARGET", target)
+  rng = np.random.default_rng(9)
+  cases = [  # f, its arguments, its value in float64, the sum's length
+    (lambda x, w, c: tg.numpy.maximum(x @ w + c, 0.0), [(50, 40), (40, 64), (64,)],
+     lambda x, w, c: np.maximum(x @ w + c, 0.0), 40),
+    (lambda x, w: x @ w, [(100, 700), (700, 512)], lambda x, w: x @ w, 700),
+    (lambda x, g: x.T @ g, [(64, 50), (64, 128)], lambda x, g: x.T @ g, 64),
+    (lambda x, g: x.T @ g, [(8192, 40), (8192, 64)], lambda x, g: x.T @ g, 8192),
+  ]
+  for f, shapes, want, n in cases:
+    args = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    graph = tg.make_graph(f)(*args)
+    blocked = [k for k in schedule(graph).kernels if k.reduce is not None and "accs[" in k.source]
+    assert blocked and all(k.loops[-2].extent >= REPEAT_MIN_ROWS for k in blocked)
+    for k in blocked:
+      assert "TG_MIN2(q, rn - 1)" in k.source and "else {" not in k.source and "rn ==" not in k.source, k.source
+    assert ("part[" in blocked[0].source) == (n == 8192)
+    got = _on_1_2_and_3_threads(graph, args)[0]
+    ref = want(*(a.astype(np.float64) for a in args))
+    np.testing.assert_allclose(got.reshape(ref.shape), ref, rtol=ulps(4 * n), atol=ulps(4 * n) * np.sqrt(n),
+                               err_msg=f"{shapes} {target}")
+
+
 @pytest.mark.parametrize("n", [512, 520, 1024])
 def test_a_weight_gradients_operands_with_rows_a_few_cache_sets_apart_are_copied_with_longer_rows(n):
   """x.T @ g steps through both operands a row per step of its sum: rows 2 or 4 KB apart put every step's line in

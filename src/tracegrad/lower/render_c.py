@@ -1009,33 +1009,62 @@ def _each_tile(b: _Body, outer, fastest_first, cuts, width: str, ct: str) -> Exi
 
 
 def _whole_or_cut(b: _Body, emit, whole: bool | str, sizes: tuple[str, str], cut: tuple[str, str],
-                  rows_left: str | None = None) -> None:
+                  rows_left: str | None = None, whole_columns: bool | str = False, repeat_rows: bool = False) -> None:
   """emit(rows, columns) of whole blocks: alone where the blocks divide the extents (`whole`: on every target, or
   where the preprocessor's condition holds), else when the block at hand is whole (its `cut` sizes equal `sizes`),
   with emit(*cut) for a block at the cut edge; with `rows_left` (the rows the last block of rows keeps, a constant),
-  a block of whole columns in the last rows is emitted with that constant, so that it too runs unrolled."""
+  a block of whole columns in the last rows is emitted with that constant, so that it too runs unrolled. Where the
+  columns are cut whole on every target (`whole_columns`), only the rows are cut, and no block of cut columns is
+  emitted: code that never runs, which the compiler took a fifth of its time over; with `repeat_rows` too, every block
+  is whole, its rows past the last repeating it (emit(*sizes, rows)), so one block's code serves them all.
+
+  Each block's code costs compile time of its own: a GPT step's quick build spent a quarter of its time on the cut
+  ones."""
   if whole is True: return emit(*sizes)
   if whole:
     b.line(f"#if {whole}")
     with b.block(""): emit(*sizes)
     b.line("#else")
-  with b.block(f"if ({' && '.join(f'{c} == {n}' for c, n in zip(cut, sizes) if c != n)})"): emit(*sizes)
-  if rows_left is not None and cut[1] != sizes[1]:
-    with b.block(f"else if ({cut[1]} == {sizes[1]})"): emit(rows_left, sizes[1])
-  with b.block("else"): emit(*cut)
+  if whole_columns is True and repeat_rows:
+    with b.block(""): emit(*sizes, cut[0])
+  elif whole_columns is True:
+    with b.block(f"if ({cut[0]} == {sizes[0]})"): emit(*sizes)
+    with b.block("else"): emit(rows_left or cut[0], sizes[1])
+  else:
+    with b.block(f"if ({' && '.join(f'{c} == {n}' for c, n in zip(cut, sizes) if c != n)})"): emit(*sizes)
+    if rows_left is not None and cut[1] != sizes[1]:
+      with b.block(f"else if ({cut[1]} == {sizes[1]})"): emit(rows_left, sizes[1])
+    with b.block("else"): emit(*cut)
   if whole: b.line("#endif")
 
 
 def _whole_width_blocks(k: Kernel, nrows: str) -> bool | str:
   """Whether the target's register blocks of rows by width divide a kernel's last two loops (its one loop): a bool,
   or the preprocessor's condition."""
-  opts, last, size = dict(k.opts), k.loops[-1], k.reduce.acc.dtype.itemsize
   rows = [] if len(k.loops) < 2 else [_divides(k.loops[-2].extent, nrows)]
-  if "width" in opts: return _every([*rows, _whole(last.extent, opts["width"])])
+  return _every([*rows, _whole_columns(k)])
+
+
+REPEAT_MIN_ROWS = 32   # rows from which a last block cut short repeats its last row (at most 7 more of 32+) instead
+
+
+def _repeats_rows(k: Kernel) -> bool:
+  """Whether a register-blocked kernel's last block of rows, cut short, runs whole with its last row repeated."""
+  return len(k.loops) >= 2 and k.loops[-2].extent >= REPEAT_MIN_ROWS
+
+
+def _whole_columns(k: Kernel) -> bool | str:
+  """Whether the target's register blocks' width divides a kernel's last loop: a bool where it is known for every
+  target (BLOCKS), else the preprocessor's condition."""
+  opts, last, size = dict(k.opts), k.loops[-1], k.reduce.acc.dtype.itemsize
+  if "width" in opts: return _whole(last.extent, opts["width"])
+  widest = max(t["TG_VBYTES"] for t in BLOCKS.values()) // size
+  each = [last.extent % (t["TG_VBYTES"] // size) == 0 or last.extent < widest and last.extent <= t["TG_VBYTES"] // size
+          for t in BLOCKS.values()]
+  if all(each): return True
   lanes = f"TG_VBYTES / {size}"
-  if last.extent >= max(t["TG_VBYTES"] for t in BLOCKS.values()) // size:
-    return _every([*rows, _divides(last.extent, f"({lanes})")])
-  return _every([*rows, f"{last.extent} <= {lanes} || {last.extent} % ({lanes}) == 0"])   # TG_WIDTH: at most a vector
+  if last.extent >= widest: return _divides(last.extent, f"({lanes})")
+  return f"{last.extent} <= {lanes} || {last.extent} % ({lanes}) == 0"   # TG_WIDTH: at most a vector
 
 
 def _vector_width(extent: int, dtype: DType) -> str:
@@ -1223,8 +1252,9 @@ def _emit_interchanged(b: _Body, k: Kernel, pragmas: dict[int, str]):
     if rows: b.line(f"const int64_t rn = {rows.extent} - ib < {nrows} ? {rows.extent} - ib : {nrows};")
     b.line(f"const int64_t tn = {last.extent} - t < {width} ? {last.extent} - t : {width};")
     if rows: _prefetch_next_block(b, k, nrows, width, rows_inner=heads[-1].startswith("for (int64_t ib"))
-    _whole_or_cut(b, lambda nr, nc: _emit_block(b, k, nr, nc, ct, (nrows, width)), _whole_width_blocks(k, nrows),
-                  (nrows if rows else "1", width), ("rn" if rows else "1", "tn"))
+    _whole_or_cut(b, lambda nr, nc, cut=None: _emit_block(b, k, nr, nc, ct, (nrows, width), rows_cut=cut),
+                  _whole_width_blocks(k, nrows), (nrows if rows else "1", width), ("rn" if rows else "1", "tn"),
+                  whole_columns=_whole_columns(k), repeat_rows=_repeats_rows(k))
 
 
 BLOCK_CHUNK_BYTES = 1 << 20   # what a register block's columns read, beyond which it is read in chunks (an L2 cache)
@@ -1269,8 +1299,8 @@ def _emit_interchanged_chunked(b: _Body, k: Kernel, pragmas: dict[int, str], chu
     with ExitStack() as chunks:
       open_blocks(b, r, chunk, chunks)
       with each_block():
-        _whole_or_cut(b, lambda nr, nc: _emit_block(b, k, nr, nc, ct, (nrows, width), chunk), whole,
-                      (nrows, width), ("rn", "tn"))
+        _whole_or_cut(b, lambda nr, nc, cut=None: _emit_block(b, k, nr, nc, ct, (nrows, width), chunk, cut), whole,
+                      (nrows, width), ("rn", "tn"), whole_columns=_whole_columns(k), repeat_rows=_repeats_rows(k))
     with each_block(): _store_block(b, k, "rn", "tn", ct, True)
     b.line("free(part);")
 
@@ -1382,9 +1412,9 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
         b.line(f"panel[{idx}] = {v};")
     with b.block(f"for (int64_t ib = 0; ib < {rows.extent}; ib += {nrows})"), each_panel():
       b.line(f"const int64_t rn = {rows.extent} - ib < {nrows} ? {rows.extent} - ib : {nrows};")
-      _whole_or_cut(b, lambda nr, nc: _emit_block(b, paneled, nr, nc, ct, (nrows, width)),
+      _whole_or_cut(b, lambda nr, nc, cut=None: _emit_block(b, paneled, nr, nc, ct, (nrows, width), rows_cut=cut),
                     _whole_width_blocks(k, nrows), (nrows, width), ("rn", "tn"),
-                    f"({rows.extent} % {nrows})")
+                    f"({rows.extent} % {nrows})", _whole_columns(k), _repeats_rows(k))
     b.line("free(panels);")
 
 
@@ -1504,19 +1534,22 @@ def _prefetch_next_block(b: _Body, k: Kernel, nr: str, width: str, rows_inner: b
            f"TG_PREFETCH(&{b.bufs[st.buf]}[{at} + pq * {cr} + pj], 1);")
 
 
-def _block_point(b: _Body, k: Kernel) -> None:
-  """A register block's point (q, j) named as the kernel's last two loops' indices."""
+def _block_point(b: _Body, k: Kernel, rows_cut: str | None = None) -> None:
+  """A register block's point (q, j) named as the kernel's last two loops' indices; with `rows_cut` (the rows the
+  block has), rows past it repeat its last."""
   n = len(k.loops)
   if n >= 2:
-    b.line(f"const int64_t i{n - 2} = ib + q;")
+    b.line(f"const int64_t i{n - 2} = ib + {'q' if rows_cut is None else f'TG_MIN2(q, {rows_cut} - 1)'};")
     b.names[k.loops[-2].var] = f"i{n - 2}"
   b.line(f"const int64_t i{n - 1} = t + j;")
   b.names[k.loops[-1].var] = f"i{n - 1}"
 
 
-def _emit_block(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str, str], chunk=None):
+def _emit_block(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str, str], chunk=None,
+                rows_cut: str | None = None):
   """One register block: its sums, then its stores. With `chunk` (a sum_plan whose loops the caller opened), one
-  chunk of the sums only, added into the caller's `sums` and `errs`."""
+  chunk of the sums only, added into the caller's `sums` and `errs`. With `rows_cut` (the rows the block has), the
+  rows past it repeat its last and are not stored."""
   r = k.reduce
   # each point adds its steps in turn: a plain sum's blocks are shorter, a product's (a matmul's) as long as usual
   plan = chunk or sum_plan(r, b.sum_block if is_product(r.value) else POINT_BLOCK)
@@ -1538,18 +1571,20 @@ def _emit_block(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str,
       _prefetch(b, k, nr, nc)
       with b.block(f"for (int64_t q = 0; q < {nr}; q++)", "TG_UNROLL(16)" if nr == size[0] else None):
         with b.block(f"for (int64_t j = 0; j < {nc}; j++)", "#pragma omp simd"):
-          _block_point(b, k)
+          _block_point(b, k, rows_cut)
           _accumulate(b, r, ct, "accs[q][j]")
     if plan:
       with b.block(f"for (int64_t q = 0; q < {nr}; q++)"), b.block(f"for (int64_t j = 0; j < {nc}; j++)"):
         b.line(add_exactly("sums[q][j]", "errs[q][j]", "accs[q][j]", ct))
-  if not chunk: _store_block(b, k, nr, nc, ct, bool(plan))
+  if not chunk: _store_block(b, k, nr, nc, ct, bool(plan), rows_cut)
 
 
-def _store_block(b: _Body, k: Kernel, nr: str, nc: str, ct: str, plan: bool):
-  """The stores of a register block: each point's sum (with its carried error, for a `plan`ned sum)."""
+def _store_block(b: _Body, k: Kernel, nr: str, nc: str, ct: str, plan: bool, rows_cut: str | None = None):
+  """The stores of a register block: each point's sum (with its carried error, for a `plan`ned sum), of its first
+  `rows_cut` rows where given."""
   r = k.reduce
-  with b.block(f"for (int64_t q = 0; q < {nr}; q++)"):
+  with b.block(f"for (int64_t q = 0; q < {nr}; q++)"), ExitStack() as kept:
+    if rows_cut is not None: kept.enter_context(b.block(f"if (q < {rows_cut})"))
     with b.block(f"for (int64_t j = 0; j < {nc}; j++)"):
       _block_point(b, k)
       if plan:
