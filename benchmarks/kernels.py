@@ -20,6 +20,8 @@ import tracegrad as tg
 import tracegrad.numpy as tnp
 from run import _have, _timeit, jax_mlp_step, mlp_problem
 
+ROUNDS = 5   # each implementation timed in turn this many times, each kept at its best: a slow spell hits all of them
+
 
 def _conv(m, x, w):
   """A 3x3 'same' convolution, NHWC by HWIO, as nine shifted matmuls."""
@@ -46,7 +48,7 @@ def workload(name: str, fn, np_fn, args, flops: float, beam: int, min_time: floa
   impls = {"numpy": lambda: np_fn(*args), "heuristic": lambda: plain(*targs).block_until_ready(),
            "search": lambda: searched(*targs).block_until_ready()}
   best = {k: float("inf") for k in impls}
-  for _ in range(3):
+  for _ in range(ROUNDS):
     for k, f in impls.items(): best[k] = min(best[k], _timeit(f, min_time))
   _row(name, flops, best, f" | search took {spent:.1f} s")
 
@@ -63,7 +65,7 @@ def mlp(beam: int, min_time: float):
            "search": lambda: tg.tree.leaves(searched(tp, tx, ty))[0].block_until_ready()}
   if _have("jax"): impls["jax"] = jax_mlp_step(params, x, y)
   best = {k: float("inf") for k in impls}
-  for _ in range(3):
+  for _ in range(ROUNDS):
     for k, f in impls.items(): best[k] = min(best[k], _timeit(f, min_time))
   parts = [f"{k} {t * 1e3:.2f} ms" + (f" ({t / best['jax']:.2f}x jax's time)" if "jax" in best and k != "jax" else "")
            for k, t in best.items()]
