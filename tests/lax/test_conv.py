@@ -80,6 +80,38 @@ def test_conv_matches_jax_in_value_and_gradient(case):
   for g, wg in zip(got, want): np.testing.assert_allclose(np.asarray(g), np.asarray(wg), rtol=ulps(840), atol=ulps(840))
 
 
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_a_channels_last_convolution_matches_the_direct_sum(case):
+  """Each case in NHWC / HWIO / NHWC: where it stores its windows (strides, or rows under 16), one feature group
+  stores them channels-last, (n, positions, taps * channels), and runs a matmul by the filter flattened to (taps *
+  channels, outputs); the values, and the gradients against finite differences (and JAX's, when installed)."""
+  xs, ws, strides, padding, dil, groups = CASES[case]
+  x, w = rng.standard_normal(xs).astype(np.float32), rng.standard_normal(ws).astype(np.float32)
+  pads = same_pads(xs[2:], ws[2:], strides, dil) if padding == "SAME" else [(0, 0)] * 2 if padding == "VALID" else padding
+  want = ref_conv(x, w, strides, pads, dil, groups).transpose(0, 2, 3, 1)
+  xl, wl = x.transpose(0, 2, 3, 1), w.transpose(2, 3, 1, 0)
+  dn = ("NHWC", "HWIO", "NHWC")
+  f = lambda lx, x, w: lx.conv_general_dilated(x, w, strides, padding, rhs_dilation=dil, feature_group_count=groups,
+                                               dimension_numbers=dn)
+  np.testing.assert_allclose(np.asarray(tg.jit(lambda x, w: f(lax, x, w))(xl, wl)), want, rtol=ulps(840),
+                             atol=ulps(840))
+  check_grads(lambda x, w: f(lax, x, w).sum() * 0.1, (xl, wl), modes=("rev",))
+  if groups == 1 and tg.default_backend() == "cpu" and (strides != (1, 1) or want.shape[2] < 16):
+    from tracegrad.lower.schedule import schedule
+    prog = schedule(tg.make_graph(lambda x, w: f(lax, x, w))(xl, wl))
+    (k,) = [k for k in prog.kernels if k.reduce is not None]
+    assert k.loops[-1].extent == ws[0] and [l.extent for l in k.reduce.loops] == [ws[1] * ws[2] * ws[3]]
+  try:
+    import jax
+  except ImportError:
+    return
+  ct = rng.standard_normal(want.shape).astype(np.float32)
+  loss = lambda lx, m: lambda x, w: m.sum(f(lx, x, w) * ct)
+  got = tg.jit(tg.grad(loss(lax, tnp), argnums=(0, 1)))(xl, wl)
+  for g, wg in zip(got, jax.grad(loss(jax.lax, jax.numpy), argnums=(0, 1))(xl, wl)):
+    np.testing.assert_allclose(np.asarray(g), np.asarray(wg), rtol=ulps(840), atol=ulps(840))
+
+
 def test_unit_stride_windows_are_read_in_place_on_a_cpu():
   """A unit-stride convolution with rows of 16 outputs or more reads its windows from the padded input inside each
   contraction (forward, filter gradient): no kernel writes an im2col copy (taps times the input). Its input's

@@ -74,6 +74,24 @@ def _windows(x: Array, window, strides, dilation, out_sp, low) -> Array:
   return Array(taps.reshape((n, c, math.prod(window), math.prod(out_sp))), x.weak_type)
 
 
+def _windows_last(x: Array, window, strides, dilation, out_sp, low) -> Array:
+  """The windows of x (N, *spatial, C) as (N, positions, taps * C): as _windows, with each window's taps and their
+  channels last, where a channels-last x keeps them contiguous (the im2col copy reads and writes runs of channels)."""
+  nd, (n, c) = len(window), (x.shape[0], x.shape[-1])
+  shape = (n, *out_sp, *window, c)
+  at = lambda a: UOp.iota(shape, a, dtypes.int64)
+  k = lambda v: UOp.const(dtypes.int64, v, shape)
+  spatial = [at(1 + nd + a) * k(d) + at(1 + a) * k(s) - k(lo) for a, (d, s, lo) in enumerate(zip(dilation, strides, low))]
+  taps = x.uop.gather(UOp.concat([i.reshape((*shape, 1)) for i in [at(0), *spatial, at(1 + 2 * nd)]], len(shape)))
+  inside = None
+  for i, lo, m, t, d, s, size in zip(spatial, low, out_sp, window, dilation, strides, x.shape[1:-1]):
+    if lo <= 0 and (t - 1) * d + (m - 1) * s - lo < size: continue
+    ok = k(-1).alu(Ops.CMPLT, i).alu(Ops.AND, i.alu(Ops.CMPLT, k(size)))
+    inside = ok if inside is None else inside.alu(Ops.AND, ok)
+  if inside is not None: taps = inside.where(taps, UOp.const(taps.dtype, 0, shape))
+  return Array(taps.reshape((n, math.prod(out_sp), math.prod(window) * c)), x.weak_type)
+
+
 DIRECT_MIN_WIDTH = 16   # output rows at least this long (a vector register of floats) are read directly, unit stride
 
 
@@ -181,13 +199,14 @@ def conv_general_dilated(lhs, rhs, window_strides: Sequence[int], padding, lhs_d
   rules = (_lhs_transpose if all(s == 1 for s in strides) else _strided_lhs_transpose if all(d == 1 for d in ldil)
            else None, None)
   out = composite("conv_general_dilated", _conv, x, w, transposes=rules, strides=strides,
-                  pads=tuple(map(tuple, pads)), ldil=ldil, dil=dil, groups=g)
+                  pads=tuple(map(tuple, pads)), ldil=ldil, dil=dil, groups=g, last=dn.lhs_spec[1] == x.ndim - 1)
   out = out if preferred_element_type is None else ops.convert_element_type(out, preferred_element_type)
   return ops.transpose(out, [dn.out_spec.index(i) for i in range(out.ndim)])
 
 
-def _conv(x: Array, w: Array, *, strides, pads, ldil, dil, groups) -> Array:
-  """The convolution of x (N, C, *spatial) by w (O, I, *window), both of one dtype: the body of conv_general_dilated."""
+def _conv(x: Array, w: Array, *, strides, pads, ldil, dil, groups, last=False) -> Array:
+  """The convolution of x (N, C, *spatial) by w (O, I, *window), both of one dtype: the body of conv_general_dilated.
+  `last`: x is a view of channels-last data (NHWC)."""
   nd, dt = x.ndim - 2, x.dtype
   n, window, o = x.shape[0], w.shape[2:], w.shape[0]
   if any(d > 1 for d in ldil) and all(s == 1 for s in strides): return _phased(x, w, pads, ldil, dil, groups)
@@ -199,10 +218,21 @@ def _conv(x: Array, w: Array, *, strides, pads, ldil, dil, groups) -> Array:
   out_sp = [(sp - (k - 1) * d - 1) // s + 1 for sp, k, d, s in zip(padded, window, dil, strides)]
   if _direct(strides, out_sp):
     return _direct_conv(_pad(xp, 0, [(0, 0), (0, 0), *pads], (1,) * xp.ndim), w, window, dil, out_sp, groups, dt)
-  # im2col: the windows of the padded input stored once, (n, g, ci * taps, positions); then one contraction
   g, ci = groups, w.shape[1]
-  cols = _windows(xp, window, strides, dil, out_sp, [lo for lo, _ in pads])
   taps, positions = math.prod(window), math.prod(out_sp)
+  if last and g == 1:
+    # channels-last im2col: the windows (n, positions, taps * ci) and the output (n, positions, o) as the data lie, a
+    # matmul by the filter (taps * ci, o); a channels-first copy of them transposed the input (2.3x slower) and its
+    # contraction read the filter's taps a channel apart
+    cols = control.optimization_barrier(_windows_last(ops.transpose(xp, (0, *range(2, 2 + nd), 1)), window, strides,
+                                                      dil, out_sp, [lo for lo, _ in pads]))
+    wl = ops.reshape(ops.transpose(w, (*range(2, 2 + nd), 1, 0)), (taps * ci, o))
+    full = (n, positions, taps * ci, o)
+    prod = ops.mul(ops.broadcast_in_dim(cols, full, (0, 1, 2)), ops.broadcast_in_dim(wl, full, (2, 3)))
+    out = ops.reshape(_summed(prod, (2,), dt), (n, *out_sp, o))
+    return ops.transpose(out, (0, nd + 1, *range(1, nd + 1)))
+  # im2col: the windows of the padded input stored once, (n, g, ci * taps, positions); then one contraction
+  cols = _windows(xp, window, strides, dil, out_sp, [lo for lo, _ in pads])
   cols = control.optimization_barrier(ops.reshape(cols, (n, g, ci * taps, positions)))
   wg = ops.reshape(w, (g, o // g, ci * taps))
   # positions last, where the windows, the output and its cotangent are contiguous: the forward pass and both
@@ -251,7 +281,7 @@ def _interleaved(parts: list[Array], s, size) -> Array:
   return control.optimization_barrier(ops.slice(inter, (0,) * inter.ndim, (n, c, *size)))
 
 
-def _strided_lhs_transpose(ct: Array, x: Array, w: Array, *, strides, pads, ldil, dil, groups) -> Array:
+def _strided_lhs_transpose(ct: Array, x: Array, w: Array, *, strides, pads, ldil, dil, groups, last=False) -> Array:
   """x's cotangent by strides above 1: every tap's cotangent, T[n, c, k, y] = sum_o w[o, c, k] ct[n, o, y], in one
   contraction; then element s * q + r of x (phase r of the strides) adds T at y = q + e over the taps k that reach it,
   those with r + low - k * dilation = s * e. The phases are interleaved: each element is written once, by one pass
@@ -279,7 +309,7 @@ def _strided_lhs_transpose(ct: Array, x: Array, w: Array, *, strides, pads, ldil
   return _interleaved(parts, strides, spatial)
 
 
-def _lhs_transpose(ct: Array, x: Array, w: Array, *, strides, pads, ldil, dil, groups) -> Array:
+def _lhs_transpose(ct: Array, x: Array, w: Array, *, strides, pads, ldil, dil, groups, last=False) -> Array:
   """x's cotangent: ct convolved with w flipped, its input and output features swapped within each group, with
   ct's elements spaced by the strides (lhs dilation), x's lhs dilation as the strides, and the padding that lines
   each of x's elements up with the outputs that read it (as JAX's transpose rule)."""
