@@ -2,7 +2,9 @@
 input, a gather at indices made from iotas, contracted with the kernel in one sum over channels and taps; so every
 transform (grad, vmap, jit) goes through ordinary gathers, products and sums. With unit strides on a CPU each
 contraction reads the windows from the padded input in place (_direct_conv); otherwise they are stored once behind an
-optimization barrier (im2col). The forward pass and the filter gradient are each one register-blocked contraction.
+optimization barrier (im2col), channels-last for a channels-last input (the copy then reads and writes runs of
+channels, and the contraction is a matmul). The forward pass and the filter gradient are each one register-blocked
+contraction.
 The input gradient (the node's transpose rule) by unit strides is a convolution of the cotangent, as JAX's; by
 larger strides, one contraction giving every tap's cotangent and one pass summing, for each input element, the taps
 that reach it.
