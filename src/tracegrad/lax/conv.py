@@ -67,13 +67,19 @@ def _windows(x: Array, window, strides, dilation, out_sp, low) -> Array:
   spatial = [at(2 + a) * k(d) + at(2 + nd + a) * k(s) - k(lo)
              for a, (d, s, lo) in enumerate(zip(dilation, strides, low))]
   taps = x.uop.gather(UOp.concat([i.reshape((*shape, 1)) for i in [at(0), at(1), *spatial]], len(shape)))
+  taps = _zero_outside(taps, spatial, x.shape[2:], window, strides, dilation, out_sp, low)
+  return Array(taps.reshape((n, c, math.prod(window), math.prod(out_sp))), x.weak_type)
+
+
+def _zero_outside(taps: UOp, spatial: list, sizes, window, strides, dilation, out_sp, low) -> UOp:
+  """The windows' taps, zero where a tap's index along a spatial axis (`spatial`, one per axis) falls outside x."""
+  k = lambda v: UOp.const(dtypes.int64, v, taps.shape)
   inside = None
-  for i, lo, m, t, d, s, size in zip(spatial, low, out_sp, window, dilation, strides, x.shape[2:]):
+  for i, lo, m, t, d, s, size in zip(spatial, low, out_sp, window, dilation, strides, sizes):
     if lo <= 0 and (t - 1) * d + (m - 1) * s - lo < size: continue   # every window of this axis lies inside x
     ok = k(-1).alu(Ops.CMPLT, i).alu(Ops.AND, i.alu(Ops.CMPLT, k(size)))
     inside = ok if inside is None else inside.alu(Ops.AND, ok)
-  if inside is not None: taps = inside.where(taps, UOp.const(taps.dtype, 0, shape))
-  return Array(taps.reshape((n, c, math.prod(window), math.prod(out_sp))), x.weak_type)
+  return taps if inside is None else inside.where(taps, UOp.const(taps.dtype, 0, taps.shape))
 
 
 def _windows_last(x: Array, window, strides, dilation, out_sp, low) -> Array:
@@ -83,14 +89,10 @@ def _windows_last(x: Array, window, strides, dilation, out_sp, low) -> Array:
   shape = (n, *out_sp, *window, c)
   at = lambda a: UOp.iota(shape, a, dtypes.int64)
   k = lambda v: UOp.const(dtypes.int64, v, shape)
-  spatial = [at(1 + nd + a) * k(d) + at(1 + a) * k(s) - k(lo) for a, (d, s, lo) in enumerate(zip(dilation, strides, low))]
+  spatial = [at(1 + nd + a) * k(d) + at(1 + a) * k(s) - k(lo)
+             for a, (d, s, lo) in enumerate(zip(dilation, strides, low))]
   taps = x.uop.gather(UOp.concat([i.reshape((*shape, 1)) for i in [at(0), *spatial, at(1 + 2 * nd)]], len(shape)))
-  inside = None
-  for i, lo, m, t, d, s, size in zip(spatial, low, out_sp, window, dilation, strides, x.shape[1:-1]):
-    if lo <= 0 and (t - 1) * d + (m - 1) * s - lo < size: continue
-    ok = k(-1).alu(Ops.CMPLT, i).alu(Ops.AND, i.alu(Ops.CMPLT, k(size)))
-    inside = ok if inside is None else inside.alu(Ops.AND, ok)
-  if inside is not None: taps = inside.where(taps, UOp.const(taps.dtype, 0, shape))
+  taps = _zero_outside(taps, spatial, x.shape[1:-1], window, strides, dilation, out_sp, low)
   return Array(taps.reshape((n, math.prod(out_sp), math.prod(window) * c)), x.weak_type)
 
 

@@ -1009,7 +1009,7 @@ def _each_tile(b: _Body, outer, fastest_first, cuts, width: str, ct: str) -> Exi
 
 
 def _whole_or_cut(b: _Body, emit, whole: bool | str, sizes: tuple[str, str], cut: tuple[str, str],
-                  rows_left: str | None = None, whole_columns: bool | str = False, repeat_rows: bool = False) -> None:
+                  rows_left: str | None = None, whole_columns: bool = False, repeat_rows: bool = False) -> None:
   """emit(rows, columns) of whole blocks: alone where the blocks divide the extents (`whole`: on every target, or
   where the preprocessor's condition holds), else when the block at hand is whole (its `cut` sizes equal `sizes`),
   with emit(*cut) for a block at the cut edge; with `rows_left` (the rows the last block of rows keeps, a constant),
@@ -1025,9 +1025,9 @@ def _whole_or_cut(b: _Body, emit, whole: bool | str, sizes: tuple[str, str], cut
     b.line(f"#if {whole}")
     with b.block(""): emit(*sizes)
     b.line("#else")
-  if whole_columns is True and repeat_rows:
+  if whole_columns and repeat_rows:
     with b.block(""): emit(*sizes, cut[0])
-  elif whole_columns is True:
+  elif whole_columns:
     with b.block(f"if ({cut[0]} == {sizes[0]})"): emit(*sizes)
     with b.block("else"): emit(rows_left or cut[0], sizes[1])
   else:
@@ -1256,7 +1256,7 @@ def _emit_interchanged(b: _Body, k: Kernel, pragmas: dict[int, str]):
     if rows: _prefetch_next_block(b, k, nrows, width, rows_inner=heads[-1].startswith("for (int64_t ib"))
     _whole_or_cut(b, lambda nr, nc, cut=None: _emit_block(b, k, nr, nc, ct, (nrows, width), rows_cut=cut),
                   _whole_width_blocks(k, nrows), (nrows if rows else "1", width), ("rn" if rows else "1", "tn"),
-                  whole_columns=_whole_columns(k), repeat_rows=_repeats_rows(k))
+                  whole_columns=_whole_columns(k) is True, repeat_rows=_repeats_rows(k))
 
 
 # a sum longer than this, whose column panel (a vector wide: 256 KB on AVX2) outgrows the L2 cache, runs in chunks
@@ -1305,7 +1305,8 @@ def _emit_interchanged_chunked(b: _Body, k: Kernel, pragmas: dict[int, str], chu
       open_blocks(b, r, chunk, chunks)
       with each_block():
         _whole_or_cut(b, lambda nr, nc, cut=None: _emit_block(b, k, nr, nc, ct, (nrows, width), chunk, cut), whole,
-                      (nrows, width), ("rn", "tn"), whole_columns=_whole_columns(k), repeat_rows=_repeats_rows(k))
+                      (nrows, width), ("rn", "tn"), whole_columns=_whole_columns(k) is True,
+                      repeat_rows=_repeats_rows(k))
     with each_block(): _store_block(b, k, "rn", "tn", ct, True)
     b.line("free(part);")
 
@@ -1419,7 +1420,7 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
       b.line(f"const int64_t rn = {rows.extent} - ib < {nrows} ? {rows.extent} - ib : {nrows};")
       _whole_or_cut(b, lambda nr, nc, cut=None: _emit_block(b, paneled, nr, nc, ct, (nrows, width), rows_cut=cut),
                     _whole_width_blocks(k, nrows), (nrows, width), ("rn", "tn"),
-                    f"({rows.extent} % {nrows})", _whole_columns(k), _repeats_rows(k))
+                    f"({rows.extent} % {nrows})", _whole_columns(k) is True, _repeats_rows(k))
     b.line("free(panels);")
 
 
