@@ -669,8 +669,10 @@ def test_a_transposed_right_operand_fills_its_panels_through_registers(cpu, monk
     np.testing.assert_allclose(got.reshape(m, n), x.astype(np.float64) @ w.T.astype(np.float64),
                                **tol(np.dtype(dt).name, 4 * k, 4 * k), err_msg=f"{dt.__name__} {target}")
   # a sum over two loops whose inner one is contiguous in both (a filter gradient: output gradients by windows,
-  # summed over the batch and the positions) fills its panels the same way, the batch's steps slowest
-  for dt, (b, m, n, p) in ((np.float32, (4, 72, 136, 512)), (np.float64, (2, 64, 260, 256))):
+  # summed over the batch and the positions) fills its panels the same way, the batch's steps slowest; a long one
+  # too (8192 steps, 4 MB of columns), whose strided columns chunks would read in place
+  for dt, (b, m, n, p) in ((np.float32, (4, 72, 136, 512)), (np.float64, (2, 64, 260, 256)),
+                           (np.float32, (16, 72, 136, 512))):
     dy, win = rng.standard_normal((b, m, p)).astype(dt), rng.standard_normal((b, n, p)).astype(dt)
     with x64():
       (kern,) = (prog := schedule(make_graph(lambda a, c: tnp.einsum("bip,bjp->ij", a, c))(dy, win))).kernels

@@ -1233,8 +1233,9 @@ def _emit_interchanged(b: _Body, k: Kernel, pragmas: dict[int, str]):
   nrows = str(opts.get("rows", "TG_ROWS" if is_product(r.value) else 1))
   outer = k.loops[:-2] if rows else k.loops[:-1]
   chunk = block_chunk(b, k) if rows and opts.get("chunk", 1) else None
-  steps = math.prod(l.extent for l in r.loops)
-  if opts.get("panel", 1) and (chunk is None or steps <= PANEL_MAX_STEPS) and (load := panel_load(k)) is not None:
+  load = panel_load(k) if opts.get("panel", 1) else None
+  if load is not None and (chunk is None or math.prod(l.extent for l in r.loops) <= PANEL_MAX_STEPS or
+                           transposed_panels(load, k.loops, r)):
     _emit_paneled(b, k, pragmas, load, width, nrows, ct)
     return
   if chunk is not None:
@@ -1260,7 +1261,8 @@ def _emit_interchanged(b: _Body, k: Kernel, pragmas: dict[int, str]):
 
 
 # a sum longer than this, whose column panel (a vector wide: 256 KB on AVX2) outgrows the L2 cache, runs in chunks
-# (block_chunk) where it may rather than paneled: a channels-last filter gradient over 8192 positions, 4.0 -> 2.9 ms
+# (block_chunk) where it may rather than paneled: a channels-last filter gradient over 8192 positions, 4.0 -> 2.9 ms.
+# Not one whose columns are strided (transposed panels, a channels-first filter gradient): chunks read them in place
 PANEL_MAX_STEPS = 4096
 BLOCK_CHUNK_BYTES = 1 << 20   # what a register block's columns read, beyond which it is read in chunks (an L2 cache)
 
