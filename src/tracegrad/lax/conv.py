@@ -67,33 +67,13 @@ def _windows(x: Array, window, strides, dilation, out_sp, low) -> Array:
   spatial = [at(2 + a) * k(d) + at(2 + nd + a) * k(s) - k(lo)
              for a, (d, s, lo) in enumerate(zip(dilation, strides, low))]
   taps = x.uop.gather(UOp.concat([i.reshape((*shape, 1)) for i in [at(0), at(1), *spatial]], len(shape)))
-  taps = _zero_outside(taps, spatial, x.shape[2:], window, strides, dilation, out_sp, low)
-  return Array(taps.reshape((n, c, math.prod(window), math.prod(out_sp))), x.weak_type)
-
-
-def _zero_outside(taps: UOp, spatial: list, sizes, window, strides, dilation, out_sp, low) -> UOp:
-  """The windows' taps, zero where a tap's index along a spatial axis (`spatial`, one per axis) falls outside x."""
-  k = lambda v: UOp.const(dtypes.int64, v, taps.shape)
   inside = None
-  for i, lo, m, t, d, s, size in zip(spatial, low, out_sp, window, dilation, strides, sizes):
+  for i, lo, m, t, d, s, size in zip(spatial, low, out_sp, window, dilation, strides, x.shape[2:]):
     if lo <= 0 and (t - 1) * d + (m - 1) * s - lo < size: continue   # every window of this axis lies inside x
     ok = k(-1).alu(Ops.CMPLT, i).alu(Ops.AND, i.alu(Ops.CMPLT, k(size)))
     inside = ok if inside is None else inside.alu(Ops.AND, ok)
-  return taps if inside is None else inside.where(taps, UOp.const(taps.dtype, 0, taps.shape))
-
-
-def _windows_last(x: Array, window, strides, dilation, out_sp, low) -> Array:
-  """The windows of x (N, *spatial, C) as (N, positions, taps * C): as _windows, with each window's taps and their
-  channels last, where a channels-last x keeps them contiguous (the im2col copy reads and writes runs of channels)."""
-  nd, (n, c) = len(window), (x.shape[0], x.shape[-1])
-  shape = (n, *out_sp, *window, c)
-  at = lambda a: UOp.iota(shape, a, dtypes.int64)
-  k = lambda v: UOp.const(dtypes.int64, v, shape)
-  spatial = [at(1 + nd + a) * k(d) + at(1 + a) * k(s) - k(lo)
-             for a, (d, s, lo) in enumerate(zip(dilation, strides, low))]
-  taps = x.uop.gather(UOp.concat([i.reshape((*shape, 1)) for i in [at(0), *spatial, at(1 + 2 * nd)]], len(shape)))
-  taps = _zero_outside(taps, spatial, x.shape[1:-1], window, strides, dilation, out_sp, low)
-  return Array(taps.reshape((n, math.prod(out_sp), math.prod(window) * c)), x.weak_type)
+  if inside is not None: taps = inside.where(taps, UOp.const(taps.dtype, 0, shape))
+  return Array(taps.reshape((n, c, math.prod(window), math.prod(out_sp))), x.weak_type)
 
 
 DIRECT_MIN_WIDTH = 16   # output rows at least this long (a vector register of floats) are read directly, unit stride
@@ -223,20 +203,19 @@ def _conv(x: Array, w: Array, *, strides, pads, ldil, dil, groups, last=False) -
   if _direct(strides, out_sp):
     return _direct_conv(_pad(xp, 0, [(0, 0), (0, 0), *pads], (1,) * xp.ndim), w, window, dil, out_sp, groups, dt)
   g, ci = groups, w.shape[1]
+  cols = _windows(xp, window, strides, dil, out_sp, [lo for lo, _ in pads])
   taps, positions = math.prod(window), math.prod(out_sp)
   if last and g == 1:
-    # channels-last im2col: the windows (n, positions, taps * ci) and the output (n, positions, o) as the data lie, a
-    # matmul by the filter (taps * ci, o); a channels-first copy of them transposed the input (2.3x slower) and its
-    # contraction read the filter's taps a channel apart
-    cols = control.optimization_barrier(_windows_last(ops.transpose(xp, (0, *range(2, 2 + nd), 1)), window, strides,
-                                                      dil, out_sp, [lo for lo, _ in pads]))
+    # channels-last im2col: the windows stored (n, positions, taps * ci) and the output (n, positions, o) as the data
+    # lie, a matmul by the filter (taps * ci, o); a channels-first copy of them transposed the input (2.3x slower) and
+    # its contraction read the filter's taps a channel apart
+    cols = control.optimization_barrier(ops.reshape(ops.transpose(cols, (0, 3, 2, 1)), (n, positions, taps * ci)))
     wl = ops.reshape(ops.transpose(w, (*range(2, 2 + nd), 1, 0)), (taps * ci, o))
     full = (n, positions, taps * ci, o)
     prod = ops.mul(ops.broadcast_in_dim(cols, full, (0, 1, 2)), ops.broadcast_in_dim(wl, full, (2, 3)))
     out = ops.reshape(_summed(prod, (2,), dt), (n, *out_sp, o))
     return ops.transpose(out, (0, nd + 1, *range(1, nd + 1)))
   # im2col: the windows of the padded input stored once, (n, g, ci * taps, positions); then one contraction
-  cols = _windows(xp, window, strides, dil, out_sp, [lo for lo, _ in pads])
   cols = control.optimization_barrier(ops.reshape(cols, (n, g, ci * taps, positions)))
   wg = ops.reshape(w, (g, o // g, ci * taps))
   # positions last, where the windows, the output and its cotangent are contiguous: the forward pass and both
