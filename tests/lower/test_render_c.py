@@ -941,6 +941,31 @@ def test_a_quick_build_leaves_out_unrolling_and_prefetches():
     assert ("__builtin_prefetch" in body and "GCC unroll 16" in body) == (not quick)
 
 
+def test_a_convolutions_short_tap_loop_stays_a_loop():
+  """A register block's reduction over several loops whose last is short (a 3x3 convolution's taps over 3 channels)
+  keeps that loop a loop (TG_UNROLL(1): gcc would unroll all three whole, which ran the CNN's first layer 29% slower);
+  one short loop alone, and a long last loop, are left to the compiler. Search does not try the default again, and
+  the values match the direct sum."""
+  import tracegrad as tg
+  from tracegrad.lower import opt
+  from tracegrad.lower.render_c import default_unroll
+  from tracegrad.lower.schedule import schedule
+  rng = np.random.default_rng(5)
+  x, w = rng.standard_normal((2, 3, 16, 16)).astype(np.float32), rng.standard_normal((8, 3, 3, 3)).astype(np.float32)
+  f = lambda x, w: tg.lax.conv_general_dilated(x, w, (1, 1), "SAME")
+  (kern,) = [k for k in schedule(tg.make_graph(f)(x, w)).kernels if k.reduce is not None]
+  assert [l.extent for l in kern.reduce.loops][-1] == 3 and len(kern.reduce.loops) > 1
+  assert opt.shape(kern) == "rows_by_width" and default_unroll(kern) == 1 and "TG_UNROLL(1)" in kern.source
+  assert {"unroll": 1} not in opt.neighbours(kern, {}) and {"unroll": 2} in opt.neighbours(kern, {})
+  a, b = rng.standard_normal((64, 8)).astype(np.float32), rng.standard_normal((8, 64)).astype(np.float32)
+  (mm,) = schedule(tg.make_graph(lambda a, b: a @ b)(a, b)).kernels
+  assert default_unroll(mm) is None and "TG_UNROLL(1)" not in mm.source
+  if tg.default_backend() == "cpu":
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    want = sum(np.einsum("nchw,oc->nohw", xp[:, :, i:i + 16, j:j + 16], w[:, :, i, j]) for i in range(3) for j in range(3))
+    np.testing.assert_allclose(np.asarray(tg.jit(f)(x, w)), want, rtol=ulps(4 * 27), atol=ulps(4 * 27) * 20)
+
+
 @pytest.mark.parametrize("s,d", [(64, 32), (20, 12)])
 def test_attention_blocks_prefetch_what_the_next_block_reads_and_writes(s, d):
   """Each register block of attention's scores (heads of s x s, d steps) prefetches the first lines of the next

@@ -8,7 +8,8 @@ program's prelude); search (lower/search.py) tries others and keeps what runs fa
 - `rows`: points of the second-last output loop in one register block
 - `width`: points of the last output loop in one block (a matmul whose right operand is read along the row)
 - `cols`: outputs of the last output loop in one block of dot products (both operands read along the reduction)
-- `unroll`: how far the compiler unrolls a block's reduction loop
+- `unroll`: how far the compiler unrolls a block's reduction loop (by default as far as it chooses, but in a register
+  block along the row not at all when short and the last of several: render_c.default_unroll)
 - `order`: 0 runs a matmul's row blocks outside its column blocks (by default the column blocks are outside, so a
   panel of the right operand stays in cache while every row block uses it)
 - `panel`: 0 reads a big right operand in place rather than from contiguous copies of its column panels
@@ -197,11 +198,12 @@ def neighbours(k: Kernel, opts: dict, target: str = "c") -> list[dict]:
         if all(v in legal.get(a, ()) for a, v in cand.items()): out.append(cand)
     return out
   if opts.get("block") == 0: return [{}, {"block": 0, "threads": 1 - opts.get("threads", 1)}]
-  from .render_c import columns_outside, panel_load
-  out = []
-  for name in ACTIONS.get(shape(k), ()):
+  from .render_c import columns_outside, default_unroll, panel_load
+  out, kind = [], shape(k)
+  for name in ACTIONS.get(kind, ()):
     if name == "panel" and panel_load(k) is None: continue   # no panel to copy: the same code either way
-    default = columns_outside(k) if name == "order" else DEFAULTS.get(name)
+    default = columns_outside(k) if name == "order" else \
+      default_unroll(k) if name == "unroll" and kind == "rows_by_width" else DEFAULTS.get(name)
     for amount in AMOUNTS[name]:
       if opts.get(name, default) != amount:
         out.append({**opts, name: amount} if name != "block" or amount else {"block": 0})
