@@ -1001,6 +1001,27 @@ def test_dot_product_blocks_take_a_column_count_that_divides_the_columns():
                                rtol=ulps(4 * n * p), atol=ulps(4 * n * p) * np.sqrt(n * p))
 
 
+@pytest.mark.parametrize("o", [16, 20])
+def test_two_column_dot_product_blocks_take_the_targets_dot_rows(o):
+  """A filter gradient by windows (72 columns: two a block) takes TG_DOT_ROWS rows a block, long sum or short: 8 on
+  AVX2, where 8 x 2 partial sums ran ResNet-8's such gradients 6-21% faster than 6 or 4 rows. Rows cut at 20 as
+  whole ones give numpy's values."""
+  import tracegrad as tg
+  from tracegrad.lower.render_c import BLOCKS
+  from tracegrad.lower.schedule import schedule
+  assert BLOCKS["__AVX__"]["TG_DOT_ROWS"] == 8 and BLOCKS["__AVX__"]["TG_DOT_COLS"] == 2
+  rng = np.random.default_rng(1)
+  f = lambda a, b: tg.numpy.einsum("nop,nqp->oq", a, b)
+  for n, p in ((4, 64), (64, 512)):
+    dy, win = rng.standard_normal((n, o, p)).astype(np.float32), rng.standard_normal((n, 72, p)).astype(np.float32)
+    (k,) = [k for k in schedule(tg.make_graph(f)(dy, win)).kernels if k.reduce is not None]
+    assert "accs[TG_DOT_ROWS][TG_DOT_COLS]" in k.source and f"#if ({o} % TG_DOT_ROWS == 0" in k.source
+    assert ("errs[q][c]" in k.source) == (n * p > 16384)
+    if tg.default_backend() == "cpu":
+      np.testing.assert_allclose(np.asarray(tg.jit(f)(dy, win)), np.einsum("nop,nqp->oq", dy.astype(np.float64), win),
+                                 rtol=ulps(4 * n * p), atol=ulps(4 * n * p) * np.sqrt(n * p))
+
+
 def _on_1_2_and_3_threads(graph, args) -> list[np.ndarray]:
   """The first output of graph compiled for the cpu device on args, run on 1, 2 and 3 threads, asserted to be the
   same bits each time."""

@@ -665,10 +665,13 @@ def _emit_nan_reduce(b: _Body, r):
 # The register block of a matmul-like kernel: rows of the second-last output loop by bytes of the last, sized for the
 # target's vector registers (AVX-512: 8 x 4 registers of accumulators), by the macro that tells the target. A block of
 # dot products takes 8 x 3 there: with 8 x 4 its accumulators fill the 32 registers and every multiply-add reloads
-# its row operand (a filter gradient ran at 94 GFLOPS with 8 x 4, 108 with 8 x 3, 89 with 8 x 2)
-BLOCKS = {"__AVX512F__": dict(TG_ROWS=8, TG_VBYTES=256, TG_VREG=64, TG_DOT_COLS=3, TG_DOT3_ROWS=8),
-          "__AVX__": dict(TG_ROWS=6, TG_VBYTES=64, TG_VREG=32, TG_DOT_COLS=2, TG_DOT3_ROWS=4),
-          None: dict(TG_ROWS=4, TG_VBYTES=32, TG_VREG=16, TG_DOT_COLS=2, TG_DOT3_ROWS=4)}
+# its row operand (a filter gradient ran at 94 GFLOPS with 8 x 4, 108 with 8 x 3, 89 with 8 x 2). On AVX2 one of two
+# columns takes 8 rows (TG_DOT_ROWS): its 16 accumulators fill the registers, the multiply-adds reading the columns'
+# vectors from memory, and ResNet-8's filter gradients by windows ran 6-21% faster than with 6 or 4; one of three
+# columns (a filter gradient by taps) takes 4 (TG_DOT3_ROWS)
+BLOCKS = {"__AVX512F__": dict(TG_ROWS=8, TG_VBYTES=256, TG_VREG=64, TG_DOT_COLS=3, TG_DOT_ROWS=8, TG_DOT3_ROWS=8),
+          "__AVX__": dict(TG_ROWS=6, TG_VBYTES=64, TG_VREG=32, TG_DOT_COLS=2, TG_DOT_ROWS=8, TG_DOT3_ROWS=4),
+          None: dict(TG_ROWS=4, TG_VBYTES=32, TG_VREG=16, TG_DOT_COLS=2, TG_DOT_ROWS=4, TG_DOT3_ROWS=4)}
 
 
 def _transpose(name: str, vec: str, lanes: int) -> str:
@@ -795,7 +798,7 @@ def interchanged(k: Kernel) -> bool:
 def dot_blocked(k: Kernel) -> bool:
   """Whether a sum is a block of dot products: every load contiguous (or constant) along the reduction's innermost
   loop, and some load moving with the last outer loop (a matmul by a transposed right operand). Those run as
-  TG_ROWS x TG_DOT_COLS outputs at once, each with a vector of partial sums along the reduction."""
+  TG_DOT_ROWS x TG_DOT_COLS outputs at once, each with a vector of partial sums along the reduction."""
   r = k.reduce
   if r is None or r.op is not Ops.REDUCE_SUM or len(k.loops) < 2 or not r.loops or k.epilogue or k.phases or \
      not k.parallel:
@@ -853,11 +856,10 @@ def _emit_dot_blocked(b: _Body, k: Kernel, pragmas: dict[int, str]):
   if "cols" not in opts and not _whole(cols.extent, EVERY_TARGET["TG_DOT_COLS"]):
     # whole blocks of a size that divides the columns rather than cut ones (a filter gradient's 27 taps: 3)
     if (c := next((c for c in DOT_COLS_DIVIDING if _whole(cols.extent, c)), None)) is not None: opts["cols"] = c
-  if "rows" not in opts and sum_plan(r, DOT_LANES * b.sum_block) is not None and vector_factors(k) is None:
-    opts["rows"] = LONG_DOT_ROWS   # a long sum keeps each point's sum and error too: fewer rows keep them in registers
   nc = str(opts.get("cols", "TG_DOT_COLS"))
-  # three columns of dot products take fewer rows where the registers would not hold TG_ROWS x 3 partial sums
-  nr = str(opts.get("rows", "TG_DOT3_ROWS" if nc == "3" else "TG_ROWS"))
+  if "rows" not in opts and nc == "3" and sum_plan(r, DOT_LANES * b.sum_block) is not None and vector_factors(k) is None:
+    opts["rows"] = LONG_DOT_ROWS   # a long sum keeps each point's sum and error too: fewer rows keep them in registers
+  nr = str(opts.get("rows", "TG_DOT3_ROWS" if nc == "3" else "TG_DOT_ROWS"))
   if opts.get("chunk", 1) and (chunk := dot_chunk(b, k)) is not None:
     return _emit_dot_chunked(b, k, pragmas, chunk, nr, nc, ct)
   with ExitStack() as loops:
@@ -928,7 +930,7 @@ def dot_chunk(b: _Body, k: Kernel) -> tuple[int, int] | None:
   step, steps = reread_bytes(k), math.prod(l.extent for l in r.loops)
   most = DOT_CHUNK_BYTES // max(step, 1)
   if rows_first(k):
-    most = min(most, DOT_L1_BYTES // (max(t["TG_ROWS"] for t in BLOCKS.values()) * r.acc.dtype.itemsize))
+    most = min(most, DOT_L1_BYTES // (max(t["TG_DOT_ROWS"] for t in BLOCKS.values()) * r.acc.dtype.itemsize))
   if most >= steps: return None
   plan = sum_plan(r, min(most, DOT_LANES * b.sum_block))
   if plan is None: return None
