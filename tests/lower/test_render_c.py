@@ -1003,9 +1003,9 @@ def test_dot_product_blocks_take_a_column_count_that_divides_the_columns():
 
 @pytest.mark.parametrize("o", [16, 20])
 def test_two_column_dot_product_blocks_take_the_targets_dot_rows(o):
-  """A filter gradient by windows (72 columns: two a block) takes TG_DOT_ROWS rows a block, long sum or short: 8 on
-  AVX2, where 8 x 2 partial sums ran ResNet-8's such gradients 6-21% faster than 6 or 4 rows. Rows cut at 20 as
-  whole ones give numpy's values."""
+  """A filter gradient by windows (72 columns: two a block on AVX2) takes TG_DOT_ROWS rows a block, its sum long
+  (summed in blocks, carrying their errors) or short: 8 on AVX2, where 8 x 2 partial sums ran ResNet-8's such
+  gradients 6-21% faster than 6 or 4 rows. Rows cut at 20 give numpy's values."""
   import tracegrad as tg
   from tracegrad.lower.render_c import BLOCKS
   from tracegrad.lower.schedule import schedule

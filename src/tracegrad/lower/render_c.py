@@ -668,7 +668,7 @@ def _emit_nan_reduce(b: _Body, r):
 # its row operand (a filter gradient ran at 94 GFLOPS with 8 x 4, 108 with 8 x 3, 89 with 8 x 2). On AVX2 one of two
 # columns takes 8 rows (TG_DOT_ROWS): its 16 accumulators fill the registers, the multiply-adds reading the columns'
 # vectors from memory, and ResNet-8's filter gradients by windows ran 6-21% faster than with 6 or 4; one of three
-# columns (a filter gradient by taps) takes 4 (TG_DOT3_ROWS)
+# columns (a filter gradient by taps) takes 4 (TG_DOT3_ROWS), and so does a long sum (LONG_DOT_ROWS)
 BLOCKS = {"__AVX512F__": dict(TG_ROWS=8, TG_VBYTES=256, TG_VREG=64, TG_DOT_COLS=3, TG_DOT_ROWS=8, TG_DOT3_ROWS=8),
           "__AVX__": dict(TG_ROWS=6, TG_VBYTES=64, TG_VREG=32, TG_DOT_COLS=2, TG_DOT_ROWS=8, TG_DOT3_ROWS=4),
           None: dict(TG_ROWS=4, TG_VBYTES=32, TG_VREG=16, TG_DOT_COLS=2, TG_DOT_ROWS=4, TG_DOT3_ROWS=4)}
@@ -856,9 +856,9 @@ def _emit_dot_blocked(b: _Body, k: Kernel, pragmas: dict[int, str]):
   if "cols" not in opts and not _whole(cols.extent, EVERY_TARGET["TG_DOT_COLS"]):
     # whole blocks of a size that divides the columns rather than cut ones (a filter gradient's 27 taps: 3)
     if (c := next((c for c in DOT_COLS_DIVIDING if _whole(cols.extent, c)), None)) is not None: opts["cols"] = c
-  nc = str(opts.get("cols", "TG_DOT_COLS"))
-  if "rows" not in opts and nc == "3" and sum_plan(r, DOT_LANES * b.sum_block) is not None and vector_factors(k) is None:
+  if "rows" not in opts and sum_plan(r, DOT_LANES * b.sum_block) is not None and vector_factors(k) is None:
     opts["rows"] = LONG_DOT_ROWS   # a long sum keeps each point's sum and error too: fewer rows keep them in registers
+  nc = str(opts.get("cols", "TG_DOT_COLS"))
   nr = str(opts.get("rows", "TG_DOT3_ROWS" if nc == "3" else "TG_DOT_ROWS"))
   if opts.get("chunk", 1) and (chunk := dot_chunk(b, k)) is not None:
     return _emit_dot_chunked(b, k, pragmas, chunk, nr, nc, ct)
