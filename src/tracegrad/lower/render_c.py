@@ -666,9 +666,9 @@ def _emit_nan_reduce(b: _Body, r):
 # target's vector registers (AVX-512: 8 x 4 registers of accumulators), by the macro that tells the target. A block of
 # dot products takes 8 x 3 there: with 8 x 4 its accumulators fill the 32 registers and every multiply-add reloads
 # its row operand (a filter gradient ran at 94 GFLOPS with 8 x 4, 108 with 8 x 3, 89 with 8 x 2). On AVX2 one of two
-# columns takes 8 rows (TG_DOT_ROWS): its 16 accumulators fill the registers, the multiply-adds reading the columns'
-# vectors from memory, and ResNet-8's filter gradients by windows ran 6-21% faster than with 6 or 4; one of three
-# columns (a filter gradient by taps) takes 4 (TG_DOT3_ROWS), and so does a long sum (LONG_DOT_ROWS)
+# columns takes 8 rows (TG_DOT_ROWS): its 16 accumulators fill the registers, yet ResNet-8's filter gradients by
+# windows ran 6-21% faster than with 6 or 4; one of three columns (a filter gradient by taps, whose 3 columns' vectors
+# take registers too) takes 4 (TG_DOT3_ROWS), and so does a long sum (LONG_DOT_ROWS)
 BLOCKS = {"__AVX512F__": dict(TG_ROWS=8, TG_VBYTES=256, TG_VREG=64, TG_DOT_COLS=3, TG_DOT_ROWS=8, TG_DOT3_ROWS=8),
           "__AVX__": dict(TG_ROWS=6, TG_VBYTES=64, TG_VREG=32, TG_DOT_COLS=2, TG_DOT_ROWS=8, TG_DOT3_ROWS=4),
           None: dict(TG_ROWS=4, TG_VBYTES=32, TG_VREG=16, TG_DOT_COLS=2, TG_DOT_ROWS=4, TG_DOT3_ROWS=4)}
