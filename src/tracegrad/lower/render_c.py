@@ -1061,6 +1061,11 @@ def _repeats_rows(k: Kernel) -> bool:
   return len(k.loops) >= 2 and k.loops[-2].extent >= REPEAT_MIN_ROWS
 
 
+def _row_cuts(k: Kernel) -> dict[str, bool]:
+  """_whole_or_cut's `whole_columns` and `repeat_rows` for a kernel in register blocks of rows by width."""
+  return {"whole_columns": _whole_columns(k) is True, "repeat_rows": _repeats_rows(k)}
+
+
 def _whole_columns(k: Kernel) -> bool | str:
   """Whether the target's register blocks' width divides a kernel's last loop: a bool where it is known for every
   target (BLOCKS), else the preprocessor's condition."""
@@ -1265,7 +1270,7 @@ def _emit_interchanged(b: _Body, k: Kernel, pragmas: dict[int, str]):
     if rows: _prefetch_next_block(b, k, nrows, width, rows_inner=heads[-1].startswith("for (int64_t ib"))
     _whole_or_cut(b, lambda nr, nc, cut=None: _emit_block(b, k, nr, nc, ct, (nrows, width), rows_cut=cut),
                   _whole_width_blocks(k, nrows), (nrows if rows else "1", width), ("rn" if rows else "1", "tn"),
-                  whole_columns=_whole_columns(k) is True, repeat_rows=_repeats_rows(k))
+                  **_row_cuts(k))
 
 
 # a sum longer than this, whose column panel (a vector wide: 256 KB on AVX2) outgrows the L2 cache, runs in chunks
@@ -1315,8 +1320,7 @@ def _emit_interchanged_chunked(b: _Body, k: Kernel, pragmas: dict[int, str], chu
       open_blocks(b, r, chunk, chunks)
       with each_block():
         _whole_or_cut(b, lambda nr, nc, cut=None: _emit_block(b, k, nr, nc, ct, (nrows, width), chunk, cut), whole,
-                      (nrows, width), ("rn", "tn"), whole_columns=_whole_columns(k) is True,
-                      repeat_rows=_repeats_rows(k))
+                      (nrows, width), ("rn", "tn"), **_row_cuts(k))
     with each_block(): _store_block(b, k, "rn", "tn", ct, True)
     b.line("free(part);")
 
@@ -1430,7 +1434,7 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
       b.line(f"const int64_t rn = {rows.extent} - ib < {nrows} ? {rows.extent} - ib : {nrows};")
       _whole_or_cut(b, lambda nr, nc, cut=None: _emit_block(b, paneled, nr, nc, ct, (nrows, width), rows_cut=cut),
                     _whole_width_blocks(k, nrows), (nrows, width), ("rn", "tn"),
-                    f"({rows.extent} % {nrows})", _whole_columns(k) is True, _repeats_rows(k))
+                    f"({rows.extent} % {nrows})", **_row_cuts(k))
     b.line("free(panels);")
 
 
