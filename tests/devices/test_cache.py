@@ -418,14 +418,14 @@ def test_long_source_runs_a_quick_build_until_its_full_one_is_cached(cache, monk
 
 
 @needs_cc
-def test_a_quick_build_runs_on_one_thread_until_its_full_build_is_in(cache, monkeypatch):
+def test_a_quick_build_runs_first_on_every_core_then_on_one_until_its_full_build_is_in(cache, monkeypatch):
   mod = sys.modules[CPUDevice.__module__]
   if mod._threads.base == 1: pytest.skip("one core")
   monkeypatch.setattr(mod, "TIER_MIN_CHARS", 0)
-  release, counts = threading.Event(), []
+  release, started, counts = threading.Event(), threading.Event(), []
   build = mod._build
-  monkeypatch.setattr(mod, "_build", lambda *a, **k: (release.wait(60), build(*a, **k))[1] if k.get("units") == 1
-                      else build(*a, **k))   # the full build waits for the test
+  monkeypatch.setattr(mod, "_build", lambda *a, **k: (started.set(), release.wait(60), build(*a, **k))[2]
+                      if k.get("units") == 1 else build(*a, **k))   # the full build waits for the test
   dev = CPUDevice()
   prog, src = _prog(double)
   lib = dev.compile(src, tiered=True)
@@ -434,8 +434,9 @@ def test_a_quick_build_runs_on_one_thread_until_its_full_build_is_in(cache, monk
   runner = dev.runner(prog, lib)
   runner.threaded = True
   try:
+    assert not started.is_set()   # the full build waits for the first run, which has every core
     for _ in range(3): runner([X])
-    assert lib.building and counts == [1, 1, 1]
+    assert started.wait(60) and lib.building and counts == [base, 1, 1]
   finally:
     release.set()
     for t in [t for t in threading.enumerate() if t.name == "tracegrad-full-build"]: t.join(60)

@@ -354,6 +354,14 @@ class _Runner:
     self.every, self.until = PROBE, PROBE   # calls between probes of the other count, and to the next
     self.warm = False
 
+  def _first(self, ptrs) -> None:
+    """A quick build's first run, on every core: its full build starts compiling once it is done."""
+    _threads.use(_threads.base)
+    try:
+      self.lib.tg_run(ptrs)
+    finally:
+      self.lib.ran.set()
+
   def _run(self, ptrs) -> None:
     """tg_run on the thread count this program chose (or, as a probe, the other), timed, and choose again."""
     t = _threads
@@ -432,7 +440,8 @@ class _Runner:
       keep.append(p := pointer(a))
       ptrs[n] = p
     try:
-      if self.threaded: self._run(ptrs)
+      if self.lib.building and not self.lib.ran.is_set(): self._first(ptrs)
+      elif self.threaded: self._run(ptrs)
       else: self.lib.tg_run(ptrs)
     finally:
       spare.append(ws)
@@ -461,6 +470,7 @@ class Library:
     self.tg_run = self._lib.tg_run
     self.better: Library | None = None
     self.building = False   # a quick build whose full one is compiling
+    self.ran = threading.Event()   # set once a quick build has run: its full build compiles after that
 
   def upgrade(self, better: "Library | None") -> None:
     """Run `better` (the same source, fully optimised) from now on; calls in flight finish on this one's code. None:
@@ -480,6 +490,7 @@ UNIT_MIN_CHARS = 40_000   # a source this long whose kernels fall in two units c
 # ran the dot tiles of the CNN's filter gradients at 2 GFLOPS rather than 28, for about 8% more compile time
 QUICK_FLAGS = ("-O1", "-ftree-vectorize", "-DTG_QUICK")
 TIER_MIN_CHARS = 40_000   # a source this long, not in the cache, runs as a quick build while its full one compiles
+FIRST_RUN_WAIT = 2.0   # seconds the full build waits for the quick one's first run to have the cores to itself
 
 
 def _run_compiler(cmd: list[str], source: str | None, timeout: float | None, what: str) -> None:
@@ -609,8 +620,8 @@ class CPUDevice(Device):
     earlier compile left it there. A compile error (or one past `timeout` seconds) raises RuntimeError with the
     compiler's message and the source. `tiered`: a long source missing from the cache first runs as a quick build
     (QUICK_FLAGS: -O1 with no unrolling or prefetches, under half the compile time) while the full one compiles in
-    the background, which it then runs as
-    (TRACEGRAD_TIERED=0 turns this off)."""
+    the background once that first run (which has every core) is done; calls from then on run the full build as
+    soon as it is in (TRACEGRAD_TIERED=0 turns this off)."""
     path = self.library_path(source)
     lib = self._libs.get(path)
     if lib is None:
@@ -644,6 +655,7 @@ class CPUDevice(Device):
     lib.building = True
 
     def full():
+      lib.ran.wait(FIRST_RUN_WAIT)
       try:
         better = self._load(source, path, None, units=1)
       except (RuntimeError, OSError, _Unwritable):
