@@ -354,3 +354,19 @@ def test_a_program_keeps_the_thread_count_its_probes_found_faster(cache, single_
   finally:
     runner.lib = lib
     cpu_mod._threads.use(base)
+
+
+def test_the_timer_runs_programs_on_buffers_that_start_on_a_cache_line(tmp_path):
+  from tracegrad.devices import cpu_timer
+  rng = np.random.default_rng(0)
+  inputs = [rng.standard_normal(n).astype(dt) for n, dt in [(5, np.float32), (1031, np.float32), (3, np.float64),
+                                                             (4097, np.int8), (0, np.float32)]]
+  inputs.append(rng.random(13) < 0.5)
+  np.savez(tmp_path / "inputs.npz", *inputs)
+  for _ in range(2):   # copies made afresh for each job, never the arrays kept for the next one
+    got = cpu_timer._arrays(str(tmp_path / "inputs.npz"))
+    assert [a.ctypes.data % cpu_timer.ALIGN for a in got if a.size] == [0] * 5
+    for g, want in zip(got, inputs):
+      assert g.dtype == want.dtype and g.flags.c_contiguous and g.flags.writeable
+      np.testing.assert_array_equal(g, want)
+    got[1][:] = 0

@@ -19,13 +19,24 @@ import numpy as np
 
 
 _inputs: dict = {}   # the last inputs file read, by path
+# each buffer starts on a cache line, as the runner's big ones do (recycled_memory.aligned): a program is timed on the
+# alignment it runs on, not on malloc's 16 bytes, where its vector loads would cross cache lines its own runs never do
+ALIGN = 64
 
 
 def _arrays(path: str) -> list:
   if path not in _inputs:
     _inputs.clear()
     with np.load(path) as z: _inputs[path] = [np.ascontiguousarray(z[f"arr_{i}"]) for i in range(len(z.files))]
-  return [a.copy() for a in _inputs[path]]
+  return [_aligned_copy(a) for a in _inputs[path]]
+
+
+def _aligned_copy(a: np.ndarray) -> np.ndarray:
+  raw = np.empty(a.nbytes + ALIGN, np.uint8)
+  at = -raw.ctypes.data % ALIGN
+  out = raw[at:at + a.nbytes].view(a.dtype).reshape(a.shape)
+  out[...] = a
+  return out
 
 
 def run(job: Path) -> dict:
