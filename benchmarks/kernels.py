@@ -1,6 +1,7 @@
 """Kernel speed: matmuls, weight gradients (x.T @ dy) and a conv2d layer in GFLOPS against numpy (OpenBLAS) in one process, with the hand-coded
 kernels and with kernel search (and how long the search took), and the MLP training step with search against JAX
-when it is installed. Not a test: nothing here asserts.
+when it is installed; each row also gives the median ratio of the searched function's time to the hand-coded one's,
+called in turn (below 1: search won). Not a test: nothing here asserts.
 
   python3 benchmarks/kernels.py [--quick] [--beam N]
 
@@ -21,6 +22,21 @@ import tracegrad.numpy as tnp
 from run import _have, _timeit, jax_mlp_step, mlp_problem
 
 ROUNDS = 5   # each implementation timed in turn this many times, each kept at its best: a slow spell hits all of them
+PAIRS = 41   # calls of the searched and the hand-coded function in turn, for the median ratio of their times
+
+
+def _paired(searched, plain) -> float:
+  """The median over PAIRS pairs of calls (which one first alternating) of the searched call's time over the
+  hand-coded one's: on a busy host the bests of separate rounds can differ by a third for the same code."""
+  ratios = []
+  for i in range(PAIRS):
+    took = {}
+    for name, fn in ((("s", searched), ("p", plain)) if i % 2 else (("p", plain), ("s", searched))):
+      t0 = time.perf_counter()
+      fn()
+      took[name] = time.perf_counter() - t0
+    ratios.append(took["s"] / took["p"])
+  return sorted(ratios)[PAIRS // 2]
 
 
 def _conv(m, x, w):
@@ -50,7 +66,8 @@ def workload(name: str, fn, np_fn, args, flops: float, beam: int, min_time: floa
   best = {k: float("inf") for k in impls}
   for _ in range(ROUNDS):
     for k, f in impls.items(): best[k] = min(best[k], _timeit(f, min_time))
-  _row(name, flops, best, f" | search took {spent:.1f} s")
+  ratio = _paired(impls["search"], impls["heuristic"])
+  _row(name, flops, best, f" | search/heuristic {ratio:.2f} paired | search took {spent:.1f} s")
 
 
 def mlp(beam: int, min_time: float):
@@ -69,7 +86,9 @@ def mlp(beam: int, min_time: float):
     for k, f in impls.items(): best[k] = min(best[k], _timeit(f, min_time))
   parts = [f"{k} {t * 1e3:.2f} ms" + (f" ({t / best['jax']:.2f}x jax's time)" if "jax" in best and k != "jax" else "")
            for k, t in best.items()]
-  print(f"{'MLP train step':<24} " + " | ".join(parts) + f" | search took {spent:.1f} s", flush=True)
+  ratio = _paired(impls["search"], impls["heuristic"])
+  print(f"{'MLP train step':<24} " + " | ".join(parts) + f" | search/heuristic {ratio:.2f} paired | search took "
+        f"{spent:.1f} s", flush=True)
 
 
 def main():

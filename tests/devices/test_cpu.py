@@ -370,3 +370,37 @@ def test_the_timer_runs_programs_on_buffers_that_start_on_a_cache_line(tmp_path)
       assert g.dtype == want.dtype and g.flags.c_contiguous and g.flags.writeable
       np.testing.assert_array_equal(g, want)
     got[1][:] = 0
+
+
+@needs_cc
+def test_a_library_timed_against_another_gives_its_own_buffers_and_the_ratio_of_its_runs(cache):
+  """axpy with a = 2 against a = 3 over the same buffers: the stored buffer is the first library's result, whatever
+  the other one wrote after it."""
+  d = CPUDevice()
+  libs = [d.compile(render_program(axpy(4096, a))) for a in (2.0, 3.0)]
+  x, y = np.arange(4096, dtype=np.float32), np.ones(4096, np.float32)
+  ratio, (out,) = d.time_against(libs[0], libs[1], [x, y, np.zeros(4096, np.float32)], [2], 0.001)
+  np.testing.assert_array_equal(out, 2 * x + y)
+  assert 0 < ratio < float("inf")
+  seconds, (out,) = d.time_library(libs[1], [x, y, np.zeros(4096, np.float32)], [2], 0.001)
+  np.testing.assert_array_equal(out, 3 * x + y)
+  assert seconds > 0
+
+
+def test_the_timer_pairs_runs_of_two_libraries_taking_turns_first_and_gives_the_median_ratio(monkeypatch):
+  """A clock that only the fake libraries move: lib takes 3 units, then 1 in every later run; the other 2 units,
+  except one pair where a slow spell makes its run 20. The median ratio ignores the spell and the first run."""
+  from tracegrad.devices import cpu_timer
+  clock, order = [0.0], []
+
+  class Fake:
+    def __init__(self, name, costs): self.name, self.costs = name, iter(costs)
+    def tg_run(self, ptrs): order.append(self.name); clock[0] += next(self.costs)
+
+  monkeypatch.setattr(cpu_timer.time, "perf_counter", lambda: clock[0])
+  lib = Fake("lib", [3.0] + [1.0] * 20)
+  other = Fake("other", [2.0] * 3 + [20.0] + [2.0] * 20)
+  got = cpu_timer._paired(lib, other, None, min_time=0.0)
+  assert got == {"seconds": 1.0, "ratio": 0.5}
+  pairs = len(order[1:]) // 2
+  assert pairs == cpu_timer.MIN_PAIRS and order[1:3] == ["lib", "other"] and order[3:5] == ["other", "lib"]

@@ -32,7 +32,7 @@ import warnings
 import weakref
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -547,8 +547,9 @@ class _Timer:
       self._arrays = arrays
     return str(Path(self._dir.name) / "inputs.npz")
 
-  def run(self, job: str, timeout: float) -> float | None:
-    """The seconds the job's program took, or None when it failed."""
+  def run(self, job: str, timeout: float) -> dict | None:
+    """The timer's answer for the job ({"seconds"}, with "ratio" when timed against another library), or None when
+    it failed."""
     with self.lock:
       if self.proc is None or self.proc.poll() is not None:
         self.proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("cpu_timer.py")), "--serve"],
@@ -564,7 +565,8 @@ class _Timer:
       if not line:   # it hung or crashed
         self.close()
         return None
-      return json.loads(line).get("seconds")
+      answer = json.loads(line)
+      return None if "seconds" not in answer else answer
 
   def close(self) -> None:
     if self.proc is not None:
@@ -717,14 +719,31 @@ class CPUDevice(Device):
     """(best seconds of one run, the stored buffers after the first run) of a library's program on `arrays` (one
     per buffer), run in a process of its own (kept for the next call); None when it crashed, hung past `timeout` or
     failed."""
-    if (data := _verified(lib.path)) is None: return None
-    with tempfile.TemporaryDirectory(prefix="tracegrad-time-") as d, _loadable(data, lib.path.parent) as file:
+    got = self._timed(lib, None, arrays, stored, min_time, timeout)
+    return None if got is None else (got[0]["seconds"], got[1])
+
+  def time_against(self, lib: Library, other: Library, arrays: list[np.ndarray], stored: list[int],
+                   min_time: float = 0.05, timeout: float = 10.0) -> tuple[float, list[np.ndarray]] | None:
+    """As time_library, with the median ratio of lib's run time to `other`'s (a library of the same buffers) in
+    place of the seconds: the two run in turn, in pairs, so that a slow spell of a busy machine slows both sides of
+    a pair rather than deciding which of two libraries timed apart looks faster."""
+    got = self._timed(lib, other, arrays, stored, min_time, timeout)
+    return None if got is None or "ratio" not in got[0] else (got[0]["ratio"], got[1])
+
+  def _timed(self, lib: Library, other: Library | None, arrays, stored, min_time, timeout):
+    """The timer's answer for lib (against `other` when given) and lib's stored buffers, or None."""
+    libs = [lib] if other is None else [lib, other]
+    datas = [_verified(x.path) for x in libs]
+    if any(d is None for d in datas): return None
+    with tempfile.TemporaryDirectory(prefix="tracegrad-time-") as d, ExitStack() as files:
+      names = [files.enter_context(_loadable(data, x.path.parent)) for data, x in zip(datas, libs)]
       job = Path(d)
-      (job / "job.json").write_text(json.dumps({"library": file, "inputs": _timer.inputs(arrays), "stored": stored,
-                                                "min_time": min_time}))
-      if (seconds := _timer.run(d, timeout)) is None: return None
+      spec = {"library": names[0], "inputs": _timer.inputs(arrays), "stored": stored, "min_time": min_time}
+      if other is not None: spec["against"] = names[1]
+      (job / "job.json").write_text(json.dumps(spec))
+      if (answer := _timer.run(d, timeout)) is None: return None
       with np.load(job / "outputs.npz") as z: outs = [z[f"arr_{i}"] for i in range(len(stored))]
-      return seconds, outs
+      return answer, outs
 
   def execute(self, outputs: list[UOp], known: Mapping[UOp, np.ndarray]) -> list[np.ndarray]:
     return self._interp.execute(outputs, known)

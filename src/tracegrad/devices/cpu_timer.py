@@ -3,10 +3,13 @@
   python3 cpu_timer.py JOB_DIR      (one job)
   python3 cpu_timer.py --serve      (a job directory per line of stdin, a JSON line per job on stdout)
 
-JOB_DIR holds job.json ({"library", "inputs", "stored", "min_time"}) and `inputs` names a .npz of one array per buffer,
-in order (jobs may share one: the last one read is kept). The program runs once on a copy of the inputs, the buffers
-it stores are written to outputs.npz in JOB_DIR, then it runs again until min_time has passed; the best time of one
-run is printed as JSON. Only numpy and cffi are imported: no tracegrad.
+JOB_DIR holds job.json ({"library", "inputs", "stored", "min_time"}, and "against" for a second library) and `inputs`
+names a .npz of one array per buffer, in order (jobs may share one: the last one read is kept). The program runs once
+on a copy of the inputs, the buffers it stores are written to outputs.npz in JOB_DIR, then it runs again until
+min_time has passed; the best time of one run is printed as JSON ({"seconds"}). With "against", the two libraries
+run in turn instead, in pairs, and the median of the pairs' ratios of the library's time to the other's is printed
+too ({"ratio"}): a slow spell of the machine slows both runs of a pair, where it decides which of two bests is lower.
+Only numpy and cffi are imported: no tracegrad.
 """
 import json
 import os
@@ -22,6 +25,7 @@ _inputs: dict = {}   # the last inputs file read, by path
 # each buffer starts on a cache line, as the runner's big ones do (recycled_memory.aligned): a program is timed on the
 # alignment it runs on, not on malloc's 16 bytes, where its vector loads would cross cache lines its own runs never do
 ALIGN = 64
+MIN_PAIRS = 7   # pairs of runs at least in a job timed against another library, whatever min_time
 
 
 def _arrays(path: str) -> list:
@@ -50,6 +54,7 @@ def run(job: Path) -> dict:
   for i, p in enumerate(keep): ptrs[i] = p
   lib.tg_run(ptrs)
   np.savez(job / "outputs.npz", *[arrays[i] for i in spec["stored"]])
+  if spec.get("against"): return _paired(lib, ffi.dlopen(spec["against"]), ptrs, spec["min_time"])
   best, spent = float("inf"), 0.0
   while spent < spec["min_time"] or best == float("inf"):
     t0 = time.perf_counter()
@@ -57,6 +62,23 @@ def run(job: Path) -> dict:
     dt = time.perf_counter() - t0
     best, spent = min(best, dt), spent + dt
   return {"seconds": best}
+
+
+def _paired(lib, other, ptrs, min_time: float) -> dict:
+  """lib and other run in turn, in pairs (which one first alternating) until min_time has passed and MIN_PAIRS
+  pairs have run: lib's best time, and the median of the pairs' ratios of its time to other's."""
+  other.tg_run(ptrs)
+  best, ratios, spent = float("inf"), [], 0.0
+  while spent < min_time or len(ratios) < MIN_PAIRS:
+    took = {}
+    for which in ((lib, other) if len(ratios) % 2 == 0 else (other, lib)):
+      t0 = time.perf_counter()
+      which.tg_run(ptrs)
+      took[which is lib] = time.perf_counter() - t0
+    best, spent = min(best, took[True]), spent + took[True] + took[False]
+    ratios.append(took[True] / max(took[False], 1e-9))
+  ratios.sort()
+  return {"seconds": best, "ratio": ratios[len(ratios) // 2]}
 
 
 def serve() -> None:

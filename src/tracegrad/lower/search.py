@@ -2,11 +2,13 @@
 
 For a kernel with actions, the search starts from the hand-coded default and, round by round, tries every action set
 one action away from the `width` best so far, on random buffers; one that fails to compile, crashes, hangs or computes
-another result than the default is dropped. On the cpu, candidates compile in parallel, then each runs alone in a
-process of its own (`CPUDevice.time_library`); on a GPU-style device (opencl, cuda) each candidate's kernel is timed
-in this process by the device's clock (`Runner.time`: OpenCL profiling events, CUDA events). The best action set is
-kept in an sqlite table in the cache directory, keyed by the kernel's source and what runs it (compiler and CPU, or
-the GPU and its driver), so a search is paid once per machine and processes share it.
+another result than the default is dropped. On the cpu, candidates compile in parallel, then each runs in a process
+of its own in turn with the default, ranked by the median ratio of its runs' times to the default's
+(`CPUDevice.time_against`: on a busy host, bests timed apart differed by a third for the same code); on a GPU-style
+device (opencl, cuda) each candidate's kernel is timed in this process by the device's clock (`Runner.time`: OpenCL
+profiling events, CUDA events). The best action set is kept in an sqlite table in the cache directory, keyed by the
+kernel's source and what runs it (compiler and CPU, or the GPU and its driver), so a search is paid once per machine
+and processes share it.
 
 `TRACEGRAD_SEARCH=<width>` turns it on for every compiled program; `jit(f, search=width)` for one function.
 """
@@ -31,10 +33,10 @@ from .render_c import render_kernel, render_program
 
 MAX_ROUNDS = 4
 TIMEOUT = 10.0      # seconds a candidate may run before it counts as hung
-MIN_TIME = 0.025    # seconds each candidate is timed for
+MIN_TIME = 0.025    # seconds each candidate is timed for, in turn with the default on the cpu
 MIN_KERNEL_TIME = 50e-6   # a kernel whose default runs quicker is not searched
 WIN = 0.97          # a searched kernel or program replaces the default only at this fraction of its time or less
-ROUNDS = 3          # the default and searched programs are timed in turn this many times each, each kept at its best
+PROGRAM_TIME = 0.075   # seconds the searched program and the default are timed for, in turn
 COMPILE_TIMEOUT = 120.0
 
 
@@ -170,6 +172,14 @@ def _time(built, arrays: list[np.ndarray], stored: list[int], device) -> tuple[f
     return None
 
 
+def _against(built, default, arrays: list[np.ndarray], stored: list[int], device, seconds: float):
+  """(seconds of one run, the stored buffers) of a built candidate on the cpu, from the median ratio of its runs to
+  the default's (`seconds` a run) run in turn with them; None when it failed."""
+  if built is None: return None
+  got = device.time_against(built, default, arrays, stored, MIN_TIME, TIMEOUT)
+  return None if got is None else (got[0] * seconds, got[1])
+
+
 def _arrays(k: Kernel, rng) -> list[np.ndarray]: return [_random(b.dtype, b.shape[0], rng) for b in k.bufs]
 
 
@@ -213,7 +223,8 @@ def best_opts(k: Kernel, width: int, device, progress=None) -> dict:
     if _gpu(device): return [build(o) for o in cands]
     with ThreadPoolExecutor(max(os.cpu_count() or 1, 1)) as pool: return list(pool.map(build, cands))
 
-  base = _time(libraries([{}])[0], arrays, stored, device)
+  default = libraries([{}])[0]
+  base = _time(default, arrays, stored, device)
   if base is None: return {}
   if base[0] < MIN_KERNEL_TIME:   # too quick for any action to pay for its search
     cache.put(key, {}, base[0])
@@ -224,7 +235,8 @@ def best_opts(k: Kernel, width: int, device, progress=None) -> dict:
     cands = list({_frozen(c): c for o in beam for c in opt.neighbours(k, o, target) if _frozen(c) not in timed}.values())
     if not cands: break
     for c, lib in zip(cands, libraries(cands)):
-      res = _time(lib, arrays, stored, device)
+      res = _time(lib, arrays, stored, device) if _gpu(device) else _against(lib, default, arrays, stored, device,
+                                                                              base[0])
       timed[_frozen(c)] = res[0] if res is not None and _same(res[1], want) else float("inf")
       if progress is not None: progress.update(1)
     ranked = sorted(timed, key=timed.get)
@@ -260,8 +272,8 @@ def optimise(prog: Program, width: int, device) -> Program:
 
 def _faster(prog: Program, sources: tuple[str, str], device) -> bool:
   """Whether the second of two sources of prog's program (the default's, the searched one's) runs faster here by a
-  clear margin (WIN), each timed ROUNDS times in turn on random inputs, so that a slow spell of the host does not
-  decide (the answer kept in the search cache)."""
+  clear margin (WIN), the two run in turn on random inputs (time_against), so that a slow spell of the host does not
+  decide (the answer kept in the search cache, with the ratio)."""
   key = "program:" + device.library_path("".join(sources)).stem
   cache = Cache(device)
   if (hit := cache.get(key)) is not None: return bool(hit.get("searched"))
@@ -272,12 +284,8 @@ def _faster(prog: Program, sources: tuple[str, str], device) -> bool:
     libs = [device.compile(source, timeout=COMPILE_TIMEOUT) for source in sources]
   except RuntimeError:
     return False
-  best = [float("inf")] * len(libs)
-  for _ in range(ROUNDS):
-    for i, lib in enumerate(libs):
-      res = device.time_library(lib, [a.copy() for a in arrays], stored, MIN_TIME, TIMEOUT)
-      if res is None: return False
-      best[i] = min(best[i], res[0])
-  won = best[1] <= WIN * best[0]
-  cache.put(key, {"searched": int(won)}, min(best))
+  res = device.time_against(libs[1], libs[0], arrays, stored, PROGRAM_TIME, TIMEOUT)
+  if res is None: return False
+  won = res[0] <= WIN
+  cache.put(key, {"searched": int(won)}, res[0])
   return won
