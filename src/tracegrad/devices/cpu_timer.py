@@ -25,7 +25,7 @@ _inputs: dict = {}   # the last inputs file read, by path
 # each buffer starts on a cache line, as the runner's big ones do (recycled_memory.aligned): a program is timed on the
 # alignment it runs on, not on malloc's 16 bytes, where its vector loads would cross cache lines its own runs never do
 ALIGN = 64
-MIN_PAIRS = 7   # pairs of runs at least in a job timed against another library, whatever min_time
+MIN_PAIRS = 3   # pairs of runs at least in a job timed against another library, whatever min_time
 
 
 def _arrays(path: str) -> list:
@@ -66,8 +66,8 @@ def run(job: Path) -> dict:
 
 def _paired(lib, other, ptrs, min_time: float) -> dict:
   """lib and other run in turn, in pairs (which one first alternating) until min_time has passed and MIN_PAIRS
-  pairs have run: lib's best time, and the median of the pairs' ratios of its time to other's."""
-  other.tg_run(ptrs)
+  pairs have run: lib's best time, and the median of the pairs' ratios of its time to other's (other's first run,
+  cold, is one pair of several)."""
   best, ratios, spent = float("inf"), [], 0.0
   while spent < min_time or len(ratios) < MIN_PAIRS:
     took = {}
