@@ -66,8 +66,9 @@ def run(job: Path) -> dict:
 
 def _paired(lib, other, ptrs, min_time: float) -> dict:
   """lib and other run in turn, in pairs (which one first alternating) until min_time has passed and MIN_PAIRS
-  pairs have run: lib's best time, and the median of the pairs' ratios of its time to other's (other's first run,
-  cold, is one pair of several)."""
+  pairs have run: lib's best time, and the median of the pairs' ratios of its time to other's. other runs once
+  first, as lib did: a cold run in a pair would favour lib."""
+  other.tg_run(ptrs)
   best, ratios, spent = float("inf"), [], 0.0
   while spent < min_time or len(ratios) < MIN_PAIRS:
     took = {}
