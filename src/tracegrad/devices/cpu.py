@@ -490,7 +490,7 @@ UNIT_MIN_CHARS = 40_000   # a source this long whose kernels fall in two units c
 # ran the dot tiles of the CNN's filter gradients at 2 GFLOPS rather than 28, for about 8% more compile time
 QUICK_FLAGS = ("-O1", "-ftree-vectorize", "-DTG_QUICK")
 TIER_MIN_CHARS = 40_000   # a source this long, not in the cache, runs as a quick build while its full one compiles
-FIRST_RUN_WAIT = 2.0   # seconds the full build waits for the quick one's first run to have the cores to itself
+FIRST_RUN_WAIT = 0.5   # seconds the full build waits for the quick one's first run (which has the cores) to end
 
 
 def _run_compiler(cmd: list[str], source: str | None, timeout: float | None, what: str) -> None:
@@ -622,8 +622,8 @@ class CPUDevice(Device):
     earlier compile left it there. A compile error (or one past `timeout` seconds) raises RuntimeError with the
     compiler's message and the source. `tiered`: a long source missing from the cache first runs as a quick build
     (QUICK_FLAGS: -O1 with no unrolling or prefetches, under half the compile time) while the full one compiles in
-    the background once that first run (which has every core) is done; calls from then on run the full build as
-    soon as it is in (TRACEGRAD_TIERED=0 turns this off)."""
+    the background once that first run (which has every core) is done, or FIRST_RUN_WAIT after the quick build when
+    none comes; calls from then on run the full build as soon as it is in (TRACEGRAD_TIERED=0 turns this off)."""
     path = self.library_path(source)
     lib = self._libs.get(path)
     if lib is None:
