@@ -924,6 +924,35 @@ def test_a_weight_gradients_strided_operands_are_prefetched(t, m, n):
 
 
 @pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="no C compiler")
+def test_columns_whole_on_some_targets_only_compile_no_cut_column_block_there(cpu):
+  """x.T @ g with 96 columns: whole blocks of 8 (SSE) and 16 (AVX) floats, not of 64 (AVX-512), so the preprocessor
+  decides. Where the target's width divides them, the kernel compiles no block of cut columns, and a quick build only
+  the whole block, its last rows repeated; on AVX-512 the cut blocks are there. Both builds' values against numpy."""
+  import tracegrad as tg
+  from tracegrad import run
+  from tracegrad.lower.render_c import BLOCK_PRELUDE
+  from tracegrad.lower.schedule import schedule
+  rng = np.random.default_rng(4)
+  x, g = rng.standard_normal((64, 50)).astype(np.float32), rng.standard_normal((64, 96)).astype(np.float32)
+  graph = tg.make_graph(lambda x, g: x.T @ g)(x, g)
+  (kern,) = [k for k in schedule(graph).kernels if k.reduce is not None and "accs[" in k.source]
+  assert "#elif 96 % (TG_VBYTES / 4) == 0" in kern.source
+  cc = shutil.which("cc") or shutil.which("gcc")
+  for isa, whole in (([], True), (["-mavx2", "-mfma"], True), (["-mavx512f"], False)):
+    for quick in (False, True):
+      out = subprocess.run([cc, "-E", "-P", *isa, *(["-DTG_QUICK"] if quick else []), "-x", "c", "-"], text=True,
+                           check=True, input=BLOCK_PRELUDE + kern.source, capture_output=True).stdout
+      body = out[out.index("k0_reduce_sum"):]
+      assert ("tn ==" not in body.split("panels[")[-1]) == whole, (isa, quick)
+      assert ("rn - 1" in body) == (whole and quick), (isa, quick)   # TG_MIN2(q, rn - 1): rows repeated
+  exe = run.Executable(graph, "cpu")
+  ref = x.T.astype(np.float64) @ g
+  for lib in (cpu.compile(exe.source), cpu.compile("#define TG_QUICK 1\n" + exe.source)):
+    got = cpu.run_program(exe.program, lib, [x, g])[0]
+    np.testing.assert_allclose(got.reshape(ref.shape), ref, rtol=ulps(4 * 64), atol=ulps(4 * 64) * 8)
+
+
+@pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="no C compiler")
 def test_a_quick_build_leaves_out_unrolling_and_prefetches():
   """TG_UNROLL and TG_PREFETCH are the pragma and the builtin in a full build, nothing under TG_QUICK (the quick
   build that runs the first calls, where they cost a fifth of the compiler's time)."""

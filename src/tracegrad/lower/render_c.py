@@ -1015,35 +1015,50 @@ def _each_tile(b: _Body, outer, fastest_first, cuts, width: str, ct: str) -> Exi
 
 
 def _whole_or_cut(b: _Body, emit, whole: bool | str, sizes: tuple[str, str], cut: tuple[str, str],
-                  rows_left: str | None = None, whole_columns: bool = False, repeat_rows: bool = False) -> None:
+                  rows_left: str | None = None, whole_columns: bool | str = False, repeat_rows: bool = False) -> None:
   """emit(rows, columns) of whole blocks: alone where the blocks divide the extents (`whole`: on every target, or
   where the preprocessor's condition holds), else when the block at hand is whole (its `cut` sizes equal `sizes`),
   with emit(*cut) for a block at the cut edge; with `rows_left` (the rows the last block of rows keeps, a constant),
   a block of whole columns in the last rows is emitted with that constant, so that it too runs unrolled. Where the
-  columns are cut whole on every target (`whole_columns`), only the rows are cut, and no block of cut columns is
-  emitted: code that never runs. With `repeat_rows` too, a quick build (TG_QUICK) runs every block whole, its rows
-  past the last repeating it (emit(*sizes, rows)), so one block's code serves them all: each block's code costs
-  compile time of its own (a GPT step's quick build spent a quarter of its time on the cut ones), while the full
-  build's cut block runs 6% quicker than a whole one's clamped rows (an MLP's weight gradients)."""
+  columns are cut whole (`whole_columns`: on every target, or where the preprocessor's condition holds), only the
+  rows are cut, and no block of cut columns is emitted: code that never runs. With `repeat_rows` too, a quick build
+  (TG_QUICK) runs every block whole, its rows past the last repeating it (emit(*sizes, rows)), so one block's code
+  serves them all: each block's code costs compile time of its own (a GPT step's quick build spent a quarter of its
+  time on the cut ones), while the full build's cut block runs 6% quicker than a whole one's clamped rows (an MLP's
+  weight gradients)."""
   if whole is True: return emit(*sizes)
   if whole:
     b.line(f"#if {whole}")
     with b.block(""): emit(*sizes)
+  if isinstance(whole_columns, str):
+    b.line(f"#elif {whole_columns}" if whole else f"#if {whole_columns}")
+    _rows_cut(b, emit, sizes, cut, rows_left, repeat_rows)
     b.line("#else")
-  if whole_columns and repeat_rows:
+    _all_cut(b, emit, sizes, cut, rows_left)
+  else:
+    if whole: b.line("#else")
+    if whole_columns: _rows_cut(b, emit, sizes, cut, rows_left, repeat_rows)
+    else: _all_cut(b, emit, sizes, cut, rows_left)
+  if whole or isinstance(whole_columns, str): b.line("#endif")
+
+
+def _rows_cut(b: _Body, emit, sizes, cut, rows_left, repeat_rows: bool) -> None:
+  """_whole_or_cut's blocks of whole columns, the last block of rows cut (or, in a quick build, repeating rows)."""
+  if repeat_rows:
     b.line("#if defined(TG_QUICK)")
     with b.block(""): emit(*sizes, cut[0])
     b.line("#else")
-  if whole_columns:
-    with b.block(f"if ({cut[0]} == {sizes[0]})"): emit(*sizes)
-    with b.block("else"): emit(rows_left or cut[0], sizes[1])
-  else:
-    with b.block(f"if ({' && '.join(f'{c} == {n}' for c, n in zip(cut, sizes) if c != n)})"): emit(*sizes)
-    if rows_left is not None and cut[1] != sizes[1]:
-      with b.block(f"else if ({cut[1]} == {sizes[1]})"): emit(rows_left, sizes[1])
-    with b.block("else"): emit(*cut)
-  if whole_columns and repeat_rows: b.line("#endif")
-  if whole: b.line("#endif")
+  with b.block(f"if ({cut[0]} == {sizes[0]})"): emit(*sizes)
+  with b.block("else"): emit(rows_left or cut[0], sizes[1])
+  if repeat_rows: b.line("#endif")
+
+
+def _all_cut(b: _Body, emit, sizes, cut, rows_left) -> None:
+  """_whole_or_cut's blocks where both rows and columns may be cut."""
+  with b.block(f"if ({' && '.join(f'{c} == {n}' for c, n in zip(cut, sizes) if c != n)})"): emit(*sizes)
+  if rows_left is not None and cut[1] != sizes[1]:
+    with b.block(f"else if ({cut[1]} == {sizes[1]})"): emit(rows_left, sizes[1])
+  with b.block("else"): emit(*cut)
 
 
 def _whole_width_blocks(k: Kernel, nrows: str) -> bool | str:
@@ -1061,9 +1076,9 @@ def _repeats_rows(k: Kernel) -> bool:
   return len(k.loops) >= 2 and k.loops[-2].extent >= REPEAT_MIN_ROWS
 
 
-def _row_cuts(k: Kernel) -> dict[str, bool]:
+def _row_cuts(k: Kernel) -> dict[str, bool | str]:
   """_whole_or_cut's `whole_columns` and `repeat_rows` for a kernel in register blocks of rows by width."""
-  return {"whole_columns": _whole_columns(k) is True, "repeat_rows": _repeats_rows(k)}
+  return {"whole_columns": _whole_columns(k), "repeat_rows": _repeats_rows(k)}
 
 
 def _whole_columns(k: Kernel) -> bool | str:
