@@ -953,21 +953,34 @@ def test_columns_whole_on_some_targets_only_compile_no_cut_column_block_there(cp
 
 
 @pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="no C compiler")
-def test_a_quick_build_leaves_out_unrolling_and_prefetches():
+def test_a_quick_build_leaves_out_unrolling_and_prefetches_but_not_a_blocks_rows():
   """TG_UNROLL and TG_PREFETCH are the pragma and the builtin in a full build, nothing under TG_QUICK (the quick
-  build that runs the first calls, where they cost a fifth of the compiler's time)."""
+  build that runs the first calls, where they cost a fifth of the compiler's time); TG_BLOCK_UNROLL, on the loop over
+  a register block's rows, unrolls in both (its accumulators stay in registers only so): x.T @ g, and a 3x3
+  convolution whose short tap loop stays a loop (TG_UNROLL(1))."""
   import tracegrad as tg
   from tracegrad.lower.render_c import BLOCK_PRELUDE
   from tracegrad.lower.schedule import schedule
   x, g = np.ones((128, 512), np.float32), np.ones((128, 512), np.float32)
-  (kern,) = [k for k in schedule(tg.make_graph(lambda x, g: x.T @ g)(x, g)).kernels if k.reduce is not None]
-  assert "TG_PREFETCH(" in kern.source and "TG_UNROLL(16)" in kern.source
-  cc = shutil.which("cc") or shutil.which("gcc")
-  for quick in (False, True):
-    out = subprocess.run([cc, "-E", "-P", *(["-DTG_QUICK"] if quick else []), "-x", "c", "-"], text=True, check=True,
-                         input=BLOCK_PRELUDE + kern.source, capture_output=True).stdout
-    body = out[out.index("k0_reduce_sum"):]
-    assert ("__builtin_prefetch" in body and "GCC unroll 16" in body) == (not quick)
+  xc, w = np.ones((2, 3, 16, 16), np.float32), np.ones((8, 3, 3, 3), np.float32)
+  conv = lambda x, w: tg.lax.conv_general_dilated(x, w, (1, 1), "SAME")
+  kerns = [k for graph in (tg.make_graph(lambda x, g: x.T @ g)(x, g), tg.make_graph(conv)(xc, w))
+           for k in schedule(graph).kernels if k.reduce is not None]
+  assert "TG_PREFETCH(" in kerns[0].source and "TG_UNROLL(1)" in kerns[1].source
+  cc, counts = shutil.which("cc") or shutil.which("gcc"), []
+  for kern in kerns:
+    assert "TG_BLOCK_UNROLL(16)" in kern.source
+    unrolled = {}
+    for quick in (False, True):
+      out = subprocess.run([cc, "-E", "-P", *(["-DTG_QUICK"] if quick else []), "-x", "c", "-"], text=True,
+                           check=True, input=BLOCK_PRELUDE + kern.source, capture_output=True).stdout
+      body = out[out.index(kern.name):]
+      assert ("__builtin_prefetch" in body) == (not quick and "TG_PREFETCH(" in kern.source)
+      unrolled[quick] = [after.split("\n", 1)[1].lstrip().startswith("for (int64_t q = 0;")
+                         for after in body.split("GCC unroll")[1:]]
+    assert all(unrolled[True]) and 0 < len(unrolled[True]) <= len(unrolled[False]), kern.name
+    counts.append(len(unrolled[False]) - len(unrolled[True]))
+  assert counts[1] > 0   # the convolution's tap loop: kept a loop in a full build only
 
 
 def test_a_convolutions_short_tap_loop_stays_a_loop():

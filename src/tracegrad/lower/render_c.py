@@ -726,12 +726,14 @@ BLOCK_PRELUDE = "\n" + "".join(
 /* n bytes starting at a cache line (a whole number of lines): a vector load at malloc's 16-byte alignment reads two */
 #define TG_LINES_ALLOC(n) aligned_alloc(64, ((size_t)(n) + 63) & ~(size_t)63)
 /* a loop's unrolling and a prefetch, both left out of a quick build (TG_QUICK: the -O1 build that runs the first calls
-   while the full one compiles), where they took a fifth of the compiler's time */
+   while the full one compiles), where they took a fifth of the compiler's time; but not a register block's rows,
+   whose accumulators would otherwise live in memory (the quick build ran an MLP's steps 3x slower) */
+#define TG_PRAGMA(x) _Pragma(#x)
+#define TG_BLOCK_UNROLL(n) TG_PRAGMA(GCC unroll n)
 #ifdef TG_QUICK
 #define TG_UNROLL(n)
 #define TG_PREFETCH(...) ((void)0)
 #else
-#define TG_PRAGMA(x) _Pragma(#x)
 #define TG_UNROLL(n) TG_PRAGMA(GCC unroll n)
 #define TG_PREFETCH(...) __builtin_prefetch(__VA_ARGS__)
 #endif
@@ -1157,7 +1159,7 @@ def _emit_dots(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str, 
   elif plan: _declare_sums(b, nr, nc, ct, size, "c")
   else: b.line(zero)
   for j, l in enumerate(r.loops): b.names[l.var] = f"r{j}"
-  unroll = "TG_UNROLL(16)" if nr == size[0] else None
+  unroll = "TG_BLOCK_UNROLL(16)" if nr == size[0] else None
 
   def row():
     b.line(f"const int64_t i{n - 2} = ib + q;")
@@ -1611,7 +1613,7 @@ def _emit_block(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str,
         head = block_loop(r, plan, j) if plan else _loop(f"r{j}", r.loops[j].extent)
         rloops.enter_context(b.block(head, f"TG_UNROLL({unroll})" if unroll and last else None))
       _prefetch(b, k, nr, nc)
-      with b.block(f"for (int64_t q = 0; q < {nr}; q++)", "TG_UNROLL(16)" if nr == size[0] else None):
+      with b.block(f"for (int64_t q = 0; q < {nr}; q++)", "TG_BLOCK_UNROLL(16)" if nr == size[0] else None):
         with b.block(f"for (int64_t j = 0; j < {nc}; j++)", "#pragma omp simd"):
           _block_point(b, k, rows_cut)
           _accumulate(b, r, ct, "accs[q][j]")
