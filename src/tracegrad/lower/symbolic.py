@@ -16,6 +16,7 @@ True
 """
 from __future__ import annotations
 
+import functools
 import operator
 
 from ..ir import Ops, PatternMatcher, UOp, UPat, graph_rewrite, graph_rewrite_many
@@ -131,8 +132,13 @@ def bounds(u: UOp, ranges: dict[UOp, int]) -> tuple[int, int]:
 
 # ---- sums as linear combinations ----
 
+MEMO_SIZE = 1 << 14   # index expressions whose terms (and variables) are remembered: the scheduler asks again per loop
+
+
+@functools.lru_cache(maxsize=MEMO_SIZE)
 def _linear(u: UOp) -> tuple[dict[UOp, int], int]:
-  """`u` as {term: coefficient} plus a constant, through ADD, SUB, NEG and MUL by a constant."""
+  """`u` as {term: coefficient} plus a constant, through ADD, SUB, NEG and MUL by a constant (the dict is shared:
+  read it, never change it)."""
   terms: dict[UOp, int] = {}
   const, stack = 0, [(u, 1)]
   while stack:
@@ -176,7 +182,7 @@ def _recombine(terms: dict[UOp, int]) -> dict[UOp, int]:
 def _canonical(u: UOp) -> UOp | None:
   if u.shape or (u.op is Ops.MUL and Ops.CONST not in (u.src[0].op, u.src[1].op)): return None
   terms, const = _linear(u)
-  return _sum(_recombine(terms), const, u.dtype)
+  return _sum(_recombine(dict(terms)), const, u.dtype)
 
 
 def _split(ctx: Bounds, x: UOp, d: int) -> tuple[UOp, UOp] | None:
@@ -211,12 +217,18 @@ def coefficient(index: UOp, var: UOp) -> int | None:
   terms, _ = _linear(index)
   out = terms.get(var, 0)
   for t, k in terms.items():
-    if t is var or var not in t.toposort(): continue
+    if t is var or var not in _variables(t): continue
     if t.op not in (Ops.MAX, Ops.MIN) or Ops.CONST not in (t.src[0].op, t.src[1].op): return None
     inner = coefficient(t.src[1] if t.src[0].op is Ops.CONST else t.src[0], var)
     if inner is None: return None
     out += k * inner
   return out
+
+
+@functools.lru_cache(maxsize=MEMO_SIZE)
+def _variables(u: UOp) -> frozenset:
+  """The nodes without sources under u (its loop variables, constants and buffers)."""
+  return frozenset((u,)) if not u.src else frozenset().union(*map(_variables, u.src))
 
 
 # ---- rules ----
