@@ -99,6 +99,7 @@ def main():
   min_time = 0.2 if a.quick else 0.5
   cache = tempfile.mkdtemp(prefix="tracegrad-search-")
   os.environ["TRACEGRAD_CACHE_DIR"] = cache
+  os.environ["TRACEGRAD_TIERED"] = "0"   # the heuristic's calls time its full build, not a quick one awaiting it
   print(f"tracegrad on {tg.default_backend()}; numpy {np.__version__}; beam {a.beam}; fresh cache {cache}")
   try:
     rng = np.random.default_rng(0)
