@@ -228,7 +228,7 @@ def coefficient(index: UOp, var: UOp) -> int | None:
 @functools.lru_cache(maxsize=MEMO_SIZE)
 def _variables(u: UOp) -> frozenset:
   """The nodes without sources under u (its loop variables, constants and buffers)."""
-  return frozenset((u,)) if not u.src else frozenset().union(*map(_variables, u.src))
+  return frozenset(x for x in u.toposort() if not x.src)
 
 
 # ---- rules ----
