@@ -34,10 +34,9 @@ import numpy as np
 
 import tracegrad as tg
 import tracegrad.numpy as tnp
-from run import _have, _mlp_step, _timeit, mlp_problem
+from run import _have, _mlp_step, _timeit, as_user, mlp_problem
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-USER_TIERED = os.environ.get("TRACEGRAD_TIERED")   # the first calls in fresh processes run as the user's setting
 MLPERF = os.path.join(os.path.dirname(HERE), "examples", "mlperf")
 
 
@@ -380,9 +379,7 @@ t0 = time.perf_counter(); models._block(lib, jstep(state, *batch)); print(time.p
 def first_calls(name: str) -> dict:
   """Seconds of the first step in a fresh process: tracegrad with a cold disk cache, then a warm one; JAX's."""
   cache = tempfile.mkdtemp(prefix="tracegrad-bench-")
-  env = {**os.environ, "TRACEGRAD_CACHE_DIR": cache}
-  env.pop("TRACEGRAD_TIERED")
-  if USER_TIERED is not None: env["TRACEGRAD_TIERED"] = USER_TIERED
+  env = as_user({**os.environ, "TRACEGRAD_CACHE_DIR": cache})
   # tracegrad's bytecode compiled beforehand, as a pip install leaves JAX's (an editable install under
   # PYTHONDONTWRITEBYTECODE would have each process compile the modules it first imports within the timed call)
   tg_env = {**env, "PYTHONPYCACHEPREFIX": os.path.join(cache, "pycache")}

@@ -17,9 +17,9 @@ import time
 import numpy as np
 
 import tracegrad as tg
-
-USER_TIERED = os.environ.get("TRACEGRAD_TIERED")   # the first call in a fresh process runs as the user's setting
 import tracegrad.numpy as tnp
+
+USER_TIERED = os.environ.get("TRACEGRAD_TIERED")   # first calls in fresh processes run as the user's setting
 
 
 # Before each implementation's batches the process sleeps this long, so that the thread pools of the one timed before
@@ -58,6 +58,13 @@ def compare(name: str, impls: dict, rounds: int, min_time: float):
 
 
 def _have(mod: str) -> bool: return importlib.util.find_spec(mod) is not None
+
+
+def as_user(env: dict) -> dict:
+  """env with TRACEGRAD_TIERED as the user set it: steady timings here run full builds (TRACEGRAD_TIERED=0), a first
+  call in a fresh process runs as the user's would."""
+  env = {k: v for k, v in env.items() if k != "TRACEGRAD_TIERED"}
+  return env if USER_TIERED is None else {**env, "TRACEGRAD_TIERED": USER_TIERED}
 
 
 def elementwise(rounds, min_time):
@@ -184,9 +191,7 @@ t0 = time.perf_counter(); tg.tree.leaves(step(params, x, y))[0].block_until_read
 def first_call():
   """The MLP step's first call in a fresh process: with a cold disk cache, then with the cache warm."""
   cache = tempfile.mkdtemp(prefix="tracegrad-bench-")
-  env = {**os.environ, "TRACEGRAD_CACHE_DIR": cache}
-  env.pop("TRACEGRAD_TIERED")
-  if USER_TIERED is not None: env["TRACEGRAD_TIERED"] = USER_TIERED
+  env = as_user({**os.environ, "TRACEGRAD_CACHE_DIR": cache})
   code = FIRST_CALL.format(here=os.path.dirname(os.path.abspath(__file__)))
   try:
     times = [float(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
