@@ -186,6 +186,17 @@ def find_toolchain(cc: str | None, target: str = "") -> Toolchain | None:
   return tc
 
 
+@lru_cache(None)
+def _predefined(tc: Toolchain) -> frozenset[str]:
+  try:
+    r = _spawned([*tc.cmd, *tc.flags, "-dM", "-E", "-x", "c", "-"], input="", capture_output=True, text=True,
+                 timeout=60)
+  except (OSError, subprocess.SubprocessError):
+    return frozenset()
+  return frozenset(l.split()[1] for l in r.stdout.splitlines() if l.startswith("#define ")) if r.returncode == 0 \
+    else frozenset()
+
+
 def _identity(cmd: list[str]) -> list | None:
   """The compiler cmd[0] as found on PATH: its real path, size and time of change."""
   found = shutil.which(cmd[0]) if cmd else None
@@ -595,6 +606,12 @@ class CPUDevice(Device):
 
   def toolchain(self) -> Toolchain | None:
     return find_toolchain(os.environ.get("CC") or None, os.environ.get(TARGET_ENV, "").strip())
+
+  def predefined(self) -> frozenset[str]:
+    """The macros the compiler predefines with its flags (the vector extensions its code may use: __AVX2__); none
+    without a compiler."""
+    tc = self.toolchain()
+    return frozenset() if tc is None else _predefined(tc)
 
   def available(self) -> bool:
     """Whether a working C compiler was found; when not, warns once that callers fall back to interp."""

@@ -185,8 +185,10 @@ def apply(k: Kernel, opts: dict, target: str = "c") -> Kernel:
   return dataclasses.replace(k, opts=tuple(sorted(opts.items())))
 
 
-def neighbours(k: Kernel, opts: dict, target: str = "c") -> list[dict]:
-  """The action sets one action away from opts."""
+def neighbours(k: Kernel, opts: dict, target: str = "c", sizes: dict[str, int] | None = None) -> list[dict]:
+  """The action sets one action away from opts. On the cpu, given the target's block sizes (a render_c.BLOCKS
+  entry), an action at the default's amount is left out of each set: no set runs the default's code under another
+  name."""
   if target in GPU_TARGETS:
     out, defaults = [], {**GPU_DEFAULTS, "group": int(grouped(k, {}))}
     opts = opts or gpu_default(k)
@@ -198,13 +200,14 @@ def neighbours(k: Kernel, opts: dict, target: str = "c") -> list[dict]:
         if all(v in legal.get(a, ()) for a, v in cand.items()): out.append(cand)
     return out
   if opts.get("block") == 0: return [{}, {"block": 0, "threads": 1 - opts.get("threads", 1)}]
-  from .render_c import columns_outside, default_unroll, panel_load
+  from .render_c import block_sizes, columns_outside, default_unroll, panel_load
   out, kind = [], shape(k)
+  defaults = {**DEFAULTS, "order": columns_outside(k), **(block_sizes(k, sizes) if sizes else {})}
+  if kind == "rows_by_width": defaults["unroll"] = default_unroll(k)
   for name in ACTIONS.get(kind, ()):
     if name == "panel" and panel_load(k) is None: continue   # no panel to copy: the same code either way
-    default = columns_outside(k) if name == "order" else \
-      default_unroll(k) if name == "unroll" and kind == "rows_by_width" else DEFAULTS.get(name)
     for amount in AMOUNTS[name]:
-      if opts.get(name, default) != amount:
-        out.append({**opts, name: amount} if name != "block" or amount else {"block": 0})
+      if opts.get(name, defaults.get(name)) != amount:
+        cand = {**opts, name: amount} if name != "block" or amount else {"block": 0}
+        out.append({a: v for a, v in cand.items() if defaults.get(a) != v})
   return out

@@ -851,17 +851,47 @@ DOT_COLS_DIVIDING = (3, 2)   # the block of dot products' columns where the targ
 LONG_DOT_ROWS = 4            # the rows of a block of dot products long enough to be summed in blocks
 
 
+def _dot_block(k: Kernel, sum_block: int = SUM_BLOCK) -> tuple[str, str]:
+  """(rows, columns) of k's block of dot products: its opts', else the target's sizes (TG_DOT_ROWS, TG_DOT_COLS) but
+  for these."""
+  opts, cols = dict(k.opts), k.loops[-1]
+  if "cols" not in opts and not _whole(cols.extent, EVERY_TARGET["TG_DOT_COLS"]):
+    # whole blocks of a size that divides the columns rather than cut ones (a filter gradient's 27 taps: 3)
+    if (c := next((c for c in DOT_COLS_DIVIDING if _whole(cols.extent, c)), None)) is not None: opts["cols"] = c
+  if "rows" not in opts and sum_plan(k.reduce, DOT_LANES * sum_block) is not None and vector_factors(k) is None:
+    opts["rows"] = LONG_DOT_ROWS   # a long sum keeps each point's sum and error too: fewer rows keep them in registers
+  nc = str(opts.get("cols", "TG_DOT_COLS"))
+  return str(opts.get("rows", "TG_DOT3_ROWS" if nc == "3" else "TG_DOT_ROWS")), nc
+
+
+def block_sizes(k: Kernel, sizes: dict[str, int]) -> dict[str, int]:
+  """The sizes of k's register blocks (`rows` and `width` of a block along the row, `rows` and `cols` of a block of
+  dot products) on a target with these BLOCKS sizes: its opts' where given, else the defaults'.
+
+  >>> import tracegrad, tracegrad.numpy as tnp
+  >>> from tracegrad.lower.schedule import schedule
+  >>> k = schedule(tracegrad.make_graph(lambda x, y: x @ y)(tnp.ones((64, 32)), tnp.ones((32, 64)))).kernels[0]
+  >>> block_sizes(k, BLOCKS["__AVX__"])
+  {'rows': 6, 'width': 16}
+  """
+  def value(v) -> int: return int(sizes.get(v, v))
+  if interchanged(k):
+    opts, last, r = dict(k.opts), k.loops[-1], k.reduce
+    lanes, widest = sizes["TG_VBYTES"] // r.acc.dtype.itemsize, max(t["TG_VBYTES"] for t in BLOCKS.values()) // \
+      r.acc.dtype.itemsize
+    return {"rows": value(opts.get("rows", "TG_ROWS" if is_product(r.value) else 1)),
+            "width": opts.get("width", lanes if last.extent >= widest else min(last.extent, lanes))}
+  if dot_blocked(k):
+    rows, cols = _dot_block(k)
+    return {"rows": value(rows), "cols": value(cols)}
+  return {}
+
+
 def _emit_dot_blocked(b: _Body, k: Kernel, pragmas: dict[int, str]):
   r, n = k.reduce, len(k.loops)
   rows, cols = k.loops[-2], k.loops[-1]
   ct, opts = CTYPE[r.acc.dtype], dict(k.opts)
-  if "cols" not in opts and not _whole(cols.extent, EVERY_TARGET["TG_DOT_COLS"]):
-    # whole blocks of a size that divides the columns rather than cut ones (a filter gradient's 27 taps: 3)
-    if (c := next((c for c in DOT_COLS_DIVIDING if _whole(cols.extent, c)), None)) is not None: opts["cols"] = c
-  if "rows" not in opts and sum_plan(r, DOT_LANES * b.sum_block) is not None and vector_factors(k) is None:
-    opts["rows"] = LONG_DOT_ROWS   # a long sum keeps each point's sum and error too: fewer rows keep them in registers
-  nc = str(opts.get("cols", "TG_DOT_COLS"))
-  nr = str(opts.get("rows", "TG_DOT3_ROWS" if nc == "3" else "TG_DOT_ROWS"))
+  nr, nc = _dot_block(k, b.sum_block)
   if opts.get("chunk", 1) and (chunk := dot_chunk(b, k)) is not None:
     return _emit_dot_chunked(b, k, pragmas, chunk, nr, nc, ct)
   with ExitStack() as loops:

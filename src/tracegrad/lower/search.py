@@ -29,7 +29,7 @@ import numpy as np
 from ..devices.base import BufferSpec, Program
 from . import opt, render_gpu
 from .kernel import Control, Kernel
-from .render_c import render_kernel, render_program
+from .render_c import BLOCKS, render_kernel, render_program
 
 MAX_ROUNDS = 4
 TIMEOUT = 10.0      # seconds a candidate may run before it counts as hung
@@ -140,6 +140,13 @@ def _gpu(device) -> bool: return device.platform in opt.GPU_TARGETS
 def _target(device) -> str: return device.platform if _gpu(device) else "c"
 
 
+def _sizes(device) -> dict[str, int] | None:
+  """The register block sizes of the target the device's compiler builds for (its BLOCKS entry); None on a GPU."""
+  if _gpu(device): return None
+  defined = device.predefined()
+  return next(sizes for macro, sizes in BLOCKS.items() if macro is None or macro in defined)
+
+
 def kernel_key(k: Kernel, device) -> str:
   """The cache key of a kernel: its default source and what runs it (the compiler, its flags and the CPU; or the GPU
   and its driver)."""
@@ -230,9 +237,10 @@ def best_opts(k: Kernel, width: int, device, progress=None) -> dict:
     cache.put(key, {}, base[0])
     return {}
   want, timed = base[1], {(): base[0]}
-  beam = [{}]
+  beam, sizes = [{}], _sizes(device)
   for _ in range(MAX_ROUNDS):
-    cands = list({_frozen(c): c for o in beam for c in opt.neighbours(k, o, target) if _frozen(c) not in timed}.values())
+    cands = list({_frozen(c): c for o in beam for c in opt.neighbours(k, o, target, sizes)
+                  if _frozen(c) not in timed}.values())
     if not cands: break
     for c, lib in zip(cands, libraries(cands)):
       res = _time(lib, arrays, stored, device) if _gpu(device) else _against(lib, default, arrays, stored, device,
