@@ -54,6 +54,44 @@ def test_actions_are_checked():
   assert "parallel for\n" in opt.apply(nest, {"collapse": 1}).source
 
 
+def _dots_kernel():
+  """A filter gradient: a block of dot products."""
+  from tracegrad.lower.render_c import dot_blocked
+  x, dy = np.ones((2, 3, 8, 8), np.float32), np.ones((2, 8, 8, 8), np.float32)
+  f = lambda w, x: (tg.lax.conv_general_dilated(x, w, (1, 1), "SAME") * dy).sum()
+  return next(k for k in schedule(tg.make_graph(tg.grad(f))(np.ones((8, 3, 3, 3), np.float32), x)).kernels
+              if dot_blocked(k))
+
+
+@pytest.mark.parametrize("target", ["__AVX512F__", "__AVX__", None])
+def test_no_candidate_is_the_default_under_another_name(target):
+  """Given the host's block sizes, a candidate leaves out every action at the default's amount: each set one action
+  away differs from the default's code, and a set that steps back to a default amount is the shorter set."""
+  from tracegrad.lower.render_c import BLOCKS, block_sizes
+  sizes = BLOCKS[target]
+  for k in (_kernel(), _dots_kernel()):
+    default = block_sizes(k, sizes)
+    assert set(default) == ({"rows", "width"} if opt.shape(k) == "rows_by_width" else {"rows", "cols"})
+    for cand in opt.neighbours(k, {}, "c", sizes):
+      assert cand and all(default.get(a) != v for a, v in cand.items()), cand
+      assert block_sizes(opt.apply(k, cand), sizes) != default or set(cand) - set(default), cand
+    other = next(r for r in opt.AMOUNTS["rows"] if r != default["rows"])
+    assert {} not in opt.neighbours(k, {}, "c", sizes) and {} in opt.neighbours(k, {"rows": other}, "c", sizes)
+  assert block_sizes(_kernel(), sizes)["width"] == sizes["TG_VBYTES"] // 4
+  assert block_sizes(opt.apply(_kernel(), {"rows": 2, "width": 64}), sizes) == {"rows": 2, "width": 64}
+
+
+def test_search_knows_the_block_sizes_of_the_compilers_target(cpu, monkeypatch):
+  """The sizes search starts from are those of the vector extensions the compiler's flags predefine."""
+  from tracegrad.lower.render_c import BLOCKS
+  for defined, target in ((set(), None), ({"__AVX__", "__AVX2__"}, "__AVX__"),
+                          ({"__AVX__", "__AVX512F__"}, "__AVX512F__")):
+    monkeypatch.setattr(type(cpu), "predefined", lambda self, d=frozenset(defined): d)
+    assert search._sizes(cpu) == BLOCKS[target]
+  monkeypatch.undo()
+  assert ("__AVX__" in cpu.predefined()) == (search._sizes(cpu) is not BLOCKS[None])
+
+
 def _big_elementwise():
   return schedule(tg.make_graph(lambda x: x * 2)(np.zeros(1 << 16, np.float32))).kernels[0]
 
