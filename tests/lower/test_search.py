@@ -65,31 +65,44 @@ def _dots_kernel():
 
 @pytest.mark.parametrize("target", ["__AVX512F__", "__AVX__", None])
 def test_no_candidate_is_the_default_under_another_name(target):
-  """Given the host's block sizes, a candidate leaves out every action at the default's amount: each set one action
-  away differs from the default's code, and a set that steps back to a default amount is the shorter set."""
-  from tracegrad.lower.render_c import BLOCKS, block_sizes
+  """Given the host's target, a candidate leaves out every action at the default's amount: each set one action away
+  differs from the default's code, and a set that steps back to a default amount is the shorter set. No candidate's
+  register block holds more accumulators than the target has vector registers."""
+  from tracegrad.lower.render_c import BLOCKS, REGISTERS, accumulators, block_sizes
   sizes = BLOCKS[target]
   for k in (_kernel(), _dots_kernel()):
     default = block_sizes(k, sizes)
     assert set(default) == ({"rows", "width"} if opt.shape(k) == "rows_by_width" else {"rows", "cols"})
-    for cand in opt.neighbours(k, {}, "c", sizes):
+    assert 0 < accumulators(k, sizes) <= REGISTERS[target]
+    cands = opt.neighbours(k, {}, "c", target)
+    for cand in cands:
       assert cand and all(default.get(a) != v for a, v in cand.items()), cand
       assert block_sizes(opt.apply(k, cand), sizes) != default or set(cand) - set(default), cand
+      assert accumulators(opt.apply(k, cand), sizes) <= REGISTERS[target], cand
+    assert len(cands) < len(opt.neighbours(k, {})), "the sizes that overflow the registers are left out"
     other = next(r for r in opt.AMOUNTS["rows"] if r != default["rows"])
-    assert {} not in opt.neighbours(k, {}, "c", sizes) and {} in opt.neighbours(k, {"rows": other}, "c", sizes)
+    assert {} not in cands and {} in opt.neighbours(k, {"rows": other}, "c", target)
   assert block_sizes(_kernel(), sizes)["width"] == sizes["TG_VBYTES"] // 4
   assert block_sizes(opt.apply(_kernel(), {"rows": 2, "width": 64}), sizes) == {"rows": 2, "width": 64}
+  assert accumulators(opt.apply(_kernel(), {"rows": 2, "width": 64}), sizes) == 2 * 256 // sizes["TG_VREG"]
 
 
-def test_search_knows_the_block_sizes_of_the_compilers_target(cpu, monkeypatch):
-  """The sizes search starts from are those of the vector extensions the compiler's flags predefine."""
-  from tracegrad.lower.render_c import BLOCKS
+def test_a_block_without_rows_has_no_rows_to_search():
+  """A sum along one outer loop (a bias gradient) has no rows: sizing or ordering them would compile the same code."""
+  (k,) = schedule(tg.make_graph(lambda g: g.sum(0))(np.ones((128, 512), np.float32))).kernels
+  assert opt.shape(k) == "rows_by_width" and len(k.loops) == 1
+  assert not any({"rows", "order"} & set(c) for c in opt.neighbours(k, {}, "c", "__AVX__"))
+  assert any("width" in c for c in opt.neighbours(k, {}, "c", "__AVX__"))
+
+
+def test_search_knows_the_target_of_the_compiler(cpu, monkeypatch):
+  """The target search sizes blocks for is that of the vector extensions the compiler's flags predefine."""
   for defined, target in ((set(), None), ({"__AVX__", "__AVX2__"}, "__AVX__"),
                           ({"__AVX__", "__AVX512F__"}, "__AVX512F__")):
     monkeypatch.setattr(type(cpu), "predefined", lambda self, d=frozenset(defined): d)
-    assert search._sizes(cpu) == BLOCKS[target]
+    assert search._host(cpu) == target
   monkeypatch.undo()
-  assert ("__AVX__" in cpu.predefined()) == (search._sizes(cpu) is not BLOCKS[None])
+  assert ("__AVX__" in cpu.predefined()) == (search._host(cpu) is not None)
 
 
 def _big_elementwise():

@@ -185,10 +185,11 @@ def apply(k: Kernel, opts: dict, target: str = "c") -> Kernel:
   return dataclasses.replace(k, opts=tuple(sorted(opts.items())))
 
 
-def neighbours(k: Kernel, opts: dict, target: str = "c", sizes: dict[str, int] | None = None) -> list[dict]:
-  """The action sets one action away from opts. On the cpu, given the target's block sizes (a render_c.BLOCKS
-  entry), an action at the default's amount is left out of each set: no set runs the default's code under another
-  name."""
+def neighbours(k: Kernel, opts: dict, target: str = "c", host: str | None = "") -> list[dict]:
+  """The action sets one action away from opts. On the cpu, given the target the compiler builds for (a key of
+  render_c.BLOCKS: "__AVX__", or None for the generic one), an action at the default's amount is left out of each
+  set (no set runs the default's code under another name), and no set has a register block with more accumulators
+  than the target has vector registers. Without a loop of rows, a block has no rows to size or order."""
   if target in GPU_TARGETS:
     out, defaults = [], {**GPU_DEFAULTS, "group": int(grouped(k, {}))}
     opts = opts or gpu_default(k)
@@ -200,14 +201,16 @@ def neighbours(k: Kernel, opts: dict, target: str = "c", sizes: dict[str, int] |
         if all(v in legal.get(a, ()) for a, v in cand.items()): out.append(cand)
     return out
   if opts.get("block") == 0: return [{}, {"block": 0, "threads": 1 - opts.get("threads", 1)}]
-  from .render_c import block_sizes, columns_outside, default_unroll, panel_load
-  out, kind = [], shape(k)
+  from .render_c import BLOCKS, REGISTERS, accumulators, block_sizes, columns_outside, default_unroll, panel_load
+  out, kind, sizes = [], shape(k), BLOCKS.get(host)
   defaults = {**DEFAULTS, "order": columns_outside(k), **(block_sizes(k, sizes) if sizes else {})}
   if kind == "rows_by_width": defaults["unroll"] = default_unroll(k)
   for name in ACTIONS.get(kind, ()):
     if name == "panel" and panel_load(k) is None: continue   # no panel to copy: the same code either way
+    if name in ("rows", "order") and kind == "rows_by_width" and len(k.loops) < 2: continue
     for amount in AMOUNTS[name]:
-      if opts.get(name, defaults.get(name)) != amount:
-        cand = {**opts, name: amount} if name != "block" or amount else {"block": 0}
-        out.append({a: v for a, v in cand.items() if defaults.get(a) != v})
+      if opts.get(name, defaults.get(name)) == amount: continue
+      cand = {**opts, name: amount} if name != "block" or amount else {"block": 0}
+      if sizes and cand.get("block", 1) and accumulators(apply(k, cand), sizes) > REGISTERS[host]: continue
+      out.append({a: v for a, v in cand.items() if defaults.get(a) != v})
   return out

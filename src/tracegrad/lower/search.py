@@ -140,11 +140,12 @@ def _gpu(device) -> bool: return device.platform in opt.GPU_TARGETS
 def _target(device) -> str: return device.platform if _gpu(device) else "c"
 
 
-def _sizes(device) -> dict[str, int] | None:
-  """The register block sizes of the target the device's compiler builds for (its BLOCKS entry); None on a GPU."""
-  if _gpu(device): return None
+def _host(device) -> str | None:
+  """The target the device's compiler builds for: the first key of BLOCKS (vector extensions, "__AVX__") its flags
+  predefine, else None (the generic sizes); "" on a GPU."""
+  if _gpu(device): return ""
   defined = device.predefined()
-  return next(sizes for macro, sizes in BLOCKS.items() if macro is None or macro in defined)
+  return next(macro for macro in BLOCKS if macro is None or macro in defined)
 
 
 def kernel_key(k: Kernel, device) -> str:
@@ -237,9 +238,9 @@ def best_opts(k: Kernel, width: int, device, progress=None) -> dict:
     cache.put(key, {}, base[0])
     return {}
   want, timed = base[1], {(): base[0]}
-  beam, sizes = [{}], _sizes(device)
+  beam, host = [{}], _host(device)
   for _ in range(MAX_ROUNDS):
-    cands = list({_frozen(c): c for o in beam for c in opt.neighbours(k, o, target, sizes)
+    cands = list({_frozen(c): c for o in beam for c in opt.neighbours(k, o, target, host)
                   if _frozen(c) not in timed}.values())
     if not cands: break
     for c, lib in zip(cands, libraries(cands)):
