@@ -9,6 +9,13 @@ from hypothesis import HealthCheck, Phase, settings
 if importlib.util.find_spec("cuda") and importlib.util.find_spec("cuda.bindings"):
   os.environ.setdefault("TRACEGRAD_CHECK_PTX", "1")
 
+# JAX, where it is installed, computes the reference values of many tests: its compiled programs are kept on disk
+# between runs of the suite (XLA's compiles took two thirds of some test files' time), as tracegrad keeps its own
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(
+  os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "tracegrad-tests", "jax"))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "-1")
+
 import tracegrad  # noqa: E402
 from tracegrad import run  # noqa: E402
 
