@@ -889,7 +889,8 @@ def block_sizes(k: Kernel, sizes: dict[str, int]) -> dict[str, int]:
     opts, last, r = dict(k.opts), k.loops[-1], k.reduce
     lanes, widest = sizes["TG_VBYTES"] // r.acc.dtype.itemsize, max(t["TG_VBYTES"] for t in BLOCKS.values()) // \
       r.acc.dtype.itemsize
-    return {"rows": value(opts.get("rows", "TG_ROWS" if is_product(r.value) else 1)),
+    rows = 1 if len(k.loops) < 2 else value(opts.get("rows", "TG_ROWS" if is_product(r.value) else 1))
+    return {"rows": rows,
             "width": opts.get("width", lanes if last.extent >= widest else min(last.extent, lanes))}
   if dot_blocked(k):
     rows, cols = _dot_block(k)
