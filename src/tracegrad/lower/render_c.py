@@ -673,7 +673,7 @@ BLOCKS = {"__AVX512F__": dict(TG_ROWS=8, TG_VBYTES=256, TG_VREG=64, TG_DOT_COLS=
           "__AVX__": dict(TG_ROWS=6, TG_VBYTES=64, TG_VREG=32, TG_DOT_COLS=2, TG_DOT_ROWS=8, TG_DOT3_ROWS=4),
           None: dict(TG_ROWS=4, TG_VBYTES=32, TG_VREG=16, TG_DOT_COLS=2, TG_DOT_ROWS=4, TG_DOT3_ROWS=4)}
 # each target's vector registers, which a register block's accumulators must fit in (kernel search tries no bigger
-# block: one of 6 x 4 vectors on AVX2 ran a weight gradient 1.7x slower than the 6 x 2 default, 8 x 8 3.9x)
+# block: one of 6 x 4 vectors on AVX2 ran a weight gradient 1.7x slower than the 6 x 2 default, 6 x 8 2.7x)
 REGISTERS = {"__AVX512F__": 32, "__AVX__": 16, None: 16}
 
 
@@ -855,8 +855,9 @@ LONG_DOT_ROWS = 4            # the rows of a block of dot products long enough t
 
 
 def _dot_block(k: Kernel, sum_block: int = SUM_BLOCK) -> tuple[str, str]:
-  """(rows, columns) of k's block of dot products: its opts', else the target's sizes (TG_DOT_ROWS, TG_DOT_COLS) but
-  for these."""
+  """(rows, columns) of k's block of dot products: its opts' where given, else the target's (TG_DOT_ROWS by
+  TG_DOT_COLS), but whole blocks of 3 or 2 columns where the target's would leave a cut edge, and LONG_DOT_ROWS rows
+  for a sum long enough to be summed in blocks."""
   opts, cols = dict(k.opts), k.loops[-1]
   if "cols" not in opts and not _whole(cols.extent, EVERY_TARGET["TG_DOT_COLS"]):
     # whole blocks of a size that divides the columns rather than cut ones (a filter gradient's 27 taps: 3)
