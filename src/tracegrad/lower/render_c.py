@@ -309,8 +309,10 @@ def render_bitcast(src: DType, dst: DType, x: str) -> str:
 
 def _deps(u: UOp) -> tuple:
   """The scalar values a node reads: a load reads its index (a buffer is not a value); a parity test, the number
-  whose low bit it tests (_low_bit_test); a multiply-add, its three operands (_multiply_add)."""
+  whose low bit it tests (_low_bit_test); a multiply-add, its three operands (_multiply_add); exp(x) written as
+  2^(x log2(e)), x (the product is not computed)."""
   if (x := _low_bit_test(u)) is not None: return (x,)
+  if u.op is Ops.EXP2 and (x := natural_exp_argument(u)) is not None: return (x,)
   if (fused := _multiply_add(u)) is not None: return fused
   if u.op is not Ops.GATHER: return u.src
   idx = u.src[1]
