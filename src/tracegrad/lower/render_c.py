@@ -889,12 +889,10 @@ def block_sizes(k: Kernel, sizes: dict[str, int]) -> dict[str, int]:
   """
   def value(v) -> int: return int(sizes.get(v, v))
   if interchanged(k):
-    opts, last, r = dict(k.opts), k.loops[-1], k.reduce
-    lanes, widest = sizes["TG_VBYTES"] // r.acc.dtype.itemsize, max(t["TG_VBYTES"] for t in BLOCKS.values()) // \
-      r.acc.dtype.itemsize
-    rows = 1 if len(k.loops) < 2 else value(opts.get("rows", "TG_ROWS" if is_product(r.value) else 1))
-    return {"rows": rows,
-            "width": opts.get("width", lanes if last.extent >= widest else min(last.extent, lanes))}
+    last, dtype = k.loops[-1], k.reduce.acc.dtype
+    lanes = sizes["TG_VBYTES"] // dtype.itemsize
+    return {"rows": 1 if len(k.loops) < 2 else value(_block_rows(k)),
+            "width": dict(k.opts).get("width", lanes if last.extent >= _widest_lanes(dtype) else min(last.extent, lanes))}
   if dot_blocked(k):
     rows, cols = _dot_block(k)
     return {"rows": value(rows), "cols": value(cols)}
@@ -1132,7 +1130,7 @@ def _whole_columns(k: Kernel) -> bool | str:
   target (BLOCKS), else the preprocessor's condition."""
   opts, last, size = dict(k.opts), k.loops[-1], k.reduce.acc.dtype.itemsize
   if "width" in opts: return _whole(last.extent, opts["width"])
-  widest = max(t["TG_VBYTES"] for t in BLOCKS.values()) // size
+  widest = _widest_lanes(k.reduce.acc.dtype)
   each = [last.extent % (t["TG_VBYTES"] // size) == 0 or last.extent < widest and last.extent <= t["TG_VBYTES"] // size
           for t in BLOCKS.values()]
   if all(each): return True
@@ -1141,11 +1139,22 @@ def _whole_columns(k: Kernel) -> bool | str:
   return f"{last.extent} <= {lanes} || {last.extent} % ({lanes}) == 0"   # TG_WIDTH: at most a vector
 
 
+def _widest_lanes(dtype: DType) -> int:
+  """The elements of dtype in the widest target's register block row (BLOCKS' largest TG_VBYTES)."""
+  return max(t["TG_VBYTES"] for t in BLOCKS.values()) // dtype.itemsize
+
+
 def _vector_width(extent: int, dtype: DType) -> str:
   """A register block's width along a last loop of `extent`: the target's vector bytes, or the whole loop where it
   is narrower (ten logits take one block of ten columns, with constant bounds, not a cut block of 64)."""
-  ct, widest = CTYPE[dtype], max(t["TG_VBYTES"] for t in BLOCKS.values()) // dtype.itemsize
-  return f"(TG_VBYTES / (int64_t)sizeof({ct}))" if extent >= widest else f"TG_WIDTH({extent}, {ct})"
+  ct = CTYPE[dtype]
+  return f"(TG_VBYTES / (int64_t)sizeof({ct}))" if extent >= _widest_lanes(dtype) else f"TG_WIDTH({extent}, {ct})"
+
+
+def _block_rows(k: Kernel) -> str:
+  """The rows of a register block along the row: its opts', else TG_ROWS for a sum of products (which shares each
+  row's loads across the block); any other sum gains only code from more rows, and takes 1."""
+  return str(dict(k.opts).get("rows", "TG_ROWS" if is_product(k.reduce.value) else 1))
 
 
 VECTOR = {dtypes.float32: ("tg_vf", "tg_vfu", "tg_vfmaf"), dtypes.float64: ("tg_vd", "tg_vdu", "tg_vfma")}
@@ -1303,8 +1312,7 @@ def _emit_interchanged(b: _Body, k: Kernel, pragmas: dict[int, str]):
   last, rows = k.loops[-1], (k.loops[-2] if n >= 2 else None)
   ct, opts = CTYPE[r.acc.dtype], dict(k.opts)
   width = str(opts.get("width", _vector_width(last.extent, r.acc.dtype)))
-  # a sum of products shares each row's loads across the block; any other sum gains only code from more rows
-  nrows = str(opts.get("rows", "TG_ROWS" if is_product(r.value) else 1))
+  nrows = _block_rows(k)
   outer = k.loops[:-2] if rows else k.loops[:-1]
   chunk = block_chunk(b, k) if rows and opts.get("chunk", 1) else None
   load = panel_load(k) if opts.get("panel", 1) else None
