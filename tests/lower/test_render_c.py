@@ -655,6 +655,7 @@ def test_a_transposed_right_operand_fills_its_panels_through_registers(cpu, monk
   block is filled element by element. numpy's values for floats and doubles, on every target's vector width."""
   import tracegrad.numpy as tnp
   from tracegrad import make_graph
+  from tracegrad.lower.render_c import PANEL_MAX_STEPS
   from tracegrad.lower.schedule import schedule
   if target != "native":
     if not _avx2_host(): pytest.skip("compiling for an x86-64 target needs an x86-64 host")
@@ -670,7 +671,7 @@ def test_a_transposed_right_operand_fills_its_panels_through_registers(cpu, monk
                                **tol(np.dtype(dt).name, 4 * k, 4 * k), err_msg=f"{dt.__name__} {target}")
   # a sum over two loops whose inner one is contiguous in both (a filter gradient: output gradients by windows,
   # summed over the batch and the positions) fills its panels the same way, the batch's steps slowest; a long one
-  # too (8192 steps, 4 MB of columns), whose strided columns chunks would read in place
+  # too (8192 steps, 4 MB of columns), whose panels each hold one chunk of the sum at a time
   for dt, (b, m, n, p) in ((np.float32, (4, 72, 136, 512)), (np.float64, (2, 64, 260, 256)),
                            (np.float32, (16, 72, 136, 512))):
     dy, win = rng.standard_normal((b, m, p)).astype(dt), rng.standard_normal((b, n, p)).astype(dt)
@@ -678,6 +679,7 @@ def test_a_transposed_right_operand_fills_its_panels_through_registers(cpu, monk
       (kern,) = (prog := schedule(make_graph(lambda a, c: tnp.einsum("bip,bjp->ij", a, c))(dy, win))).kernels
       (got,) = run(cpu, prog, [dy, win])
     assert "tg_tr_v" in kern.source and "panels" in kern.source and len(kern.reduce.loops) == 2
+    assert ("for (int64_t ro0 = rb; ro0 < re; ro0++)" in kern.source) == (b * p > PANEL_MAX_STEPS)
     np.testing.assert_allclose(got.reshape(m, n), np.einsum("bip,bjp->ij", dy.astype(np.float64), win),
                                **tol(np.dtype(dt).name, 4 * b * p, 4 * b * p), err_msg=f"{dt.__name__} {target}")
   # a reduction that no target's vectors divide is packed as before
@@ -1135,6 +1137,33 @@ def test_a_filter_gradient_reads_each_block_of_output_gradients_once_a_chunk_for
   want = np.einsum("nohw,nchwab->ocab", dout, win)
   np.testing.assert_allclose(np.asarray(tg.jit(tg.grad(f))(w, x)), want, rtol=ulps(n * 1024),
                              atol=ulps(n * 1024) * 8)
+
+
+@pytest.mark.parametrize("shape", [(70, 40, 8192), (70, 40, 8, 1024)])
+def test_long_transposed_panels_hold_a_chunk_of_the_sum_with_the_same_bits_on_any_thread_count(shape):
+  """x @ w.T over 8192 steps (one loop, or 8 by 1024 as a filter gradient's images by positions) with 1.3 MB of
+  columns: each panel holds one chunk of the sum, filled anew for each chunk, and every block of rows adds the chunk
+  into its sums kept in memory; 70 rows end in a cut block, 40 columns in a narrower panel (filled element by
+  element). The same bits on 1, 2 or 3 threads, and float64's values."""
+  import tracegrad as tg
+  import tracegrad.numpy as tnp
+  from tracegrad import make_graph
+  from tracegrad.lower.render_c import BLOCK_CHUNK_BYTES, PANEL_MAX_STEPS, block_chunk, panel_load, _Body
+  from tracegrad.lower.schedule import schedule
+  m, n, *steps = shape
+  rng = np.random.default_rng(12)
+  x, w = rng.standard_normal((*steps[:-1], m, steps[-1])).astype(np.float32), \
+      rng.standard_normal((*steps[:-1], n, steps[-1])).astype(np.float32)
+  f = (lambda x, w: x @ w.T) if len(steps) == 1 else (lambda x, w: tnp.einsum("bip,bjp->ij", x, w))
+  g = make_graph(f)(x, w)
+  (k,) = schedule(g).kernels
+  assert panel_load(k) is not None and block_chunk(_Body(k), k) is not None and w.nbytes > BLOCK_CHUNK_BYTES
+  assert math.prod(l.extent for l in k.reduce.loops) > PANEL_MAX_STEPS and "tg_tr_v" in k.source
+  assert "(*sums)" in k.source and "rb; r" in k.source and "panels + p" not in k.source
+  if tg.default_backend() != "cpu": return
+  got = _on_1_2_and_3_threads(g, [x, w])
+  want = np.einsum("ip,jp->ij" if len(steps) == 1 else "bip,bjp->ij", x.astype(np.float64), w)
+  np.testing.assert_allclose(got[0].reshape(m, n), want, rtol=ulps(8192), atol=ulps(8192) * np.sqrt(8192))
 
 
 def test_register_blocks_whose_columns_outgrow_the_cache_sum_in_chunks_with_the_same_bits_on_any_thread_count():

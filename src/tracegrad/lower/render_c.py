@@ -1316,9 +1316,9 @@ def _emit_interchanged(b: _Body, k: Kernel, pragmas: dict[int, str]):
   outer = k.loops[:-2] if rows else k.loops[:-1]
   chunk = block_chunk(b, k) if rows and opts.get("chunk", 1) else None
   load = panel_load(k) if opts.get("panel", 1) else None
-  if load is not None and (chunk is None or math.prod(l.extent for l in r.loops) <= PANEL_MAX_STEPS or
-                           transposed_panels(load, k.loops, r)):
-    _emit_paneled(b, k, pragmas, load, width, nrows, ct)
+  long = chunk is not None and math.prod(l.extent for l in r.loops) > PANEL_MAX_STEPS
+  if load is not None and (not long or transposed_panels(load, k.loops, r)):
+    _emit_paneled(b, k, pragmas, load, width, nrows, ct, chunk if long else None)
     return
   if chunk is not None:
     _emit_interchanged_chunked(b, k, pragmas, chunk, nrows, width, ct)
@@ -1344,7 +1344,8 @@ def _emit_interchanged(b: _Body, k: Kernel, pragmas: dict[int, str]):
 
 # a sum longer than this, whose column panel (a vector wide: 256 KB on AVX2) outgrows the L2 cache, runs in chunks
 # (block_chunk) where it may rather than paneled: a channels-last filter gradient over 8192 positions, 4.0 -> 2.9 ms.
-# Not one whose columns are strided (transposed panels, a channels-first filter gradient): chunks read them in place
+# One whose columns are strided (transposed panels, a channels-first filter gradient) fills its panels a chunk at a
+# time instead (_emit_paneled): read in place, its columns are pages apart
 PANEL_MAX_STEPS = 4096
 BLOCK_CHUNK_BYTES = 1 << 20   # what a register block's columns read, beyond which it is read in chunks (an L2 cache)
 
@@ -1451,28 +1452,39 @@ def transposed_panels(load: UOp, loops, r: Reduce) -> bool:
       _exactly_linear_by(idx, loops[-1].var) not in (0, 1)
 
 
-def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width: str, nrows: str, ct: str):
+def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width: str, nrows: str, ct: str,
+                  chunk: tuple[int, int] | None = None):
   """_emit_interchanged with each column panel of the right operand (its `width` columns, every step of the
   reduction) first copied by the thread that takes it into a contiguous array, then read from there by every row
-  block in turn. A thread takes `np` panels at once (PANEL_GROUP_BYTES), and runs each row block across them."""
+  block in turn. A thread takes `np` panels at once (PANEL_GROUP_BYTES), and runs each row block across them.
+  With `chunk` (a sum_plan of a sum whose panels outgrow the L2 cache), a panel holds one chunk of the sum: each
+  thread takes an equal share of the panels and, chunk by chunk, fills each panel in turn and runs every row block
+  on it, adding into sums and carried errors kept in memory (the other operand's chunk stays in the L2 cache for all
+  the panels; a 3x3 filter gradient over 8192 positions ran 15-25% faster than with whole panels, which came from
+  the L3 cache for each row block after a first pass copying them from memory)."""
   r, (rows, last) = k.reduce, k.loops
   transposed = transposed_panels(load, k.loops, r)
   value = load if transposed else _of_load(r.value, load)   # what the panels hold
-  steps, i64, mem = math.prod(l.extent for l in r.loops), dtypes.int64, MEMTYPE[value.dtype]
-  panel, t, w = UOp.param((steps,), value.dtype), UOp.param((), i64), UOp.param((), i64)
-  b.bufs[panel], b.names[t], b.names[w] = "panel", "t", width
-  flat = r.loops[0].var
-  for l in r.loops[1:]: flat = flat * UOp.const(i64, l.extent) + l.var
+  i64, mem = dtypes.int64, MEMTYPE[value.dtype]
+  held = r.loops[chunk[0]:] if chunk else r.loops   # the loops whose steps a panel holds
+  steps = math.prod(l.extent for l in held) if not chunk else chunk[1] * math.prod(l.extent for l in held[1:])
+  panel, t, w, rb = UOp.param((steps,), value.dtype), UOp.param((), i64), UOp.param((), i64), UOp.param((), i64)
+  b.bufs[panel], b.names[t], b.names[w], b.names[rb] = "panel", "t", width, "rb"
+  flat = held[0].var - rb if chunk else held[0].var
+  for l in held[1:]: flat = flat * UOp.const(i64, l.extent) + l.var
   at = flat * w + (last.var - t)
   paneled = dataclasses.replace(k, reduce=dataclasses.replace(r, value=substitute([r.value], {
     value: panel.gather(at.reshape((1,)))})[0]))
   span = f"({steps} * {width} * (int64_t)sizeof({mem}))"   # one panel's bytes
-  # as many panels a group as fit, then fewer so that the groups share out evenly among the threads
   crew = "TG_CREW()" if pragmas else "1"
-  b.line(f"const int64_t fit = TG_CLAMP({PANEL_GROUP_BYTES} / {span}, 1, {PANEL_GROUP}), "
-         f"npanels = ({last.extent} + {width} - 1) / {width}, crew = {crew};")
-  b.line("const int64_t laps = (npanels + fit * crew - 1) / (fit * crew);")
-  b.line("const int64_t group = (npanels + laps * crew - 1) / (laps * crew);")
+  count = f"npanels = ({last.extent} + {width} - 1) / {width}, crew = {crew};"
+  if chunk:
+    b.line(f"const int64_t {count}")
+    b.line("const int64_t group = (npanels + crew - 1) / crew;")
+  else:   # as many panels a group as fit, then fewer so that the groups share out evenly among the threads
+    b.line(f"const int64_t fit = TG_CLAMP({PANEL_GROUP_BYTES} / {span}, 1, {PANEL_GROUP}), {count}")
+    b.line("const int64_t laps = (npanels + fit * crew - 1) / (fit * crew);")
+    b.line("const int64_t group = (npanels + laps * crew - 1) / (laps * crew);")
 
   @contextmanager
   def each_panel():
@@ -1480,30 +1492,56 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
     with b.block("for (int64_t p = 0; p < np; p++)"):
       b.line(f"const int64_t t = t0 + p * {width};")
       b.line(f"const int64_t tn = {last.extent} - t < {width} ? {last.extent} - t : {width};")
-      b.line(f"{mem} *panel = panels + p * {steps} * {width};")
+      b.line(f"{mem} *panel = panels{'' if chunk else f' + p * {steps} * {width}'};")
       yield
 
+  def fill(stack: ExitStack):
+    """The copy of the panel's steps (the chunk's)."""
+    if transposed: _fill_transposed(b, load, last.var, r.loops, width, stack, chunk)
+    for j, l in enumerate(r.loops):
+      b.names[l.var] = f"r{j}"
+      if not chunk or j >= chunk[0]: stack.enter_context(b.block(block_loop(r, chunk, j) if chunk else _loop(f"r{j}", l.extent)))
+    _prefetch(b, k, "1", width, (load,))
+    with b.block("for (int64_t j = 0; j < tn; j++)", "#pragma omp simd"):
+      b.line("const int64_t i1 = t + j;")
+      b.names[last.var] = "i1"
+      idx, v = b.emit([at, value])
+      b.line(f"panel[{idx}] = {v};")
+
+  @contextmanager
+  def each_block():
+    """The loop over the row blocks of a panel, with a chunked sum's sums and errors for each."""
+    with b.block(f"for (int64_t ib = 0; ib < {rows.extent}; ib += {nrows})"):
+      b.line(f"const int64_t rn = {rows.extent} - ib < {nrows} ? {rows.extent} - ib : {nrows};")
+      if chunk:
+        b.line(f"{ct} (*sums)[{width}] = part[ib / {nrows} * np + p], (*errs)[{width}] = part[(nrb + ib / {nrows}) * np + p];")
+      yield
+
+  block = lambda nr, nc, cut=None: _emit_block(b, paneled, nr, nc, ct, (nrows, width), chunk, rows_cut=cut)
+  blocks = lambda: _whole_or_cut(b, block, _whole_width_blocks(k, nrows), (nrows, width), ("rn", "tn"),
+                                 f"({rows.extent} % {nrows})", **_row_cuts(k))
   with b.block(f"for (int64_t t0 = 0; t0 < {last.extent}; t0 += group * {width})",
                _omp("parallel for", 1) if pragmas else None):
     b.line(f"const int64_t np = TG_CLAMP(({last.extent} - t0 + {width} - 1) / {width}, 1, group);")
-    b.line(f"{mem} *panels = ({mem} *)TG_LINES_ALLOC(group * {span});")
-    with ExitStack() as loops:
-      loops.enter_context(each_panel())
-      if transposed: _fill_transposed(b, load, last.var, r.loops, width, loops)
-      for j, l in enumerate(r.loops):
-        b.names[l.var] = f"r{j}"
-        loops.enter_context(b.block(_loop(f"r{j}", l.extent)))
-      _prefetch(b, k, "1", width, (load,))
-      with b.block("for (int64_t j = 0; j < tn; j++)", "#pragma omp simd"):
-        b.line("const int64_t i1 = t + j;")
-        b.names[last.var] = "i1"
-        idx, v = b.emit([at, value])
-        b.line(f"panel[{idx}] = {v};")
-    with b.block(f"for (int64_t ib = 0; ib < {rows.extent}; ib += {nrows})"), each_panel():
-      b.line(f"const int64_t rn = {rows.extent} - ib < {nrows} ? {rows.extent} - ib : {nrows};")
-      _whole_or_cut(b, lambda nr, nc, cut=None: _emit_block(b, paneled, nr, nc, ct, (nrows, width), rows_cut=cut),
-                    _whole_width_blocks(k, nrows), (nrows, width), ("rn", "tn"),
-                    f"({rows.extent} % {nrows})", **_row_cuts(k))
+    b.line(f"{mem} *panels = ({mem} *)TG_LINES_ALLOC({'' if chunk else 'group * '}{span});")
+    if chunk:
+      b.line(f"const int64_t nrb = ({rows.extent} + {nrows} - 1) / {nrows};")
+      b.line(f"{ct} (*part)[{nrows}][{width}] = calloc(2 * nrb * np, sizeof(*part));")
+      for j, l in enumerate(r.loops): b.names[l.var] = f"r{j}"
+      with ExitStack() as chunks:
+        open_blocks(b, r, chunk, chunks)
+        with each_panel():
+          with ExitStack() as loops: fill(loops)
+          with each_block(): blocks()
+      with each_panel(), each_block(): _store_block(b, k, "rn", "tn", ct, True)
+      b.line("free(part);")
+    else:
+      with ExitStack() as loops:
+        loops.enter_context(each_panel())
+        fill(loops)
+      with b.block(f"for (int64_t ib = 0; ib < {rows.extent}; ib += {nrows})"), each_panel():
+        b.line(f"const int64_t rn = {rows.extent} - ib < {nrows} ? {rows.extent} - ib : {nrows};")
+        blocks()
     b.line("free(panels);")
 
 
@@ -1519,27 +1557,35 @@ def _of_load(value: UOp, load: UOp) -> UOp:
   return tops[0] if len(tops) == 1 else load
 
 
-def _fill_transposed(b: _Body, load: UOp, last: UOp, loops, width: str, stack: ExitStack) -> None:
+def _fill_transposed(b: _Body, load: UOp, last: UOp, loops, width: str, stack: ExitStack,
+                     chunk: tuple[int, int] | None = None) -> None:
   """A whole panel of a load read along the reduction's innermost loop (transposed_panels) filled a square of vectors
   at a time: each of the square's columns read as a vector along it, the square transposed in registers, and its
   rows written into the panel (the reduction's steps in order, its outer loops' slowest); the code after it, on
-  `stack`'s else branch, fills a narrower panel element by element."""
+  `stack`'s else branch, fills a narrower panel element by element. With `chunk` (a sum_plan whose loops the caller
+  opened), the chunk's steps only: the loops outside its cut loop stay at the caller's step."""
   vec, vecu, _ = VECTOR[load.dtype]
   lanes = f"(TG_VREG / (int64_t)sizeof({CTYPE[load.dtype]}))"
+  cut = chunk[0] if chunk else 0
   *outer, inner = loops
+  step = "rt" if chunk else "r0"   # the caller's loops are r0, r1, ...
   with b.block(f"if (tn == {width} && {width} % {lanes} == 0)"), ExitStack() as steps:
-    row = "r0"
+    row = None
     for j, l in enumerate(outer):
+      if j < cut: continue
       b.names[l.var] = f"ro{j}"
-      steps.enter_context(b.block(_loop(f"ro{j}", l.extent)))
-      row = f"ro{j}" if j == 0 else f"({row}) * {l.extent} + ro{j}"
-    if outer: row = f"({row}) * {inner.extent} + r0"
-    steps.enter_context(b.block(f"for (int64_t r0 = 0; r0 < {inner.extent}; r0 += {lanes})"))
+      head, at = (f"for (int64_t ro{j} = rb; ro{j} < re; ro{j}++)", f"(ro{j} - rb)") if chunk and j == cut else \
+          (_loop(f"ro{j}", l.extent), f"ro{j}")
+      steps.enter_context(b.block(head))
+      row = at if row is None else f"({row}) * {l.extent} + {at}"
+    lo, hi, at = ("rb", "re", f"({step} - rb)") if chunk and cut == len(outer) else ("0", str(inner.extent), step)
+    row = at if row is None else f"({row}) * {inner.extent} + {at}"
+    steps.enter_context(b.block(f"for (int64_t {step} = {lo}; {step} < {hi}; {step} += {lanes})"))
     with b.block(f"for (int64_t j0 = 0; j0 < {width}; j0 += {lanes})"):
       b.line(f"{vec} v[{lanes}];")
       with b.block(f"for (int64_t q = 0; q < {lanes}; q++)", "TG_UNROLL(16)"):
         b.line("const int64_t i1 = t + j0 + q;")
-        b.names[last], b.names[inner.var] = "i1", "r0"
+        b.names[last], b.names[inner.var] = "i1", step
         idx, = b.emit([load.src[1].src[0]])
         b.line(f"v[q] = *(const {vecu} *)&{b.bufs[load.src[0]]}[{idx}];")
       b.line(f"tg_tr_{vec[3:]}(v);")
