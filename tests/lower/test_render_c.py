@@ -1139,31 +1139,34 @@ def test_a_filter_gradient_reads_each_block_of_output_gradients_once_a_chunk_for
                              atol=ulps(n * 1024) * 8)
 
 
-@pytest.mark.parametrize("shape", [(70, 40, 8192), (70, 40, 8, 1024)])
-def test_long_transposed_panels_hold_a_chunk_of_the_sum_with_the_same_bits_on_any_thread_count(shape):
-  """x @ w.T over 8192 steps (one loop, or 8 by 1024 as a filter gradient's images by positions) with 1.3 MB of
-  columns: each panel holds one chunk of the sum, filled anew for each chunk, and every block of rows adds the chunk
-  into its sums kept in memory; 70 rows end in a cut block, 40 columns in a narrower panel (filled element by
-  element). The same bits on 1, 2 or 3 threads, and float64's values."""
+@pytest.mark.parametrize("form", ["x @ w.T", "bip,bjp->ij", "x.T @ g"])
+def test_long_sums_fill_their_panels_a_chunk_at_a_time_with_the_same_bits_on_any_thread_count(form):
+  """Sums of 8192 steps (one loop, or 8 images by 1024 positions as a filter gradient's) with 1.3 MB of columns,
+  strided (x @ w.T: panels filled through registers) or contiguous (x.T @ g, a channels-last filter gradient): each
+  panel holds one chunk of the sum, filled anew for each chunk, and every block of rows adds the chunk into its sums
+  kept in memory; 70 rows end in a cut block, 40 columns in a narrower panel. The same bits on 1, 2 or 3 threads,
+  and float64's values."""
   import tracegrad as tg
   import tracegrad.numpy as tnp
   from tracegrad import make_graph
   from tracegrad.lower.render_c import BLOCK_CHUNK_BYTES, PANEL_MAX_STEPS, block_chunk, panel_load, _Body
   from tracegrad.lower.schedule import schedule
-  m, n, *steps = shape
   rng = np.random.default_rng(12)
-  x, w = rng.standard_normal((*steps[:-1], m, steps[-1])).astype(np.float32), \
-      rng.standard_normal((*steps[:-1], n, steps[-1])).astype(np.float32)
-  f = (lambda x, w: x @ w.T) if len(steps) == 1 else (lambda x, w: tnp.einsum("bip,bjp->ij", x, w))
-  g = make_graph(f)(x, w)
+  shapes, f, want = {
+      "x @ w.T": ([(70, 8192), (40, 8192)], lambda x, w: x @ w.T, lambda x, w: x @ w.T),
+      "bip,bjp->ij": ([(8, 70, 1024), (8, 40, 1024)], lambda x, w: tnp.einsum(form, x, w),
+                      lambda x, w: np.einsum(form, x, w)),
+      "x.T @ g": ([(8192, 70), (8192, 40)], lambda x, g: x.T @ g, lambda x, g: x.T @ g)}[form]
+  args = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+  g = make_graph(f)(*args)
   (k,) = schedule(g).kernels
-  assert panel_load(k) is not None and block_chunk(_Body(k), k) is not None and w.nbytes > BLOCK_CHUNK_BYTES
-  assert math.prod(l.extent for l in k.reduce.loops) > PANEL_MAX_STEPS and "tg_tr_v" in k.source
+  assert panel_load(k) is not None and block_chunk(_Body(k), k) is not None and args[1].nbytes > BLOCK_CHUNK_BYTES
+  assert math.prod(l.extent for l in k.reduce.loops) > PANEL_MAX_STEPS and ("tg_tr_v" in k.source) == (form != "x.T @ g")
   assert "(*sums)" in k.source and "rb; r" in k.source and "panels + p" not in k.source
   if tg.default_backend() != "cpu": return
-  got = _on_1_2_and_3_threads(g, [x, w])
-  want = np.einsum("ip,jp->ij" if len(steps) == 1 else "bip,bjp->ij", x.astype(np.float64), w)
-  np.testing.assert_allclose(got[0].reshape(m, n), want, rtol=ulps(8192), atol=ulps(8192) * np.sqrt(8192))
+  got = _on_1_2_and_3_threads(g, args)
+  np.testing.assert_allclose(got[0].reshape(70, 40), want(*(a.astype(np.float64) for a in args)), rtol=ulps(8192),
+                             atol=ulps(8192) * np.sqrt(8192))
 
 
 def test_register_blocks_whose_columns_outgrow_the_cache_sum_in_chunks_with_the_same_bits_on_any_thread_count():
