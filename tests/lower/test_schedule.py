@@ -213,6 +213,19 @@ def test_reductions_over_the_same_rows_are_phases_of_one_pass():
   np.testing.assert_allclose(np.asarray(tg.jit(g)(x)), want, **tol("float32", 64, 64))
 
 
+def test_an_interleave_is_not_a_phase_of_another_kernel_over_its_rows():
+  """Two arrays' elements interleaved along an axis, over the same rows as a softmax's sum: the interleave stays a
+  kernel of its own, whose loop over the parts runs unrolled (each part a vectorised loop), rather than a phase of
+  the sum's kernel picking among the parts at every element. numpy's values."""
+  x, a, b = (rng.normal(size=s).astype(np.float32) for s in ((32, 10), (32, 16, 64), (32, 16, 64)))
+  f = lambda x, a, b: (tnp.log(tnp.exp(x).sum(1)), tnp.stack([a * 2.0, b * 3.0], axis=2).reshape(32, 32, 64))
+  prog = schedule(tg.make_graph(f)(x, a, b))
+  assert len(prog.kernels) == 2 and not any(k.phases for k in prog.kernels)
+  got = tg.jit(f)(x, a, b)
+  np.testing.assert_allclose(np.asarray(got[0]), np.log(np.exp(x).sum(1)), **tol("float32", 16, 16))
+  np.testing.assert_array_equal(np.asarray(got[1]), np.stack([a * 2, b * 3], 2).reshape(32, 32, 64))
+
+
 def test_a_broadcast_is_never_materialised():
   g = tg.make_graph(lambda x: (tnp.broadcast_to(x, (2 ** 20, 4, 8)) * 2.0).sum())(X)
   prog = schedule(g)

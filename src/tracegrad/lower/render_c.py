@@ -470,7 +470,7 @@ def reduce_identity(op: Ops, d: DType):
 def _omp(what: str, n: int) -> str: return f"#pragma omp {what}" + (f" collapse({n})" if n > 1 else "")
 
 
-def _loop_pragmas(k: Kernel) -> dict[int, str]:
+def loop_pragmas(k: Kernel) -> dict[int, str]:
   """OpenMP pragmas by outer loop position: threads over the outer loops of big parallel kernels, simd on the
   innermost loop where no accumulator is carried across it and no loops run inside it."""
   n = len(k.loops)
@@ -1891,7 +1891,7 @@ def render_kernel(k: Kernel, name: str | None = None, restrict: bool = True, sto
   stored = {s.buf for p in k.steps() for s in p.stores}
   params = ", ".join(f"{'' if p in stored else 'const '}{MEMTYPE[p.dtype]} *{'restrict ' if restrict else ''}{n}"
                      for p, n in b.bufs.items())
-  pragmas, blocked = _loop_pragmas(k), dict(k.opts).get("block", 1)
+  pragmas, blocked = loop_pragmas(k), dict(k.opts).get("block", 1)
   if blocked and (interchanged(k) or dot_blocked(k)):
     (_emit_interchanged if interchanged(k) else _emit_dot_blocked)(b, k, pragmas)
   elif blocked and (load := transposed_copy(k)) is not None:
