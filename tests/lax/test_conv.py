@@ -101,6 +101,13 @@ def test_a_channels_last_convolution_matches_the_direct_sum(case):
     prog = schedule(tg.make_graph(lambda x, w: f(lax, x, w))(xl, wl))
     (k,) = [k for k in prog.kernels if k.reduce is not None]
     assert k.loops[-1].extent == ws[0] and [l.extent for l in k.reduce.loops] == [ws[1] * ws[2] * ws[3]]
+  if groups == 1 and tg.default_backend() == "cpu" and strides != (1, 1):
+    # x's cotangent: every tap's cotangent as one matmul of the positions by the filter, then each element's sum of
+    # the taps that reach it, by a kernel of its own; both channels-last
+    from tracegrad.lower.schedule import schedule
+    ct = np.ones(want.shape, np.float32)
+    taps, sums = schedule(tg.make_graph(tg.grad(lambda x, w, ct: (f(lax, x, w) * ct).sum()))(xl, wl, ct)).kernels
+    assert taps.loops[-1].extent == ws[1] * ws[2] * ws[3] and sums.loops[-1].extent == xs[1] and not sums.phases
   try:
     import jax
   except ImportError:

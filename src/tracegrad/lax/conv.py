@@ -254,28 +254,43 @@ def _phased(x: Array, w: Array, pads, ldil, dil, groups) -> Array:
   return _interleaved(parts, ldil, out_sp)
 
 
-def _interleaved(parts: list[Array], s, size) -> Array:
+def _interleaved(parts: list[Array], s, size, last: bool = False) -> Array:
   """Arrays (n, c, *q) in phase order (r_1, ..., r_nd), element q of phase r going to s * q + r, cropped to size and
-  stored once: a consumer reading the phases in place would pick among them at every element."""
+  stored once (channels-last where `last`): a consumer reading the phases in place would pick among them at every
+  element."""
   (n, c, *q_sp), nd = parts[0].shape, len(s)
   stacked = ops.reshape(shapes.concatenate([ops.reshape(p, (n, c, 1, *q_sp)) for p in parts], 2), (n, c, *s, *q_sp))
   inter = ops.transpose(stacked, (0, 1, *[a for i in range(nd) for a in (2 + nd + i, 2 + i)]))
   inter = ops.reshape(inter, (n, c, *[q * k for q, k in zip(q_sp, s)]))
-  return control.optimization_barrier(ops.slice(inter, (0,) * inter.ndim, (n, c, *size)))
+  out = ops.slice(inter, (0,) * inter.ndim, (n, c, *size))
+  if not last: return control.optimization_barrier(out)
+  stored = control.optimization_barrier(ops.transpose(out, (0, *range(2, 2 + nd), 1)))
+  return ops.transpose(stored, (0, nd + 1, *range(1, nd + 1)))
 
 
 def _strided_lhs_transpose(ct: Array, x: Array, w: Array, *, strides, pads, ldil, dil, groups, last=False) -> Array:
   """x's cotangent by strides above 1: every tap's cotangent, T[n, c, k, y] = sum_o w[o, c, k] ct[n, o, y], in one
   contraction; then element s * q + r of x (phase r of the strides) adds T at y = q + e over the taps k that reach it,
   those with r + low - k * dilation = s * e. The phases are interleaved: each element is written once, by one pass
-  reading T, rather than zeroed and then added to tap by tap."""
+  reading T, rather than zeroed and then added to tap by tap. For channels-last data (`last`, one group) T is
+  channels-last too, a matmul of the cotangent's positions by the filter, and so is x's cotangent: each pass then
+  reads and writes runs of channels, where a channels-first one was transposed back element by element."""
   nd, (n, c), window, out_sp, spatial = x.ndim - 2, x.shape[:2], w.shape[2:], ct.shape[2:], x.shape[2:]
   o, ci, g = w.shape[0], w.shape[1], groups
   taps, positions = math.prod(window), math.prod(out_sp)
-  full = (n, g, o // g, ci * taps, positions)
-  prod = ops.mul(ops.broadcast_in_dim(ops.reshape(w, (g, o // g, ci * taps)), full, (1, 2, 3)),
-                 ops.broadcast_in_dim(ops.reshape(ct, (n, g, o // g, positions)), full, (0, 1, 2, 4)))
-  t = ops.reshape(_summed(prod, (2,), x.dtype), (n, c, *window, *out_sp))
+  last = last and g == 1
+  if last:
+    space = tuple(range(2, 2 + nd))
+    full = (n, positions, o, taps * ci)
+    prod = ops.mul(ops.broadcast_in_dim(ops.reshape(ops.transpose(ct, (0, *space, 1)), (n, positions, o)), full, (0, 1, 2)),
+                   ops.broadcast_in_dim(ops.reshape(ops.transpose(w, (0, *space, 1)), (o, taps * ci)), full, (2, 3)))
+    t = ops.reshape(_summed(prod, (2,), x.dtype), (n, *out_sp, *window, ci))
+    t = ops.transpose(t, (0, 1 + 2 * nd, *range(1 + nd, 1 + 2 * nd), *range(1, 1 + nd)))   # (n, c, *window, *out_sp)
+  else:
+    full = (n, g, o // g, ci * taps, positions)
+    prod = ops.mul(ops.broadcast_in_dim(ops.reshape(w, (g, o // g, ci * taps)), full, (1, 2, 3)),
+                   ops.broadcast_in_dim(ops.reshape(ct, (n, g, o // g, positions)), full, (0, 1, 2, 4)))
+    t = ops.reshape(_summed(prod, (2,), x.dtype), (n, c, *window, *out_sp))
   q_sp = [-(-h // k) for h, k in zip(spatial, strides)]
   parts = []
   for phase in _product(*[range(k) for k in strides]):
@@ -289,7 +304,7 @@ def _strided_lhs_transpose(ct: Array, x: Array, w: Array, *, strides, pads, ldil
       one = ops.pad(one, 0, [(0, 0, 0)] * 2 + [(-e, q - m + e, 0) for e, q, m in zip(shift, q_sp, out_sp)])
       got = one if got is None else ops.add(got, one)
     parts.append(Array(UOp.const(t.dtype, 0, (n, c, *q_sp))) if got is None else got)
-  return _interleaved(parts, strides, spatial)
+  return _interleaved(parts, strides, spatial, last)
 
 
 def _lhs_transpose(ct: Array, x: Array, w: Array, *, strides, pads, ldil, dil, groups, last=False) -> Array:
