@@ -955,6 +955,39 @@ def test_columns_whole_on_some_targets_only_compile_no_cut_column_block_there(cp
 
 
 @pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="no C compiler")
+def test_a_block_of_dot_products_pins_its_columns_vectors_where_the_registers_hold_them(cpu):
+  """A block of dot products keeps its columns' vectors in registers (TG_PIN) where they fit beside its accumulators,
+  a row's vector and, without a fused multiply-add, a product: a first layer's filter gradient (4 x 3 on AVX2, 8 x 3
+  on AVX-512; 4 x 3 takes 17 registers with SSE's separate product) and dot products of 2 columns (8 x 2 on AVX2 fills
+  the registers with its accumulators; 4 x 2 with SSE). float64's values."""
+  import tracegrad as tg
+  from tracegrad.lower.render_c import dot_blocked, program_prelude
+  from tracegrad.lower.schedule import schedule
+  rng = np.random.default_rng(13)
+  x, w = rng.standard_normal((2, 3, 32, 32)).astype(np.float32), rng.standard_normal((32, 3, 3, 3)).astype(np.float32)
+  ct = rng.standard_normal((2, 32, 32, 32)).astype(np.float32)
+  dy, win = rng.standard_normal((4, 56, 256)).astype(np.float32), rng.standard_normal((4, 288, 256)).astype(np.float32)
+  conv = lambda w, x, ct: (tg.lax.conv_general_dilated(x, w, (1, 1), "SAME") * ct).sum()
+  dots = lambda a, b: tg.numpy.einsum("nop,nqp->oq", a, b)
+  cases = [(tg.make_graph(tg.grad(conv))(w, x, ct), {(): False, ("-mavx2", "-mfma"): True, ("-mavx512f", "-mfma"): True}),
+           (tg.make_graph(dots)(dy, win), {(): True, ("-mavx2", "-mfma"): False, ("-mavx512f", "-mfma"): True})]
+  cc = shutil.which("cc") or shutil.which("gcc")
+  for graph, pinned in cases:
+    (kern,) = [k for k in schedule(graph).kernels if k.reduce is not None and dot_blocked(k)]
+    for isa, want in pinned.items():
+      out = subprocess.run([cc, "-E", "-P", *isa, "-x", "c", "-"], text=True, check=True,
+                           input=program_prelude() + kern.source, capture_output=True).stdout
+      body = out[out.index(kern.name):]
+      assert (body.count("__asm__") > body.count("av)")) == want, (kern.name, isa)
+  win_x = np.lib.stride_tricks.sliding_window_view(np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1))),
+                                                  (3, 3), axis=(2, 3))   # n, c, h, w, kh, kw
+  np.testing.assert_allclose(np.asarray(tg.jit(tg.grad(conv))(w, x, ct)), np.einsum("nohw,nchwab->ocab", ct, win_x),
+                             rtol=ulps(2048), atol=ulps(2048) * 64)
+  np.testing.assert_allclose(np.asarray(tg.jit(dots)(dy, win)), np.einsum("nop,nqp->oq", dy.astype(np.float64), win),
+                             rtol=ulps(1024), atol=ulps(1024) * 32)
+
+
+@pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="no C compiler")
 def test_a_quick_build_leaves_out_unrolling_and_prefetches_but_not_a_blocks_rows():
   """TG_UNROLL and TG_PREFETCH are the pragma and the builtin in a full build, nothing under TG_QUICK (the quick
   build that runs the first calls, where they cost a fifth of the compiler's time); TG_BLOCK_UNROLL, on the loop over

@@ -670,13 +670,14 @@ def _emit_nan_reduce(b: _Body, r):
 # its row operand (a filter gradient ran at 94 GFLOPS with 8 x 4, 108 with 8 x 3, 89 with 8 x 2). On AVX2 one of two
 # columns takes 8 rows (TG_DOT_ROWS): its 16 accumulators fill the registers, yet ResNet-8's filter gradients by
 # windows ran 6-21% faster than with 6 or 4; one of three columns (a filter gradient by taps, whose 3 columns' vectors
-# take registers too) takes 4 (TG_DOT3_ROWS), and so does a long sum (LONG_DOT_ROWS)
-BLOCKS = {"__AVX512F__": dict(TG_ROWS=8, TG_VBYTES=256, TG_VREG=64, TG_DOT_COLS=3, TG_DOT_ROWS=8, TG_DOT3_ROWS=8),
-          "__AVX__": dict(TG_ROWS=6, TG_VBYTES=64, TG_VREG=32, TG_DOT_COLS=2, TG_DOT_ROWS=8, TG_DOT3_ROWS=4),
-          None: dict(TG_ROWS=4, TG_VBYTES=32, TG_VREG=16, TG_DOT_COLS=2, TG_DOT_ROWS=4, TG_DOT3_ROWS=4)}
-# each target's vector registers, which a register block's accumulators must fit in (kernel search tries no bigger
-# block: one of 6 x 4 vectors on AVX2 ran a weight gradient 1.7x slower than the 6 x 2 default, 6 x 8 2.7x)
-REGISTERS = {"__AVX512F__": 32, "__AVX__": 16, None: 16}
+# take registers too) takes 4 (TG_DOT3_ROWS), and so does a long sum (LONG_DOT_ROWS). TG_REGS: the target's vector
+# registers, which a register block's accumulators must fit in (kernel search tries no bigger block: one of 6 x 4
+# vectors on AVX2 ran a weight gradient 1.7x slower than the 6 x 2 default, 6 x 8 2.7x)
+BLOCKS = {"__AVX512F__": dict(TG_ROWS=8, TG_VBYTES=256, TG_VREG=64, TG_DOT_COLS=3, TG_DOT_ROWS=8, TG_DOT3_ROWS=8,
+                              TG_REGS=32),
+          "__AVX__": dict(TG_ROWS=6, TG_VBYTES=64, TG_VREG=32, TG_DOT_COLS=2, TG_DOT_ROWS=8, TG_DOT3_ROWS=4, TG_REGS=16),
+          None: dict(TG_ROWS=4, TG_VBYTES=32, TG_VREG=16, TG_DOT_COLS=2, TG_DOT_ROWS=4, TG_DOT3_ROWS=4, TG_REGS=16)}
+REGISTERS = {target: sizes["TG_REGS"] for target, sizes in BLOCKS.items()}
 
 
 def _transpose(name: str, vec: str, lanes: int) -> str:
@@ -783,6 +784,12 @@ TG_INLINE tg_vd tg_vfma(tg_vd a, tg_vd b, tg_vd c) {
 #define TG_PIN(v) __asm__("" : "+w"(v))
 #else
 #define TG_PIN(v) (void)0
+#endif
+/* the registers a multiply-add takes beside its operands: its product's, where no instruction fuses the two */
+#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+#define TG_MADD_TEMPS 0
+#else
+#define TG_MADD_TEMPS 1
 #endif
 """ + SHUFFLES
 
@@ -1231,7 +1238,16 @@ def _emit_dots(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str, 
     b.line(f"{vt} bv[{size[1]}];")
     with b.block(f"for (int64_t c = 0; c < {nc}; c++)", unroll):
       col()
-      b.line(f"bv[c] = {at(factors[1])};")
+      # kept in registers where the accumulators leave room for them and a row's vector: tuned for a Zen 3, the
+      # compiler otherwise reloads them at every multiply-add once the registers are all but full (4 x 3 on AVX2: 16
+      # loads a step for 12 multiply-adds; pinned, a first layer's filter gradient ran 1.7x faster, as it does tuned
+      # for a generic x86-64). Pinned as a copy: the array itself pinned is stored back at every step
+      load = at(factors[1])
+      b.line(f"#if ({size[0]}) * ({size[1]}) + ({size[1]}) + 1 + TG_MADD_TEMPS <= TG_REGS")
+      b.line(f"{{ {vt} v = {load}; TG_PIN(v); bv[c] = v; }}")
+      b.line("#else")
+      b.line(f"bv[c] = {load};")
+      b.line("#endif")
     with b.block(f"for (int64_t q = 0; q < {nr}; q++)", unroll):
       row()
       b.line(f"{vt} av = {at(factors[0])};")
