@@ -282,8 +282,9 @@ def _strided_lhs_transpose(ct: Array, x: Array, w: Array, *, strides, pads, ldil
   if last:
     space = tuple(range(2, 2 + nd))
     full = (n, positions, o, taps * ci)
-    prod = ops.mul(ops.broadcast_in_dim(ops.reshape(ops.transpose(ct, (0, *space, 1)), (n, positions, o)), full, (0, 1, 2)),
-                   ops.broadcast_in_dim(ops.reshape(ops.transpose(w, (0, *space, 1)), (o, taps * ci)), full, (2, 3)))
+    ctl = ops.reshape(ops.transpose(ct, (0, *space, 1)), (n, positions, o))
+    wl = ops.reshape(ops.transpose(w, (0, *space, 1)), (o, taps * ci))
+    prod = ops.mul(ops.broadcast_in_dim(ctl, full, (0, 1, 2)), ops.broadcast_in_dim(wl, full, (2, 3)))
     t = ops.reshape(_summed(prod, (2,), x.dtype), (n, *out_sp, *window, ci))
     t = ops.transpose(t, (0, 1 + 2 * nd, *range(1 + nd, 1 + 2 * nd), *range(1, 1 + nd)))   # (n, c, *window, *out_sp)
   else:

@@ -675,7 +675,8 @@ def _emit_nan_reduce(b: _Body, r):
 # vectors on AVX2 ran a weight gradient 1.7x slower than the 6 x 2 default, 6 x 8 2.7x)
 BLOCKS = {"__AVX512F__": dict(TG_ROWS=8, TG_VBYTES=256, TG_VREG=64, TG_DOT_COLS=3, TG_DOT_ROWS=8, TG_DOT3_ROWS=8,
                               TG_REGS=32),
-          "__AVX__": dict(TG_ROWS=6, TG_VBYTES=64, TG_VREG=32, TG_DOT_COLS=2, TG_DOT_ROWS=8, TG_DOT3_ROWS=4, TG_REGS=16),
+          "__AVX__": dict(TG_ROWS=6, TG_VBYTES=64, TG_VREG=32, TG_DOT_COLS=2, TG_DOT_ROWS=8, TG_DOT3_ROWS=4,
+                          TG_REGS=16),
           None: dict(TG_ROWS=4, TG_VBYTES=32, TG_VREG=16, TG_DOT_COLS=2, TG_DOT_ROWS=4, TG_DOT3_ROWS=4, TG_REGS=16)}
 REGISTERS = {target: sizes["TG_REGS"] for target, sizes in BLOCKS.items()}
 
@@ -1516,7 +1517,8 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
     if transposed: _fill_transposed(b, load, last.var, r.loops, width, stack, chunk)
     for j, l in enumerate(r.loops):
       b.names[l.var] = f"r{j}"
-      if not chunk or j >= chunk[0]: stack.enter_context(b.block(block_loop(r, chunk, j) if chunk else _loop(f"r{j}", l.extent)))
+      if not chunk or j >= chunk[0]:
+        stack.enter_context(b.block(block_loop(r, chunk, j) if chunk else _loop(f"r{j}", l.extent)))
     _prefetch(b, k, "1", width, (load,))
     with b.block("for (int64_t j = 0; j < tn; j++)", "#pragma omp simd"):
       b.line("const int64_t i1 = t + j;")
@@ -1530,7 +1532,8 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
     with b.block(f"for (int64_t ib = 0; ib < {rows.extent}; ib += {nrows})"):
       b.line(f"const int64_t rn = {rows.extent} - ib < {nrows} ? {rows.extent} - ib : {nrows};")
       if chunk:
-        b.line(f"{ct} (*sums)[{width}] = part[ib / {nrows} * np + p], (*errs)[{width}] = part[(nrb + ib / {nrows}) * np + p];")
+        b.line(f"{ct} (*sums)[{width}] = part[ib / {nrows} * np + p], "
+               f"(*errs)[{width}] = part[(nrb + ib / {nrows}) * np + p];")
       yield
 
   block = lambda nr, nc, cut=None: _emit_block(b, paneled, nr, nc, ct, (nrows, width), chunk, rows_cut=cut)
