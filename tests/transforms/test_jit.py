@@ -8,6 +8,7 @@ import pytest
 import tracegrad as tg
 import tracegrad.numpy as tnp
 from oracles import ulps
+from tracegrad.ir.uop import Buffer
 
 X = np.arange(12, dtype=np.float32).reshape(3, 4)
 
@@ -93,6 +94,29 @@ def test_calls_on_concrete_arrays_take_the_direct_path_and_match_the_general_one
   assert (len(g._direct) >= 2 or not compiled) and len(g.cache) >= 2
   g.clear_cache()
   assert not g._direct
+
+
+def test_lazy_and_constant_arguments_take_the_direct_path_from_the_second_call():
+  """An optimizer state as its init makes it (lazy zeros, broadcasts of a constant, and a 0-d constant step): the
+  first call computes those leaves, the second runs directly; a leaf held as a view of other memory (a broadcast's
+  zero strides) is copied into one contiguous run once, not at every call. The general path's values."""
+  f = tg.jit(lambda s, x: ({"m": s["m"] * 0.9 + x, "v": s["v"] + x * x, "t": s["t"] + 1}, (s["m"] + x).sum()))
+  compiled = tg.default_backend() == "cpu"
+  x = tnp.asarray(X[0])
+  state = {"m": tnp.zeros(X.shape[1]), "v": tnp.full(X.shape[1], 0.5), "t": tnp.asarray(0)}
+  outs = [f(state, x) for _ in range(3)]
+  assert len(f._direct) == (1 if compiled else 0) and not f._undirect
+  for new, total in outs:
+    np.testing.assert_array_equal(np.asarray(new["m"]), X[0])
+    np.testing.assert_array_equal(np.asarray(new["v"]), 0.5 + X[0] * X[0])
+    assert int(new["t"]) == 1 and float(total) == X[0].sum()
+  if compiled:
+    held = state["v"]._u.arg
+    assert held.data.flags.c_contiguous and held.contiguous() is held.data
+  wide = Buffer(np.broadcast_to(np.float32(2), (3, 4)))
+  assert not wide.data.flags.c_contiguous
+  got = wide.contiguous()
+  assert got.flags.c_contiguous and not got.flags.writeable and wide.data is got and (got == 2).all()
 
 
 def test_direct_calls_on_containers_of_arrays_keep_the_pytree_order():

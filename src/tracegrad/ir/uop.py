@@ -42,6 +42,16 @@ class Buffer:
       self._data = data
     return self._data
 
+  def contiguous(self) -> np.ndarray:
+    """`data` as one C-contiguous run, which a compiled program reads: a view of other memory (a broadcast's zero
+    strides, a transpose) is replaced by a contiguous copy of the same values once, not copied again at every call."""
+    data = self.data
+    if not data.flags.c_contiguous:
+      data = np.ascontiguousarray(data)
+      data.flags.writeable = False
+      self._data = data
+    return data
+
   def wait(self) -> None:
     """Return once the device has computed it."""
     if self._data is None: self.resident.wait()

@@ -23,8 +23,9 @@ __all__ = ["Module", "State", "Lambda", "partition", "combine", "apply", "count_
 
 
 def _flatten(m: Module):
-  names = tuple(k for k in vars(m) if k not in type(m).static)
-  return [vars(m)[k] for k in names], (names, tuple((k, vars(m)[k]) for k in type(m).static if k in vars(m))), names
+  fields, static = vars(m), type(m).static
+  names = tuple(k for k in fields if k not in static)
+  return [fields[k] for k in names], (names, tuple((k, fields[k]) for k in static if k in fields)), names
 
 
 def _unflatten(cls: type, aux, children) -> Module:

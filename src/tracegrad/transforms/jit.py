@@ -101,19 +101,19 @@ def _compiled(g: Graph, ex: run.Executable) -> Callable:
       return tree_util.unflatten(tree, [Array(UOp.buffer(v), w) for v, w in zip(outs, weak)])
   else:
     def call(arrs: list[Array]):
-      outs = ex.run([h[0] if (h := a._held) is not None else u.arg.data if (u := a._u) is not None and
+      outs = ex.run([h[0] if (h := a._held) is not None else u.arg.contiguous() if (u := a._u) is not None and
                      u.op is Ops.BUFFER else a._value() for a in arrs])
       return tree_util.unflatten(tree, [Array(UOp.buffer(v), w) for v, w in zip(outs, weak)])
   return call
 
 
-_BUFFER = Ops.BUFFER
+_BUFFER, _CONST = Ops.BUFFER, Ops.CONST
 
 
 def _direct_key(args: tuple):
   """(key, arrays) for a call whose positional arguments (or their pytree leaves) are all concrete Arrays held in
-  buffers: the key holds the backend, the tree when there is one, and each leaf's shape, dtype and weak type; the
-  arrays are the buffers' values. None for any other call."""
+  buffers or constants: the key holds the backend, the tree when there is one, and each leaf's shape, dtype and weak
+  type; the arrays are the buffers' values. None for any other call."""
   key, arrays = [run.default_backend(), config.trace_key], []
   leaves = _flat_leaves(args, key)
   for a in leaves:
@@ -123,9 +123,9 @@ def _direct_key(args: tuple):
       key += data.shape, dtype.name, a.weak_type
       arrays.append(data)
       continue
-    if a._shards is not None or (u := a._u).op is not _BUFFER: return None
+    if a._shards is not None or (op := (u := a._u).op) is not _BUFFER and op is not _CONST: return None
     key += u.shape, u.dtype.name, a.weak_type   # a name: its hash is kept, a DType's is computed
-    arrays.append(u.arg.data)
+    arrays.append(u.arg.contiguous() if op is _BUFFER else a._value())   # a constant's value is remembered
   return tuple(key), arrays
 
 
@@ -195,12 +195,12 @@ def _static_args(fun: Callable, nums: tuple[int, ...], names: tuple[str, ...]) -
 _SHARED: "weakref.WeakKeyDictionary[Callable, dict]" = weakref.WeakKeyDictionary()
 
 
-def _caches(fun: Callable, options: tuple) -> tuple[dict, dict, dict]:
+def _caches(fun: Callable, options: tuple) -> tuple[dict, dict, dict, dict]:
   try:
     per = _SHARED.setdefault(fun, {})
-    return per.setdefault(options, ({}, {}, {}))
+    return per.setdefault(options, ({}, {}, {}, {}))
   except TypeError:   # a function that cannot be weakly referenced, or options that cannot be hashed
-    return {}, {}, {}
+    return {}, {}, {}, {}
 
 
 class Jitted:
@@ -222,8 +222,8 @@ class Jitted:
     self.name = f"jit({getattr(fun, '__name__', 'function')})"
     self.in_shardings, self.out_shardings = in_shardings, out_shardings
     # graph key -> the traced Graph; call key -> what runs a call of that key; _direct_key -> what runs such a call
-    self.cache, self._entries, self._direct = _caches(fun, (self.static, self.names, search, in_shardings,
-                                                            out_shardings))
+    self.cache, self._entries, self._direct, self._undirect = _caches(fun, (self.static, self.names, search,
+                                                                            in_shardings, out_shardings))
     for what, tree in (("in_shardings", in_shardings), ("out_shardings", out_shardings)):
       for s in tree_util.leaves(tree):
         if s is not None and not isinstance(s, NamedSharding):
@@ -242,7 +242,18 @@ class Jitted:
     key, arrs, where = self._signature(args, kwargs)
     entry = self._entries.get(key)
     if entry is None: entry = self._entry(key, arrs, args, kwargs, where)
-    return entry(arrs)
+    out = entry(arrs)
+    if key in self._undirect: self._make_direct(key, args)   # the run computed the lazy leaves it read
+    return out
+
+  def _make_direct(self, key, args: tuple) -> None:
+    """The direct path (`_direct_key`) for calls like `args` to `key`'s compiled entry, once each of their leaves is
+    held in a buffer or a constant; until then (an optimizer state's lazy zeros, which a first call computes) the
+    entry waits in `_undirect` for the next call."""
+    g, ex = self._undirect[key]
+    if (direct := _direct_key(args)) is None: return
+    del self._undirect[key]
+    if (call := _direct(g, ex)) is not None: self._direct[direct[0]] = call
 
   def _signature(self, args: tuple, kwargs: dict):
     """(key, the dynamic argument leaves as Arrays, where they sit among the arguments). The key holds the tree, each
@@ -281,9 +292,9 @@ class Jitted:
       layout = self._in_layouts(g, arrs, len(args), where)
       ex = run.executable(g, search=self.search) if layout is None else None
       entry = self._on_mesh(g, *layout) if layout is not None else _compiled(g, ex)
-      if ex is not None and not self.static and not kwargs and (direct := _direct_key(args)) is not None and \
-         self.cache.get(_graph_key(key)) is g and (call := _direct(g, ex)) is not None:
-        self._direct[direct[0]] = call
+      if ex is not None and not self.static and not kwargs and self.cache.get(_graph_key(key)) is g:
+        self._undirect[key] = (g, ex)
+        self._make_direct(key, args)
     if graph is None and self.cache.get(_graph_key(key)) is g: self._entries[key] = entry
     return entry
 
@@ -363,6 +374,7 @@ class Jitted:
     self.cache.clear()
     self._entries.clear()
     self._direct.clear()
+    self._undirect.clear()
 
 
 def _reason(old, new) -> str:
