@@ -250,10 +250,9 @@ class Jitted:
     """The direct path (`_direct_key`) for calls like `args` to `key`'s compiled entry, once each of their leaves is
     held in a buffer or a constant; until then (an optimizer state's lazy zeros, which a first call computes) the
     entry waits in `_undirect` for the next call."""
-    g, ex = self._undirect[key]
     if (direct := _direct_key(args)) is None: return
-    del self._undirect[key]
-    if (call := _direct(g, ex)) is not None: self._direct[direct[0]] = call
+    if (waiting := self._undirect.pop(key, None)) is not None and (call := _direct(*waiting)) is not None:
+      self._direct[direct[0]] = call
 
   def _signature(self, args: tuple, kwargs: dict):
     """(key, the dynamic argument leaves as Arrays, where they sit among the arguments). The key holds the tree, each
