@@ -470,7 +470,7 @@ def reduce_identity(op: Ops, d: DType):
 def _omp(what: str, n: int) -> str: return f"#pragma omp {what}" + (f" collapse({n})" if n > 1 else "")
 
 
-def loop_pragmas(k: Kernel) -> dict[int, str]:
+def _loop_pragmas(k: Kernel) -> dict[int, str]:
   """OpenMP pragmas by outer loop position: threads over the outer loops of big parallel kernels, simd on the
   innermost loop where no accumulator is carried across it and no loops run inside it."""
   n = len(k.loops)
@@ -1910,12 +1910,12 @@ def render_kernel(k: Kernel, name: str | None = None, restrict: bool = True, sto
   stored = {s.buf for p in k.steps() for s in p.stores}
   params = ", ".join(f"{'' if p in stored else 'const '}{MEMTYPE[p.dtype]} *{'restrict ' if restrict else ''}{n}"
                      for p, n in b.bufs.items())
-  pragmas, blocked = loop_pragmas(k), dict(k.opts).get("block", 1)
+  pragmas, blocked = _loop_pragmas(k), dict(k.opts).get("block", 1)
   if blocked and (interchanged(k) or dot_blocked(k)):
     (_emit_interchanged if interchanged(k) else _emit_dot_blocked)(b, k, pragmas)
   elif blocked and (load := transposed_copy(k)) is not None:
     _emit_transposed(b, k, pragmas, load)
-  elif (short := phase_loops(k, pragmas)) is not None:
+  elif (short := phase_loops(k)) is not None:
     _emit_unrolled(b, k, pragmas, short)
   elif (pieces := split_pieces(k, pragmas)) is not None:
     _emit_pieces(b, k, pragmas, pieces)
@@ -2009,7 +2009,7 @@ def _compared(u: UOp, var: UOp) -> bool:
              for e, c in ((u.src[0], u.src[1]), (u.src[1], u.src[0])))
 
 
-def phase_loops(k: Kernel, pragmas: dict[int, str]) -> set[int] | None:
+def phase_loops(k: Kernel) -> set[int] | None:
   """The positions of an elementwise kernel's short loops (PHASE_MAX or fewer steps, not the outermost) on whose
   variable a compare with a constant turns, or None: an interleave's phases, whose parts a select picks. They run
   unrolled, each step with its stores' expressions simplified (the selects fold to one part), and the loop inside

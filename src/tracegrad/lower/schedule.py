@@ -26,8 +26,8 @@ from ..devices.base import BufferSpec, Program
 from ..viz import record
 from .complex_split import ComplexUnsupported, split_complex
 from .kernel import PACK_SUFFIX, Control, Kernel, Loop, Phase, Reduce, Store, acc_dtype
-from .render_c import BLOCKS, REDUCE_ALU, combine, conjuncts, dot_blocked, interchanged, is_product, loop_pragmas, \
-  panel_load, panels_read, phase_loops, reduce_identity, transposed_panels
+from .render_c import BLOCKS, REDUCE_ALU, combine, conjuncts, dot_blocked, interchanged, is_product, panel_load, \
+  panels_read, phase_loops, reduce_identity, transposed_panels
 from .symbolic import Simplifier, _linear, coefficient, simplify
 
 I64 = dtypes.int64
@@ -1299,7 +1299,7 @@ def _row_kernel(k) -> bool:
   phase picked among its parts at every element, unvectorised), and no actions chosen yet."""
   return isinstance(k, Kernel) and k.parallel and bool(k.loops) and not k.opts and not interchanged(k) and \
     not dot_blocked(k) and all(s.mode is None and s.valid is None for p in k.steps() for s in p.stores) and \
-    phase_loops(k, loop_pragmas(k)) is None
+    phase_loops(k) is None
 
 
 def _phases(k: Kernel, n: int) -> tuple[Phase, ...] | None:
