@@ -1558,9 +1558,7 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
       with ExitStack() as loops:
         loops.enter_context(each_panel())
         fill(loops)
-      with b.block(f"for (int64_t ib = 0; ib < {rows.extent}; ib += {nrows})"), each_panel():
-        b.line(f"const int64_t rn = {rows.extent} - ib < {nrows} ? {rows.extent} - ib : {nrows};")
-        blocks()
+      with each_block(), each_panel(): blocks()
     b.line("free(panels);")
 
 
