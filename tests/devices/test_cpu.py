@@ -102,6 +102,19 @@ def test_the_gather_flag_is_the_first_the_compiler_takes(cache, tmp_path, monkey
 
 
 @needs_cc
+def test_a_compiler_that_rejects_the_vector_width_preference_compiles_without_it(cache, tmp_path):
+  """-mprefer-vector-width is x86's: a compiler for another architecture rejects it and keeps every other flag."""
+  cc = " ".join(CPUDevice().toolchain().cmd)
+  wrapper = tmp_path / "cc-no-width"
+  wrapper.write_text('#!/bin/sh\nfor a in "$@"; do case "$a" in -mprefer-vector-width=*) exit 1;; esac; done\n'
+                     f'exec {cc} "$@"\n')
+  wrapper.chmod(0o755)
+  tc = cpu_mod.find_toolchain.__wrapped__(str(wrapper))
+  assert not any(f.startswith("-mprefer-vector-width") for f in tc.flags)
+  assert {"-fopenmp", "-march=native", "-O3"} <= set(tc.flags)
+
+
+@needs_cc
 def test_compiler_without_openmp(cache, tmp_path, monkeypatch):
   cc = " ".join(CPUDevice().toolchain().cmd)
   wrapper = tmp_path / "cc-no-openmp"

@@ -988,6 +988,27 @@ def test_a_block_of_dot_products_pins_its_columns_vectors_where_the_registers_ho
                              rtol=ulps(1024), atol=ulps(1024) * 32)
 
 
+@pytest.mark.skipif(shutil.which("gcc") is None or platform.machine() not in ("x86_64", "AMD64"), reason="no x86 gcc")
+@pytest.mark.parametrize("march, register", [("skylake-avx512", "zmm"), ("icelake-server", "zmm"), ("znver1", "ymm")])
+def test_register_blocks_multiply_add_whole_vectors_on_targets_tuned_for_narrower_ones(tmp_path, march, register):
+  """gcc tunes Intel's AVX-512 CPUs for 256-bit vectors and the first Zen for 128-bit ones; with that preference its
+  vectoriser left a multiply-add over a tg_vf's lanes scalar, and every register block ran lane by lane. FLAGS ask for
+  the widest vectors: a first layer's filter gradient (a block of dot products) and a matmul multiply-add whole
+  vectors (the last -march given wins, as -march=native names that CPU)."""
+  import tracegrad as tg
+  from tracegrad import run
+  rng = np.random.default_rng(3)
+  x, w = rng.standard_normal((2, 3, 32, 32)).astype(np.float32), rng.standard_normal((32, 3, 3, 3)).astype(np.float32)
+  ct = rng.standard_normal((2, 32, 32, 32)).astype(np.float32)
+  a, b = rng.standard_normal((96, 64)).astype(np.float32), rng.standard_normal((64, 128)).astype(np.float32)
+  conv = lambda w, x, ct: (tg.lax.conv_general_dilated(x, w, (1, 1), "SAME") * ct).sum()
+  for graph in (tg.make_graph(tg.grad(conv))(w, x, ct), tg.make_graph(lambda a, b: a @ b)(a, b)):
+    r = gcc(run.Executable(graph, "cpu").source, tmp_path / "k.s", "-S", f"-march={march}")
+    assert r.returncode == 0, r.stderr
+    asm = (tmp_path / "k.s").read_text()
+    assert re.search(rf"vfmadd\d+ps\s+[^\n]*%{register}", asm), (march, [k for k in re.findall(r"^(k\w+):", asm, re.M)])
+
+
 @pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="no C compiler")
 def test_a_quick_build_leaves_out_unrolling_and_prefetches_but_not_a_blocks_rows():
   """TG_UNROLL and TG_PREFETCH are the pragma and the builtin in a full build, nothing under TG_QUICK (the quick
