@@ -665,15 +665,16 @@ def _emit_nan_reduce(b: _Body, r):
 
 
 # The register block of a matmul-like kernel: rows of the second-last output loop by bytes of the last, sized for the
-# target's vector registers (AVX-512: 8 x 4 registers of accumulators), by the macro that tells the target. A block of
-# dot products takes 8 x 3 there: with 8 x 4 its accumulators fill the 32 registers and every multiply-add reloads
-# its row operand (a filter gradient ran at 94 GFLOPS with 8 x 4, 108 with 8 x 3, 89 with 8 x 2). On AVX2 one of two
-# columns takes 8 rows (TG_DOT_ROWS): its 16 accumulators fill the registers, yet ResNet-8's filter gradients by
-# windows ran 6-21% faster than with 6 or 4; one of three columns (a filter gradient by taps, whose 3 columns' vectors
-# take registers too) takes 4 (TG_DOT3_ROWS), and so does a long sum (LONG_DOT_ROWS). TG_REGS: the target's vector
-# registers, which a register block's accumulators must fit in (kernel search tries no bigger block: one of 6 x 4
-# vectors on AVX2 ran a weight gradient 1.7x slower than the 6 x 2 default, 6 x 8 2.7x)
-BLOCKS = {"__AVX512F__": dict(TG_ROWS=8, TG_VBYTES=256, TG_VREG=64, TG_DOT_COLS=3, TG_DOT_ROWS=8, TG_DOT3_ROWS=8,
+# target's vector registers (AVX-512: 6 x 4 registers of accumulators), by the macro that tells the target. With 8 x 4
+# the accumulators fill the 32 registers and every multiply-add reloads an operand: the 1024^2 matmul ran at 255
+# GFLOPS, 324 with 6 x 4 (298 with 4 x 4, 318 with 12 x 2), and the CNN, GPT and MLP steps' kernels 11-20% faster. A
+# block of dot products takes 8 x 3 there (a filter gradient ran at 94 GFLOPS with 8 x 4, 108 with 8 x 3, 89 with
+# 8 x 2). On AVX2 one of two columns takes 8 rows (TG_DOT_ROWS): its 16 accumulators fill the registers, yet ResNet-8's
+# filter gradients by windows ran 6-21% faster than with 6 or 4; one of three columns (a filter gradient by taps,
+# whose 3 columns' vectors take registers too) takes 4 (TG_DOT3_ROWS), and so does a long sum (LONG_DOT_ROWS).
+# TG_REGS: the target's vector registers, which a register block's accumulators must fit in (kernel search tries no
+# bigger block: one of 6 x 4 vectors on AVX2 ran a weight gradient 1.7x slower than the 6 x 2 default, 6 x 8 2.7x)
+BLOCKS = {"__AVX512F__": dict(TG_ROWS=6, TG_VBYTES=256, TG_VREG=64, TG_DOT_COLS=3, TG_DOT_ROWS=8, TG_DOT3_ROWS=8,
                               TG_REGS=32),
           "__AVX__": dict(TG_ROWS=6, TG_VBYTES=64, TG_VREG=32, TG_DOT_COLS=2, TG_DOT_ROWS=8, TG_DOT3_ROWS=4,
                           TG_REGS=16),
