@@ -1225,6 +1225,31 @@ def test_long_sums_fill_their_panels_a_chunk_at_a_time_with_the_same_bits_on_any
                              atol=ulps(8192) * np.sqrt(8192))
 
 
+@pytest.mark.parametrize("form", ["x @ w.T", "x @ w"])
+@pytest.mark.parametrize("n", [72, 200])
+def test_threads_share_out_a_paneled_kernels_blocks_with_the_same_bits_on_any_thread_count(form, n):
+  """Column panels of 4096 steps (whole, not chunked), filled through registers (x @ w.T) or element by element
+  (x @ w): the threads share out the blocks of rows of every panel, so that one or two panels keep every thread busy,
+  and a panel two threads share is filled by both; a last panel cut short (8 columns past the whole panels) runs as a
+  whole one, its columns past the cut not stored. The same bits on 1, 2 or 3 threads, and float64's values."""
+  import tracegrad as tg
+  from tracegrad import make_graph
+  from tracegrad.lower.render_c import PANEL_MAX_STEPS, panel_load
+  from tracegrad.lower.schedule import schedule
+  rng = np.random.default_rng(14)
+  x = rng.standard_normal((70, PANEL_MAX_STEPS)).astype(np.float32)
+  w = rng.standard_normal((n, PANEL_MAX_STEPS) if form == "x @ w.T" else (PANEL_MAX_STEPS, n)).astype(np.float32)
+  f = (lambda x, w: x @ w.T) if form == "x @ w.T" else (lambda x, w: x @ w)
+  g = make_graph(f)(x, w)
+  (k,) = schedule(g).kernels
+  assert panel_load(k) is not None and "panels + (p - g0)" in k.source and "unit < lo" in k.source
+  if tg.default_backend() != "cpu": return
+  got = _on_1_2_and_3_threads(g, [x, w])
+  want = f(x.astype(np.float64), w.astype(np.float64))
+  np.testing.assert_allclose(got[0].reshape(want.shape), want, rtol=ulps(PANEL_MAX_STEPS),
+                             atol=ulps(PANEL_MAX_STEPS) * np.sqrt(PANEL_MAX_STEPS))
+
+
 def test_register_blocks_whose_columns_outgrow_the_cache_sum_in_chunks_with_the_same_bits_on_any_thread_count():
   """A channels-last first layer's filter gradient runs as register blocks of its 27 taps and channels by its
   output channels, which read 2 MB of output gradients for each block of rows: each thread adds each chunk of the

@@ -1474,12 +1474,14 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
                   chunk: tuple[int, int] | None = None):
   """_emit_interchanged with each column panel of the right operand (its `width` columns, every step of the
   reduction) first copied by the thread that takes it into a contiguous array, then read from there by every row
-  block in turn. A thread takes `np` panels at once (PANEL_GROUP_BYTES), and runs each row block across them.
-  With `chunk` (a sum_plan of a sum whose panels outgrow the L2 cache), a panel holds one chunk of the sum: each
-  thread takes an equal share of the panels and, chunk by chunk, fills each panel in turn and runs every row block
-  on it, adding into sums and carried errors kept in memory (the other operand's chunk stays in the L2 cache for all
-  the panels; a 3x3 filter gradient over 8192 positions ran 15-25% faster than with whole panels, which came from
-  the L3 cache for each row block after a first pass copying them from memory)."""
+  block in turn. The threads share out the blocks, a panel's blocks of rows in turn, and a panel two threads share
+  is filled by both: panels shared out whole left a thread idle (5 panels of 64 columns, 288 on AVX-512, gave one
+  of two threads 3; one panel, one thread). A thread fills as many of its panels at once as fit PANEL_GROUP_BYTES,
+  and runs each row block across them. With `chunk` (a sum_plan of a sum whose panels outgrow the L2 cache), a
+  panel holds one chunk of the sum: chunk by chunk, a thread fills each of its panels in turn and runs its row
+  blocks on it, adding into sums and carried errors kept in memory (the other operand's chunk stays in the L2 cache
+  for all the panels; a 3x3 filter gradient over 8192 positions ran 15-25% faster than with whole panels, which came
+  from the L3 cache for each row block after a first pass copying them from memory)."""
   r, (rows, last) = k.reduce, k.loops
   transposed = transposed_panels(load, k.loops, r)
   value = load if transposed else _of_load(r.value, load)   # what the panels hold
@@ -1494,23 +1496,14 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
   paneled = dataclasses.replace(k, reduce=dataclasses.replace(r, value=substitute([r.value], {
     value: panel.gather(at.reshape((1,)))})[0]))
   span = f"({steps} * {width} * (int64_t)sizeof({mem}))"   # one panel's bytes
-  crew = "TG_CREW()" if pragmas else "1"
-  count = f"npanels = ({last.extent} + {width} - 1) / {width}, crew = {crew};"
-  if chunk:
-    b.line(f"const int64_t {count}")
-    b.line("const int64_t group = (npanels + crew - 1) / crew;")
-  else:   # as many panels a group as fit, then fewer so that the groups share out evenly among the threads
-    b.line(f"const int64_t fit = TG_CLAMP({PANEL_GROUP_BYTES} / {span}, 1, {PANEL_GROUP}), {count}")
-    b.line("const int64_t laps = (npanels + fit * crew - 1) / (fit * crew);")
-    b.line("const int64_t group = (npanels + laps * crew - 1) / (laps * crew);")
 
   @contextmanager
   def each_panel():
-    """The loop over the group's panels, with each one's first column t, width tn and copy."""
-    with b.block("for (int64_t p = 0; p < np; p++)"):
-      b.line(f"const int64_t t = t0 + p * {width};")
+    """The loop over the lap's panels (the thread's, chunked), with each one's first column t, width tn and copy."""
+    with b.block("for (int64_t p = p0; p < p1; p++)" if chunk else "for (int64_t p = g0; p < g1; p++)"):
+      b.line(f"const int64_t t = p * {width};")
       b.line(f"const int64_t tn = {last.extent} - t < {width} ? {last.extent} - t : {width};")
-      b.line(f"{mem} *panel = panels{'' if chunk else f' + p * {steps} * {width}'};")
+      b.line(f"{mem} *panel = panels{'' if chunk else f' + (p - g0) * {steps} * {width}'};")
       yield
 
   def fill(stack: ExitStack):
@@ -1532,21 +1525,39 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
     """The loop over the row blocks of a panel, with a chunked sum's sums and errors for each."""
     with b.block(f"for (int64_t ib = 0; ib < {rows.extent}; ib += {nrows})"):
       b.line(f"const int64_t rn = {rows.extent} - ib < {nrows} ? {rows.extent} - ib : {nrows};")
-      if chunk:
-        b.line(f"{ct} (*sums)[{width}] = part[ib / {nrows} * np + p], "
-               f"(*errs)[{width}] = part[(nrb + ib / {nrows}) * np + p];")
+      if chunk: owned()
       yield
 
-  block = lambda nr, nc, cut=None: _emit_block(b, paneled, nr, nc, ct, (nrows, width), chunk, rows_cut=cut)
-  blocks = lambda: _whole_or_cut(b, block, _whole_width_blocks(k, nrows), (nrows, width), ("rn", "tn"),
-                                 f"({rows.extent} % {nrows})", **_row_cuts(k))
-  with b.block(f"for (int64_t t0 = 0; t0 < {last.extent}; t0 += group * {width})",
-               _omp("parallel for", 1) if pragmas else None):
-    b.line(f"const int64_t np = TG_CLAMP(({last.extent} - t0 + {width} - 1) / {width}, 1, group);")
-    b.line(f"{mem} *panels = ({mem} *)TG_LINES_ALLOC({'' if chunk else 'group * '}{span});")
+  def owned():
+    """Skips a block (of panel p, rows ib) that another thread takes; a chunked sum's sums and errors for it."""
+    b.line(f"const int64_t unit = p * nrb + ib / {nrows};")
+    b.line("if (unit < lo || unit >= hi) continue;")
     if chunk:
-      b.line(f"const int64_t nrb = ({rows.extent} + {nrows} - 1) / {nrows};")
-      b.line(f"{ct} (*part)[{nrows}][{width}] = calloc(2 * nrb * np, sizeof(*part));")
+      b.line(f"{ct} (*sums)[{width}] = part[ib / {nrows} * np + p - p0], "
+             f"(*errs)[{width}] = part[(nrb + ib / {nrows}) * np + p - p0];")
+
+  # a last panel cut short runs as a whole one, its columns past the cut (zeros, or an earlier panel's values) summed
+  # but not stored: its blocks of cut columns, their sums in memory, took longer than a whole panel's (288 columns
+  # on AVX-512: 4 panels of 64 and one of 32); unless another load reads along the columns
+  others = [u for u in paneled.reduce.value.toposort() if u.op is Ops.GATHER and u.src[0] is not panel]
+  padded = not any(last.var in u.src[1].src[0].toposort() for u in others)
+  block = lambda nr, nc, cut=None: _emit_block(b, paneled, nr, nc, ct, (nrows, width), chunk, rows_cut=cut,
+                                               columns="tn" if padded else None)
+  blocks = lambda: _whole_or_cut(b, block, _divides(rows.extent, nrows), (nrows, width),
+                                 ("rn", width), f"({rows.extent} % {nrows})", whole_columns=True,
+                                 repeat_rows=_repeats_rows(k)) if padded else \
+      _whole_or_cut(b, block, _whole_width_blocks(k, nrows), (nrows, width), ("rn", "tn"),
+                    f"({rows.extent} % {nrows})", **_row_cuts(k))
+  with b.block("", "#pragma omp parallel" if pragmas else None):
+    b.line("const int64_t nt = TG_THREADS(), id = TG_THREAD();")
+    b.line(f"const int64_t npanels = ({last.extent} + {width} - 1) / {width}, "
+           f"nrb = ({rows.extent} + {nrows} - 1) / {nrows}, units = npanels * nrb;")
+    b.line("const int64_t lo = units * id / nt, hi = units * (id + 1) / nt;")
+    b.line("const int64_t p0 = lo / nrb, p1 = (hi + nrb - 1) / nrb, np = p1 - p0;")
+    if chunk:
+      b.line(f"{mem} *panels = ({mem} *)TG_LINES_ALLOC({span});")
+      if padded: b.line(f"if ({last.extent} % {width}) memset(panels, 0, {span});")
+      b.line(f"{ct} (*part)[{nrows}][{width}] = calloc(2 * nrb * np + 1, sizeof(*part));")
       for j, l in enumerate(r.loops): b.names[l.var] = f"r{j}"
       with ExitStack() as chunks:
         open_blocks(b, r, chunk, chunks)
@@ -1555,11 +1566,18 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
           with each_block(): blocks()
       with each_panel(), each_block(): _store_block(b, k, "rn", "tn", ct, True)
       b.line("free(part);")
-    else:
-      with ExitStack() as loops:
-        loops.enter_context(each_panel())
-        fill(loops)
-      with each_block(), each_panel(): blocks()
+    else:   # laps of as many panels as fit
+      b.line(f"const int64_t fit = TG_CLAMP({PANEL_GROUP_BYTES} / {span}, 1, {PANEL_GROUP});")
+      b.line(f"{mem} *panels = ({mem} *)TG_LINES_ALLOC(fit * {span});")
+      if padded: b.line(f"if ({last.extent} % {width}) memset(panels, 0, fit * {span});")
+      with b.block("for (int64_t g0 = p0; g0 < p1; g0 += fit)"):
+        b.line("const int64_t g1 = TG_MIN2(g0 + fit, p1);")
+        with ExitStack() as loops:
+          loops.enter_context(each_panel())
+          fill(loops)
+        with each_block(), each_panel():
+          owned()
+          blocks()
     b.line("free(panels);")
 
 
@@ -1577,17 +1595,18 @@ def _of_load(value: UOp, load: UOp) -> UOp:
 
 def _fill_transposed(b: _Body, load: UOp, last: UOp, loops, width: str, stack: ExitStack,
                      chunk: tuple[int, int] | None = None) -> None:
-  """A whole panel of a load read along the reduction's innermost loop (transposed_panels) filled a square of vectors
-  at a time: each of the square's columns read as a vector along it, the square transposed in registers, and its
-  rows written into the panel (the reduction's steps in order, its outer loops' slowest); the code after it, on
-  `stack`'s else branch, fills a narrower panel element by element. With `chunk` (a sum_plan whose loops the caller
+  """A panel of a load read along the reduction's innermost loop (transposed_panels), a whole number of vectors wide,
+  filled a square of vectors at a time: each of the square's columns read as a vector along it, the square
+  transposed in registers, and its rows written into the panel (the reduction's steps in order, its outer loops'
+  slowest); the code after it, on `stack`'s else branch, fills any other panel element by element (a last panel of
+  32 columns on AVX-512 took as long as a whole one so). With `chunk` (a sum_plan whose loops the caller
   opened), the chunk's steps only: the loops outside its cut loop stay at the caller's step."""
   vec, vecu, _ = VECTOR[load.dtype]
   lanes = f"(TG_VREG / (int64_t)sizeof({CTYPE[load.dtype]}))"
   cut = chunk[0] if chunk else 0
   *outer, inner = loops
   step = "rt" if chunk else "r0"   # the caller's loops are r0, r1, ...
-  with b.block(f"if (tn == {width} && {width} % {lanes} == 0)"), ExitStack() as steps:
+  with b.block(f"if (tn % {lanes} == 0 && {width} % {lanes} == 0)"), ExitStack() as steps:
     row = None
     for j, l in enumerate(outer):
       if j < cut: continue
@@ -1599,7 +1618,7 @@ def _fill_transposed(b: _Body, load: UOp, last: UOp, loops, width: str, stack: E
     lo, hi, at = ("rb", "re", f"{step} - rb") if chunk and cut == len(outer) else ("0", str(inner.extent), step)
     row = at if row is None else f"({row}) * {inner.extent} + {at}"
     steps.enter_context(b.block(f"for (int64_t {step} = {lo}; {step} < {hi}; {step} += {lanes})"))
-    with b.block(f"for (int64_t j0 = 0; j0 < {width}; j0 += {lanes})"):
+    with b.block(f"for (int64_t j0 = 0; j0 < tn; j0 += {lanes})"):
       b.line(f"{vec} v[{lanes}];")
       with b.block(f"for (int64_t q = 0; q < {lanes}; q++)", "TG_UNROLL(16)"):
         b.line("const int64_t i1 = t + j0 + q;")
@@ -1706,10 +1725,10 @@ def default_unroll(k: Kernel) -> int | None:
 
 
 def _emit_block(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str, str], chunk=None,
-                rows_cut: str | None = None):
+                rows_cut: str | None = None, columns: str | None = None):
   """One register block: its sums, then its stores. With `chunk` (a sum_plan whose loops the caller opened), one
   chunk of the sums only, added into the caller's `sums` and `errs`. With `rows_cut` (the rows the block has), the
-  rows past it repeat its last and are not stored."""
+  rows past it repeat its last and are not stored; with `columns`, only that many columns are stored."""
   r = k.reduce
   # each point adds its steps in turn: a plain sum's blocks are shorter, a product's (a matmul's) as long as usual
   plan = chunk or sum_plan(r, b.sum_block if is_product(r.value) else POINT_BLOCK)
@@ -1736,7 +1755,7 @@ def _emit_block(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str,
     if plan:
       with b.block(f"for (int64_t q = 0; q < {nr}; q++)"), b.block(f"for (int64_t j = 0; j < {nc}; j++)"):
         b.line(add_exactly("sums[q][j]", "errs[q][j]", "accs[q][j]", ct))
-  if not chunk: _store_block(b, k, nr, nc, ct, bool(plan), rows_cut)
+  if not chunk: _store_block(b, k, nr, columns or nc, ct, bool(plan), rows_cut)
 
 
 def _store_block(b: _Body, k: Kernel, nr: str, nc: str, ct: str, plan: bool, rows_cut: str | None = None):
