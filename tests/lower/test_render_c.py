@@ -1009,6 +1009,24 @@ def test_register_blocks_multiply_add_whole_vectors_on_targets_tuned_for_narrowe
     assert re.search(rf"vfmadd\d+ps\s+[^\n]*%{register}", asm), (march, [k for k in re.findall(r"^(k\w+):", asm, re.M)])
 
 
+@pytest.mark.skipif(shutil.which("gcc") is None or platform.machine() not in ("x86_64", "AMD64"), reason="no x86 gcc")
+def test_a_quick_builds_register_block_multiply_adds_a_whole_row_of_vectors_at_each_step(tmp_path):
+  """A quick build (QUICK_FLAGS, -O1) unrolls a register block's row of vectors (4 on AVX-512) as well as its rows,
+  so that the block's accumulators live in registers: 6 x 4 multiply-adds of whole vectors in a matmul's step, where
+  the row stayed a loop of one (its sums in memory; 2.4x the full build's time)."""
+  import tracegrad as tg
+  from tracegrad import run
+  from tracegrad.devices.cpu import QUICK_FLAGS
+  from tracegrad.lower.render_c import BLOCKS
+  a, b = np.ones((96, 64), np.float32), np.ones((64, 128), np.float32)
+  source = run.Executable(tg.make_graph(lambda a, b: a @ b)(a, b), "cpu").source
+  r = gcc(source, tmp_path / "k.s", "-S", "-march=skylake-avx512", *QUICK_FLAGS)
+  assert r.returncode == 0, r.stderr
+  sizes = BLOCKS["__AVX512F__"]
+  block = sizes["TG_ROWS"] * sizes["TG_VBYTES"] // sizes["TG_VREG"]
+  assert len(re.findall(r"vfmadd\d+ps\s+[^\n]*%zmm", (tmp_path / "k.s").read_text())) >= block
+
+
 @pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="no C compiler")
 def test_a_quick_build_leaves_out_unrolling_and_prefetches_but_not_a_blocks_rows():
   """TG_UNROLL and TG_PREFETCH are the pragma and the builtin in a full build, nothing under TG_QUICK (the quick

@@ -502,8 +502,11 @@ class Library:
 
 UNIT_MIN_CHARS = 40_000   # a source this long whose kernels fall in two units compiles as two, on two cores
 # the quick build's flags: -O1, and TG_QUICK leaving out unrolling and prefetches; with the vectoriser, as -O1 alone
-# ran the dot tiles of the CNN's filter gradients at 2 GFLOPS rather than 28, for about 8% more compile time
-QUICK_FLAGS = ("-O1", "-ftree-vectorize", "-DTG_QUICK")
+# ran the dot tiles of the CNN's filter gradients at 2 GFLOPS rather than 28, for about 8% more compile time; and
+# -fpeel-loops, which lets gcc unroll a register block's vectorised loop along its row whole, so that its
+# accumulators live in registers: an AVX-512 row of 4 vectors stayed a loop over sums in memory, and the CNN, GPT and
+# MLP steps' kernels took 2.2-2.4x the full build's time (1.1-1.3x with it), for 5-15% more compile time
+QUICK_FLAGS = ("-O1", "-ftree-vectorize", "-fpeel-loops", "-DTG_QUICK")
 TIER_MIN_CHARS = 40_000   # a source this long, not in the cache, runs as a quick build while its full one compiles
 FIRST_RUN_WAIT = 0.5   # seconds the full build waits for the quick one's first run (which has the cores) to end
 
