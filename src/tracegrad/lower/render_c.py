@@ -1598,9 +1598,9 @@ def _fill_transposed(b: _Body, load: UOp, last: UOp, loops, width: str, stack: E
   """A panel of a load read along the reduction's innermost loop (transposed_panels), a whole number of vectors wide,
   filled a square of vectors at a time: each of the square's columns read as a vector along it, the square
   transposed in registers, and its rows written into the panel (the reduction's steps in order, its outer loops'
-  slowest); the code after it, on `stack`'s else branch, fills any other panel element by element (a last panel of
-  32 columns on AVX-512 took as long as a whole one so). With `chunk` (a sum_plan whose loops the caller
-  opened), the chunk's steps only: the loops outside its cut loop stay at the caller's step."""
+  slowest), a last panel cut short too; the code after it, on `stack`'s else branch, fills any other panel element
+  by element. With `chunk` (a sum_plan whose loops the caller opened), the chunk's steps only: the loops outside its
+  cut loop stay at the caller's step."""
   vec, vecu, _ = VECTOR[load.dtype]
   lanes = f"(TG_VREG / (int64_t)sizeof({CTYPE[load.dtype]}))"
   cut = chunk[0] if chunk else 0
