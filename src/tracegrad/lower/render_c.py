@@ -1618,7 +1618,8 @@ def _fill_transposed(b: _Body, load: UOp, last: UOp, loops, width: str, stack: E
     lo, hi, at = ("rb", "re", f"{step} - rb") if chunk and cut == len(outer) else ("0", str(inner.extent), step)
     row = at if row is None else f"({row}) * {inner.extent} + {at}"
     steps.enter_context(b.block(f"for (int64_t {step} = {lo}; {step} < {hi}; {step} += {lanes})"))
-    with b.block(f"for (int64_t j0 = 0; j0 < tn; j0 += {lanes})"):
+    with b.block(f"for (int64_t j0 = 0; j0 < {width}; j0 += {lanes})"):
+      b.line("if (j0 == tn) break;")   # a cut panel's (the loop's bound a constant, as it runs for a whole one)
       b.line(f"{vec} v[{lanes}];")
       with b.block(f"for (int64_t q = 0; q < {lanes}; q++)", "TG_UNROLL(16)"):
         b.line("const int64_t i1 = t + j0 + q;")
