@@ -1543,20 +1543,21 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
   padded = not any(last.var in u.src[1].src[0].toposort() for u in others)
   block = lambda nr, nc, cut=None: _emit_block(b, paneled, nr, nc, ct, (nrows, width), chunk, rows_cut=cut,
                                                columns="tn" if padded else None)
-  blocks = lambda: _whole_or_cut(b, block, _divides(rows.extent, nrows), (nrows, width),
-                                 ("rn", width), f"({rows.extent} % {nrows})", whole_columns=True,
-                                 repeat_rows=_repeats_rows(k)) if padded else \
-      _whole_or_cut(b, block, _whole_width_blocks(k, nrows), (nrows, width), ("rn", "tn"),
-                    f"({rows.extent} % {nrows})", **_row_cuts(k))
+  whole, cuts = (_divides(rows.extent, nrows), {**_row_cuts(k), "whole_columns": True}) if padded else \
+      (_whole_width_blocks(k, nrows), _row_cuts(k))
+  blocks = lambda: _whole_or_cut(b, block, whole, (nrows, width), ("rn", width if padded else "tn"),
+                                 f"({rows.extent} % {nrows})", **cuts)
   with b.block("", "#pragma omp parallel" if pragmas else None):
     b.line("const int64_t nt = TG_THREADS(), id = TG_THREAD();")
     b.line(f"const int64_t npanels = ({last.extent} + {width} - 1) / {width}, "
            f"nrb = ({rows.extent} + {nrows} - 1) / {nrows}, units = npanels * nrb;")
     b.line("const int64_t lo = units * id / nt, hi = units * (id + 1) / nt;")
     b.line("const int64_t p0 = lo / nrb, p1 = (hi + nrb - 1) / nrb, np = p1 - p0;")
+    if not chunk: b.line(f"const int64_t fit = TG_CLAMP({PANEL_GROUP_BYTES} / {span}, 1, {PANEL_GROUP});")
+    bytes_ = span if chunk else f"fit * {span}"   # a chunked sum's thread fills one panel at a time
+    b.line(f"{mem} *panels = ({mem} *)TG_LINES_ALLOC({bytes_});")
+    if padded: b.line(f"if ({last.extent} % {width}) memset(panels, 0, {bytes_});")
     if chunk:
-      b.line(f"{mem} *panels = ({mem} *)TG_LINES_ALLOC({span});")
-      if padded: b.line(f"if ({last.extent} % {width}) memset(panels, 0, {span});")
       b.line(f"{ct} (*part)[{nrows}][{width}] = calloc(2 * nrb * np + 1, sizeof(*part));")
       for j, l in enumerate(r.loops): b.names[l.var] = f"r{j}"
       with ExitStack() as chunks:
@@ -1567,9 +1568,6 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
       with each_panel(), each_block(): _store_block(b, k, "rn", "tn", ct, True)
       b.line("free(part);")
     else:   # laps of as many panels as fit
-      b.line(f"const int64_t fit = TG_CLAMP({PANEL_GROUP_BYTES} / {span}, 1, {PANEL_GROUP});")
-      b.line(f"{mem} *panels = ({mem} *)TG_LINES_ALLOC(fit * {span});")
-      if padded: b.line(f"if ({last.extent} % {width}) memset(panels, 0, fit * {span});")
       with b.block("for (int64_t g0 = p0; g0 < p1; g0 += fit)"):
         b.line("const int64_t g1 = TG_MIN2(g0 + fit, p1);")
         with ExitStack() as loops:
