@@ -661,7 +661,7 @@ def test_a_transposed_right_operand_fills_its_panels_through_registers(cpu, monk
     if not _avx2_host(): pytest.skip("compiling for an x86-64 target needs an x86-64 host")
     monkeypatch.setenv("TRACEGRAD_CPU_TARGET", target)
   rng = np.random.default_rng(6)
-  for dt, (m, n, k) in ((np.float32, (72, 520, 512)), (np.float64, (64, 136, 1024))):
+  for dt, (m, n, k) in ((np.float32, (136, 520, 512)), (np.float64, (128, 136, 1024))):
     x, w = rng.standard_normal((m, k)).astype(dt), rng.standard_normal((n, k)).astype(dt)
     with x64():
       (kern,) = (prog := schedule(make_graph(lambda x, w: x @ w.T)(x, w))).kernels
@@ -672,8 +672,8 @@ def test_a_transposed_right_operand_fills_its_panels_through_registers(cpu, monk
   # a sum over two loops whose inner one is contiguous in both (a filter gradient: output gradients by windows,
   # summed over the batch and the positions) fills its panels the same way, the batch's steps slowest; a long one
   # too (8192 steps, 4 MB of columns), whose panels each hold one chunk of the sum at a time
-  for dt, (b, m, n, p) in ((np.float32, (4, 72, 136, 512)), (np.float64, (2, 64, 260, 256)),
-                           (np.float32, (16, 72, 136, 512))):
+  for dt, (b, m, n, p) in ((np.float32, (4, 128, 136, 512)), (np.float64, (2, 128, 260, 256)),
+                           (np.float32, (16, 128, 136, 512))):
     dy, win = rng.standard_normal((b, m, p)).astype(dt), rng.standard_normal((b, n, p)).astype(dt)
     with x64():
       (kern,) = (prog := schedule(make_graph(lambda a, c: tnp.einsum("bip,bjp->ij", a, c))(dy, win))).kernels
@@ -685,6 +685,31 @@ def test_a_transposed_right_operand_fills_its_panels_through_registers(cpu, monk
   # a reduction that no target's vectors divide is packed as before
   x, w = rng.standard_normal((256, 520)).astype(np.float32), rng.standard_normal((512, 520)).astype(np.float32)
   assert [k.name.endswith("_pack") for k in schedule(make_graph(lambda x, w: x @ w.T)(x, w)).kernels] == [True, False]
+
+
+@pytest.mark.parametrize("target", ["native", "x86-64-v3"])
+def test_a_short_rows_loop_of_a_transposed_product_swaps_with_the_longer(monkeypatch, target):
+  """A filter gradient's shape, 64 output channels by 288 taps over 4 x 1024 positions, both operands contiguous
+  along the sum: the 288 become the register blocks' rows and the output gradients fill the column panels (each
+  chunk of the sum in as many panels at once as fit); numpy's values, the same bits on 1, 2 and 3 threads. A
+  product with 128 rows or more keeps its order."""
+  import tracegrad.numpy as tnp
+  from tracegrad import make_graph
+  from tracegrad.lower.schedule import schedule
+  if target != "native":
+    if not _avx2_host(): pytest.skip("compiling for an x86-64 target needs an x86-64 host")
+    monkeypatch.setenv("TRACEGRAD_CPU_TARGET", target)
+  rng = np.random.default_rng(7)
+  dy, win = rng.standard_normal((4, 64, 1024)).astype(np.float32), rng.standard_normal((4, 288, 1024)).astype(np.float32)
+  graph = make_graph(lambda a, c: tnp.einsum("bip,bjp->ij", a, c))(dy, win)
+  (kern,) = schedule(graph).kernels
+  assert [l.extent for l in kern.loops] == [288, 64] and "panels" in kern.source
+  got = _on_1_2_and_3_threads(graph, [dy, win])
+  np.testing.assert_allclose(got[0], np.einsum("bip,bjp->ij", dy.astype(np.float64), win),
+                             **tol("float32", 4 * 4096, 4 * 4096))
+  x, w = rng.standard_normal((128, 512)).astype(np.float32), rng.standard_normal((520, 512)).astype(np.float32)
+  (kern,) = schedule(make_graph(lambda x, w: x @ w.T)(x, w)).kernels
+  assert [l.extent for l in kern.loops] == [128, 520]
 
 
 # ---- sequential scatter with each store mode ----
@@ -1216,8 +1241,8 @@ def test_a_filter_gradient_reads_each_block_of_output_gradients_once_a_chunk_for
 def test_long_sums_fill_their_panels_a_chunk_at_a_time_with_the_same_bits_on_any_thread_count(form):
   """Sums of 8192 steps (one loop, or 8 images by 1024 positions as a filter gradient's) with 1.3 MB of columns,
   strided (x @ w.T: panels filled through registers) or contiguous (x.T @ g, a channels-last filter gradient): each
-  panel holds one chunk of the sum, filled anew for each chunk, and every block of rows adds the chunk into its sums
-  kept in memory; 70 rows end in a cut block, 40 columns in a narrower panel. The same bits on 1, 2 or 3 threads,
+  panel holds one chunk of the sum, filled anew for each chunk (as many panels at once as fit), and every block of
+  rows adds the chunk into its sums kept in memory; 70 rows end in a cut block, 40 columns in a narrower panel. The same bits on 1, 2 or 3 threads,
   and float64's values."""
   import tracegrad as tg
   import tracegrad.numpy as tnp
@@ -1236,7 +1261,7 @@ def test_long_sums_fill_their_panels_a_chunk_at_a_time_with_the_same_bits_on_any
   assert panel_load(k) is not None and block_chunk(_Body(k), k) is not None and args[1].nbytes > BLOCK_CHUNK_BYTES
   assert math.prod(l.extent for l in k.reduce.loops) > PANEL_MAX_STEPS
   assert ("tg_tr_v" in k.source) == (form != "x.T @ g")
-  assert "(*sums)" in k.source and "rb; r" in k.source and "panels + p" not in k.source
+  assert "(*sums)" in k.source and "rb; r" in k.source and "g0 += fit" in k.source
   if tg.default_backend() != "cpu": return
   got = _on_1_2_and_3_threads(g, args)
   np.testing.assert_allclose(got[0].reshape(70, 40), want(*(a.astype(np.float64) for a in args)), rtol=ulps(8192),

@@ -901,7 +901,7 @@ def block_sizes(k: Kernel, sizes: dict[str, int]) -> dict[str, int]:
     last, dtype = k.loops[-1], k.reduce.acc.dtype
     lanes = sizes["TG_VBYTES"] // dtype.itemsize
     return {"rows": 1 if len(k.loops) < 2 else value(_block_rows(k)),
-            "width": dict(k.opts).get("width", lanes if last.extent >= _widest_lanes(dtype) else min(last.extent, lanes))}
+            "width": dict(k.opts).get("width", lanes if last.extent >= widest_lanes(dtype) else min(last.extent, lanes))}
   if dot_blocked(k):
     rows, cols = _dot_block(k)
     return {"rows": value(rows), "cols": value(cols)}
@@ -1139,7 +1139,7 @@ def _whole_columns(k: Kernel) -> bool | str:
   target (BLOCKS), else the preprocessor's condition."""
   opts, last, size = dict(k.opts), k.loops[-1], k.reduce.acc.dtype.itemsize
   if "width" in opts: return _whole(last.extent, opts["width"])
-  widest = _widest_lanes(k.reduce.acc.dtype)
+  widest = widest_lanes(k.reduce.acc.dtype)
   each = [last.extent % (t["TG_VBYTES"] // size) == 0 or last.extent < widest and last.extent <= t["TG_VBYTES"] // size
           for t in BLOCKS.values()]
   if all(each): return True
@@ -1148,7 +1148,7 @@ def _whole_columns(k: Kernel) -> bool | str:
   return f"{last.extent} <= {lanes} || {last.extent} % ({lanes}) == 0"   # TG_WIDTH: at most a vector
 
 
-def _widest_lanes(dtype: DType) -> int:
+def widest_lanes(dtype: DType) -> int:
   """The elements of dtype in the widest target's register block row (BLOCKS' largest TG_VBYTES)."""
   return max(t["TG_VBYTES"] for t in BLOCKS.values()) // dtype.itemsize
 
@@ -1157,7 +1157,7 @@ def _vector_width(extent: int, dtype: DType) -> str:
   """A register block's width along a last loop of `extent`: the target's vector bytes, or the whole loop where it
   is narrower (ten logits take one block of ten columns, with constant bounds, not a cut block of 64)."""
   ct = CTYPE[dtype]
-  return f"(TG_VBYTES / (int64_t)sizeof({ct}))" if extent >= _widest_lanes(dtype) else f"TG_WIDTH({extent}, {ct})"
+  return f"(TG_VBYTES / (int64_t)sizeof({ct}))" if extent >= widest_lanes(dtype) else f"TG_WIDTH({extent}, {ct})"
 
 
 def _block_rows(k: Kernel) -> str:
@@ -1476,12 +1476,13 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
   reduction) first copied by the thread that takes it into a contiguous array, then read from there by every row
   block in turn. The threads share out the blocks, a panel's blocks of rows in turn, and a panel two threads share
   is filled by both: panels shared out whole left a thread idle (5 panels of 64 columns, 288 on AVX-512, gave one
-  of two threads 3; one panel, one thread). A thread fills as many of its panels at once as fit PANEL_GROUP_BYTES,
-  and runs each row block across them. With `chunk` (a sum_plan of a sum whose panels outgrow the L2 cache), a
-  panel holds one chunk of the sum: chunk by chunk, a thread fills each of its panels in turn and runs its row
-  blocks on it, adding into sums and carried errors kept in memory (the other operand's chunk stays in the L2 cache
-  for all the panels; a 3x3 filter gradient over 8192 positions ran 15-25% faster than with whole panels, which came
-  from the L3 cache for each row block after a first pass copying them from memory)."""
+  of two threads 3; one panel, one thread); where the rows outnumber the columns and every panel fits one lap, the
+  threads share out blocks of rows instead, each filling every panel. A thread fills as many of its panels at once
+  as fit PANEL_GROUP_BYTES, and runs each row block across them. With `chunk` (a sum_plan of a sum whose panels
+  outgrow the L2 cache), a panel holds one chunk of the sum: chunk by chunk, a thread fills its panels, as many at once as fit, and runs its
+  row blocks across them, adding into sums and carried errors kept in memory (the other operand's chunk stays in the
+  L2 cache for all the panels; a 3x3 filter gradient over 8192 positions ran 15-25% faster than with whole panels,
+  which came from the L3 cache for each row block after a first pass copying them from memory)."""
   r, (rows, last) = k.reduce, k.loops
   transposed = transposed_panels(load, k.loops, r)
   value = load if transposed else _of_load(r.value, load)   # what the panels hold
@@ -1499,11 +1500,11 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
 
   @contextmanager
   def each_panel():
-    """The loop over the lap's panels (the thread's, chunked), with each one's first column t, width tn and copy."""
-    with b.block("for (int64_t p = p0; p < p1; p++)" if chunk else "for (int64_t p = g0; p < g1; p++)"):
+    """The loop over the lap's panels, with each one's first column t, width tn and copy."""
+    with b.block("for (int64_t p = g0; p < g1; p++)"):
       b.line(f"const int64_t t = p * {width};")
       b.line(f"const int64_t tn = {last.extent} - t < {width} ? {last.extent} - t : {width};")
-      b.line(f"{mem} *panel = panels{'' if chunk else f' + (p - g0) * {steps} * {width}'};")
+      b.line(f"{mem} *panel = panels + (p - g0) * {steps} * {width};")
       yield
 
   def fill(stack: ExitStack):
@@ -1522,15 +1523,14 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
 
   @contextmanager
   def each_block():
-    """The loop over the row blocks of a panel, with a chunked sum's sums and errors for each."""
+    """The loop over the row blocks of a panel."""
     with b.block(f"for (int64_t ib = 0; ib < {rows.extent}; ib += {nrows})"):
       b.line(f"const int64_t rn = {rows.extent} - ib < {nrows} ? {rows.extent} - ib : {nrows};")
-      if chunk: owned()
       yield
 
   def owned():
     """Skips a block (of panel p, rows ib) that another thread takes; a chunked sum's sums and errors for it."""
-    b.line(f"const int64_t unit = p * nrb + ib / {nrows};")
+    b.line(f"const int64_t unit = by_rows ? ib / {nrows} * npanels + p : p * nrb + ib / {nrows};")
     b.line("if (unit < lo || unit >= hi) continue;")
     if chunk:
       b.line(f"{ct} (*sums)[{width}] = part[ib / {nrows} * np + p - p0], "
@@ -1552,22 +1552,17 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
     b.line(f"const int64_t npanels = ({last.extent} + {width} - 1) / {width}, "
            f"nrb = ({rows.extent} + {nrows} - 1) / {nrows}, units = npanels * nrb;")
     b.line("const int64_t lo = units * id / nt, hi = units * (id + 1) / nt;")
-    b.line("const int64_t p0 = lo / nrb, p1 = (hi + nrb - 1) / nrb, np = p1 - p0;")
-    if not chunk: b.line(f"const int64_t fit = TG_CLAMP({PANEL_GROUP_BYTES} / {span}, 1, {PANEL_GROUP});")
-    bytes_ = span if chunk else f"fit * {span}"   # a chunked sum's thread fills one panel at a time
-    b.line(f"{mem} *panels = ({mem} *)TG_LINES_ALLOC({bytes_});")
-    if padded: b.line(f"if ({last.extent} % {width}) memset(panels, 0, {bytes_});")
-    if chunk:
-      b.line(f"{ct} (*part)[{nrows}][{width}] = calloc(2 * nrb * np + 1, sizeof(*part));")
-      for j, l in enumerate(r.loops): b.names[l.var] = f"r{j}"
-      with ExitStack() as chunks:
-        open_blocks(b, r, chunk, chunks)
-        with each_panel():
-          with ExitStack() as loops: fill(loops)
-          with each_block(): blocks()
-      with each_panel(), each_block(): _store_block(b, k, "rn", "tn", ct, True)
-      b.line("free(part);")
-    else:   # laps of as many panels as fit
+    b.line(f"const int64_t fit = TG_CLAMP({PANEL_GROUP_BYTES} / {span}, 1, {PANEL_GROUP});")
+    # where the rows' operand is the bigger and every panel fits one lap, the threads share out the blocks of rows
+    # (each filling every panel), so that each reads its share of that operand once, not all of it
+    b.line(f"const int by_rows = {int(rows.extent > last.extent)} && npanels <= fit;")
+    b.line("const int64_t p0 = by_rows ? 0 : lo / nrb, p1 = by_rows ? npanels : (hi + nrb - 1) / nrb, "
+           "np = p1 - p0;")
+    b.line(f"{mem} *panels = ({mem} *)TG_LINES_ALLOC(fit * {span});")
+    if padded: b.line(f"if ({last.extent} % {width}) memset(panels, 0, fit * {span});")
+
+    def laps():
+      """The laps of as many of the thread's panels as fit: each filled, then every block of rows run across them."""
       with b.block("for (int64_t g0 = p0; g0 < p1; g0 += fit)"):
         b.line("const int64_t g1 = TG_MIN2(g0 + fit, p1);")
         with ExitStack() as loops:
@@ -1576,6 +1571,21 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
         with each_block(), each_panel():
           owned()
           blocks()
+
+    if chunk:
+      b.line(f"{ct} (*part)[{nrows}][{width}] = calloc(2 * nrb * np + 1, sizeof(*part));")
+      for j, l in enumerate(r.loops): b.names[l.var] = f"r{j}"
+      with ExitStack() as chunks:
+        open_blocks(b, r, chunk, chunks)
+        laps()
+      with b.block("", None):
+        b.line("const int64_t g0 = p0, g1 = p1;")
+        with each_panel(), each_block():
+          owned()
+          _store_block(b, k, "rn", "tn", ct, True)
+      b.line("free(part);")
+    else:
+      laps()
     b.line("free(panels);")
 
 

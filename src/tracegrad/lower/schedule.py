@@ -27,7 +27,7 @@ from ..viz import record
 from .complex_split import ComplexUnsupported, split_complex
 from .kernel import PACK_SUFFIX, Control, Kernel, Loop, Phase, Reduce, Store, acc_dtype
 from .render_c import BLOCKS, REDUCE_ALU, combine, conjuncts, dot_blocked, interchanged, is_product, panel_load, \
-  panels_read, phase_loops, reduce_identity, transposed_panels
+  panels_read, phase_loops, reduce_identity, transposed_panels, widest_lanes
 from .symbolic import Simplifier, _linear, coefficient, simplify
 
 I64 = dtypes.int64
@@ -571,6 +571,34 @@ def _rows_second_last(loops: list[Loop], reduce: Reduce | None) -> list[Loop]:
   return [l for l in loops[:-1] if l is not best] + [best, loops[-1]]
 
 
+# a sum of products over two loops whose rows loop is shorter than this takes the longer one as its rows instead
+LONGER_ROWS_BELOW = 128
+
+
+def _longer_rows(loops, stores, reduce: Reduce | None) -> list[Loop]:
+  """A sum of products over two loops whose operands are each read along one of them and contiguously along the
+  sum (x @ w.T; a channels-first filter gradient, its output gradient by its windows over the positions), with
+  fewer rows than LONGER_ROWS_BELOW and more columns, with the two swapped: the column panels, each copied
+  (transposed) once, then serve many blocks of rows rather than a few, and the other operand is read once for
+  each of fewer panels (the CNN's conv2 filter gradient, 64 output channels by 288 taps and channels over 8192
+  positions: 1.80 -> 1.21 ms in the step; its conv3's, 64 by 576 over 2048: 0.80 -> 0.53 ms). Only where the
+  shorter loop fills the widest target's block row."""
+  if reduce is None or reduce.op is not Ops.REDUCE_SUM or len(loops) != 2 or not reduce.acc.dtype.is_float or \
+     not is_product(reduce.value) or any(st.mode for st in stores):
+    return loops
+  rows, cols = loops
+  if not widest_lanes(reduce.acc.dtype) <= rows.extent < min(cols.extent, LONGER_ROWS_BELOW): return loops
+  inner, reads = reduce.loops[-1].var, {(True, False): 0, (False, True): 0}
+  for u in reduce.value.toposort():
+    if u.op is not Ops.GATHER: continue
+    idx = u.src[1].src[0]
+    deps = set(idx.toposort())
+    key = (rows.var in deps, cols.var in deps)
+    if key == (True, True) or (key != (False, False) and coefficient(idx, inner) != 1): return loops
+    if key in reads: reads[key] += 1
+  return [cols, rows] if all(reads.values()) else loops
+
+
 SHORT_SUM = 8   # a sum over at most this many points is written out as that many additions in its kernel's step
 
 
@@ -1010,7 +1038,7 @@ class _Scheduler:
     self.simplifier.bounds.ranges.update(kb.ranges)
     if parallel and not epilogue:
       loops, stores, reduce = _joined_rows(_blocked_order(loops, stores, reduce), stores, reduce, kb.ranges)
-      loops = _rows_second_last(loops, reduce)
+      loops = _longer_rows(_rows_second_last(loops, reduce), stores, reduce)
     if parallel: stores, reduce = _unrolled_sum(loops, stores, reduce, epilogue)
     if parallel and not epilogue:
       loops, stores, reduce = _merged_rows(loops, stores, reduce, kb.ranges)   # its merged loop's range added
