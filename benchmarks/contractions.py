@@ -60,13 +60,14 @@ def main():
   ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   ap.add_argument("--steps", type=int, default=30, help="steps (and matmuls) timed")
   ap.add_argument("--only", choices=list(models.WORKLOADS), help="one workload (default: cnn and gpt)")
+  ap.add_argument("--show", type=int, default=5, help="how many of the slowest contractions to list")
   a = ap.parse_args()
   for name in [a.only] if a.only else ["cnn", "gpt"]:
     mm, per = measure(name, a.steps)
     low = sorted(per.items(), key=lambda kv: kv[1])
     below = sum(g < BAR * mm for g in per.values())
     print(f"{name:5s} matmul 1024^2 {mm:6.1f} GFLOPS, bar {BAR * mm:6.1f}: {len(per) - below} of {len(per)} "
-          f"contractions reach it; slowest: " + ", ".join(f"{k} {g:.0f} ({g / mm:.0%})" for k, g in low[:5]),
+          f"contractions reach it; slowest: " + ", ".join(f"{k} {g:.0f} ({g / mm:.0%})" for k, g in low[:a.show]),
           flush=True)
 
 
