@@ -613,6 +613,24 @@ def test_a_strided_convolutions_taps_cotangent_runs_channels_and_taps_as_one_loo
   np.testing.assert_allclose(got, want, rtol=ulps(256), atol=ulps(256) * np.abs(want).max())
 
 
+def test_a_channels_last_strided_convolutions_taps_cotangent_runs_its_taps_and_channels_as_one_loop_of_columns():
+  """Channels-last, the taps' cotangent of a stride-2 convolution is a matmul of the cotangent's positions by the
+  filter, whose columns are the taps and input channels (3 x 3 x 32). The horizontal taps and the channels (96) are
+  not a whole number of the widest register block (64), so the vertical taps join them too: one loop of 288
+  columns (_fuse_outer_loops), with the positions (2 x 8 x 8) as one loop of rows. JAX's values."""
+  x, w = rng.normal(size=(2, 16, 16, 32)).astype(np.float32), rng.normal(size=(3, 3, 32, 24)).astype(np.float32)
+  dy = rng.normal(size=(2, 8, 8, 24)).astype(np.float32)
+  dn = ("NHWC", "HWIO", "NHWC")
+  loss = lambda lax, x, w, dy: (lax.conv_general_dilated(x, w, (2, 2), "SAME", dimension_numbers=dn) * dy).sum()
+  prog = schedule(tg.make_graph(lambda x, w, dy: tg.grad(loss, argnums=1)(lax, x, w, dy))(x, w, dy))
+  (k,) = [k for k in prog.kernels if k.reduce is not None and [l.extent for l in k.reduce.loops] == [24]]
+  assert [l.extent for l in k.loops] == [128, 288]
+  got = run_program(prog, [x, w, dy])[0].reshape(x.shape)
+  jax = pytest.importorskip("jax")
+  want = np.asarray(jax.grad(loss, argnums=1)(jax.lax, x, w, dy))
+  np.testing.assert_allclose(got, want, rtol=ulps(256), atol=ulps(256) * np.abs(want).max())
+
+
 def test_scalar_work_is_one_kernel():
   """An optimizer's bias corrections from its step count, and a loss with its negation, each run as one kernel."""
   x = rng.normal(size=(32,)).astype(np.float32)

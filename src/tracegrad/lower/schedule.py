@@ -404,15 +404,25 @@ def _fuse_inner_loops(stores, reduce: Reduce | None, epilogue, ranges: dict) -> 
 VECTOR_MIN = 64   # floats in the widest register block's row (AVX-512's four registers)
 
 
+SHORT_LOOP = 8   # a loop this short outside a contraction's last one (a window's taps along an axis) may join it
+
+
 def _fuse_outer_loops(loops, stores, reduce: Reduce | None, ranges: dict) -> tuple:
   """A contraction's last loop, when shorter than a register block's width (VECTOR_MIN), fused with the one outside
   it where everything reads and writes them as one run (_fused): a convolution's windows' gradient over (h, w) runs
-  as one loop of h * w positions, wide enough for the register blocks' vectors. Other loops stay as they are, so
-  that sibling kernels still share their loops and merge."""
-  if reduce is None or len(loops) < 2 or any(st.mode for st in stores) or loops[-1].extent >= VECTOR_MIN or \
-     reduce.value.op is not Ops.MUL:
+  as one loop of h * w positions, wide enough for the register blocks' vectors. Then, while the last loop is not a
+  whole number of those widths and the one outside it is SHORT_LOOP steps or fewer, those two too: a channels-last
+  strided convolution's taps' cotangent, 3 x 96 columns (blocks of 64 and a cut one of 32 for each of the 3) made
+  one loop of 288 (4 blocks and one cut), ran 12% faster on AVX-512. Other loops stay as they are, so that sibling
+  kernels still share their loops and merge."""
+  if reduce is None or len(loops) < 2 or any(st.mode for st in stores) or reduce.value.op is not Ops.MUL:
     return loops, stores, reduce
-  return _fused_pair(loops, stores, reduce, ranges, len(loops) - 2)
+  if loops[-1].extent < VECTOR_MIN: loops, stores, reduce = _fused_pair(loops, stores, reduce, ranges, len(loops) - 2)
+  while len(loops) >= 2 and loops[-1].extent % VECTOR_MIN and loops[-2].extent <= SHORT_LOOP:
+    n = len(loops)
+    loops, stores, reduce = _fused_pair(loops, stores, reduce, ranges, n - 2)
+    if len(loops) == n: break
+  return loops, stores, reduce
 
 
 def _fused_pair(loops, stores, reduce: Reduce, ranges: dict, j: int) -> tuple:
