@@ -1479,10 +1479,11 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
   of two threads 3; one panel, one thread); where the rows outnumber the columns and every panel fits one lap, the
   threads share out blocks of rows instead, each filling every panel. A thread fills as many of its panels at once
   as fit PANEL_GROUP_BYTES, and runs each row block across them. With `chunk` (a sum_plan of a sum whose panels
-  outgrow the L2 cache), a panel holds one chunk of the sum: chunk by chunk, a thread fills its panels, as many at once as fit, and runs its
-  row blocks across them, adding into sums and carried errors kept in memory (the other operand's chunk stays in the
-  L2 cache for all the panels; a 3x3 filter gradient over 8192 positions ran 15-25% faster than with whole panels,
-  which came from the L3 cache for each row block after a first pass copying them from memory)."""
+  outgrow the L2 cache), a panel holds one chunk of the sum: chunk by chunk, a thread fills its panels, as many at
+  once as fit, and runs its row blocks across them, adding into sums and carried errors kept in memory (the other
+  operand's chunk stays in the L2 cache for all the panels; a 3x3 filter gradient over 8192 positions ran 15-25%
+  faster than with whole panels, which came from the L3 cache for each row block after a first pass copying them
+  from memory)."""
   r, (rows, last) = k.reduce, k.loops
   transposed = transposed_panels(load, k.loops, r)
   value = load if transposed else _of_load(r.value, load)   # what the panels hold
