@@ -911,7 +911,7 @@ def test_a_weight_gradients_operands_with_rows_a_few_cache_sets_apart_are_copied
   """x.T @ g steps through both operands a row per step of its sum: rows 2 or 4 KB apart put every step's line in
   the same one or two of the L1 cache's sets, so the lines a block reads evict each other before the next block
   reads them again. Such an operand is copied first: g, the columns', with its rows PAD_BYTES longer; x, the rows',
-  transposed (16 x 16 tiles in blocks of 64 x 64), each of its rows' 128 steps in a run PAD_BYTES longer
+  transposed (16 x 16 tiles in blocks of 128 x 128), each of its rows' 128 steps in a run PAD_BYTES longer
   (_read_across); rows of 520 floats
   spread over the sets as they are. float64 sums' values, on 1, 2 and 3 threads."""
   import tracegrad as tg
@@ -927,7 +927,7 @@ def test_a_weight_gradients_operands_with_rows_a_few_cache_sets_apart_are_copied
     pad = PAD_BYTES // 4
     assert all(k.packing for k in copies) and sorted(b.shape[0] for k in copies for b in k.bufs) == \
         sorted([128 * n] * 2 + [128 * (n + pad), n * (128 + pad)])
-    assert any("tg_tr_v" in k.source and [l.extent for l in k.loops] == [n // 64, 2, 4, 4, 16, 16] for k in copies)
+    assert any("tg_tr_v" in k.source and [l.extent for l in k.loops] == [n // 128, 1, 8, 8, 16, 16] for k in copies)
   if tg.default_backend() == "cpu":
     got = _on_1_2_and_3_threads(graph, [x, g])[0]
     np.testing.assert_allclose(got, x.T.astype(np.float64) @ g, rtol=ulps(4 * 128), atol=ulps(4 * 128) * 16)

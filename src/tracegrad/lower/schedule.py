@@ -51,7 +51,7 @@ TRANSCENDENTAL = frozenset({Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.COS, Ops.POW, Ops.A
 PACK_MIN = 8   # a sum's last output loop and innermost reduction loop both this long at least, for packing to pay
 PACK_MAX_RATIO = 4   # and the packed operand at most this many times the output's size
 TILE = 16   # a packing copy's tiles: TILE x TILE elements
-TRANSPOSE_BLOCK = 64   # a transposed copy of a rows' operand (_read_across) runs its tiles in blocks of this many
+TRANSPOSE_BLOCK = 128   # a transposed copy of a rows' operand (_read_across) runs its tiles in blocks of this many
 # an operand of register blocks that steps along their reduction by a stride whose cache lines fall in ALIASED_SETS of
 # the L1 cache's 64 sets or fewer (rows 2 KB apart: a weight gradient x.T @ dy of 512 or 1024 features) is copied
 # with its rows PAD_BYTES longer, where more of the reduction's steps than those sets' lines hold (8 ways each) would
