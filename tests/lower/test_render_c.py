@@ -688,6 +688,27 @@ def test_a_transposed_right_operand_fills_its_panels_through_registers(cpu, monk
 
 
 @pytest.mark.parametrize("target", ["native", "x86-64-v3"])
+def test_a_transposed_right_operand_whose_sum_is_not_whole_vectors_fills_its_panels_element_by_element(monkeypatch,
+                                                                                                       target):
+  """x @ w.T over 1000 steps (not a whole number of any target's vectors), w too big to pack first: column panels
+  filled element by element, where it ran as blocks of dot products at less than half the speed; over 5000 steps a
+  chunk of the sum at a time. numpy's values, the same bits on 1, 2 and 3 threads."""
+  from tracegrad import make_graph
+  from tracegrad.lower.schedule import schedule
+  if target != "native":
+    if not _avx2_host(): pytest.skip("compiling for an x86-64 target needs an x86-64 host")
+    monkeypatch.setenv("TRACEGRAD_CPU_TARGET", target)
+  rng = np.random.default_rng(9)
+  for m, n, k in ((128, 512, 1000), (100, 300, 5000)):
+    x, w = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((n, k)).astype(np.float32)
+    graph = make_graph(lambda x, w: x @ w.T)(x, w)
+    (kern,) = schedule(graph).kernels
+    assert "panels" in kern.source and "tg_tr_v" not in kern.source and "TG_DOT_ROWS" not in kern.source
+    got = _on_1_2_and_3_threads(graph, [x, w])
+    np.testing.assert_allclose(got[0], x.astype(np.float64) @ w.T, **tol("float32", 4 * k, 4 * k))
+
+
+@pytest.mark.parametrize("target", ["native", "x86-64-v3"])
 def test_a_short_rows_loop_of_a_transposed_product_swaps_with_the_longer(monkeypatch, target):
   """A filter gradient's shape, 64 output channels by 288 taps over 8 x 1024 positions, both operands contiguous
   along the sum: the 288 become the register blocks' rows and the output gradients fill the column panels (each

@@ -800,7 +800,7 @@ def interchanged(k: Kernel) -> bool:
   """Whether to run the reduction's loops outside the last outer loop, with one accumulator per element of that
   loop: worth it when some load is contiguous (or of stride 2: a strided convolution's input) along the last outer
   loop but strided along the reduction (the right operand of a matmul), so that the innermost loop vectorises; or
-  when a transposed right operand is read from column panels (transposed_panels)."""
+  when a transposed right operand is read from column panels (panels_read)."""
   r = k.reduce
   if r is None or not k.loops or k.epilogue or k.phases or not r.loops or not k.parallel: return False
   last, inner = k.loops[-1].var, r.loops[-1].var
@@ -808,7 +808,7 @@ def interchanged(k: Kernel) -> bool:
     if u.op is Ops.GATHER:
       idx = u.src[1].src[0]
       if coefficient(idx, last) in (1, 2) and coefficient(idx, inner) not in (0, 1, None): return True
-  return (load := panel_load(k)) is not None and transposed_panels(load, k.loops, r)
+  return panel_load(k) is not None
 
 
 def dot_blocked(k: Kernel) -> bool:
@@ -1450,16 +1450,20 @@ def panel_load(k: Kernel) -> UOp | None:
 
 def panels_read(loops, r: Reduce) -> UOp | None:
   """The load of a sum of products over two output loops that its register blocks read from column panels: one
-  strided along the reduction and contiguous along the columns, or (transposed_panels) contiguous along a reduction
-  of one loop and strided along the columns (x @ w.T), the same for every row. Read in place, each step of the
-  reduction reads a new row of it, pages apart: past the cache's reach and the prefetchers' (a narrow vector's
-  register block had too few multiply-adds a step to hide that)."""
+  strided along the reduction and contiguous along the columns, or contiguous along the reduction and strided along
+  the columns (x @ w.T), the same for every row. Read in place, each step of the reduction reads a new row of it,
+  pages apart: past the cache's reach and the prefetchers' (a narrow vector's register block had too few
+  multiply-adds a step to hide that). A transposed one is filled a square of vectors at a time where
+  transposed_panels, else element by element (a sum of 1000 steps, not whole vectors: 128 x 512 ran as dot blocks
+  at 108 GFLOPS, from panels at 251)."""
   if len(loops) != 2 or loops[0].extent < PANEL_MIN_ROWS or not r.acc.dtype.is_float: return None
   if math.prod(l.extent for l in r.loops) * loops[1].extent * r.acc.dtype.itemsize < PANEL_MIN_BYTES: return None
   rows, last, inner = loops[0].var, loops[1].var, r.loops[-1].var
+  def fills(idx: UOp) -> bool:
+    along, across = coefficient(idx, last), coefficient(idx, inner)
+    return along == 1 and across not in (0, 1, None) or across == 1 and along not in (0, 1, None)
   found = [u for u in r.value.toposort() if u.op is Ops.GATHER and rows not in u.src[1].src[0].toposort() and
-           (coefficient(u.src[1].src[0], last) == 1 and coefficient(u.src[1].src[0], inner) not in (0, 1, None) or
-            transposed_panels(u, loops, r))]
+           (fills(u.src[1].src[0]) or transposed_panels(u, loops, r))]
   return found[0] if len(found) == 1 else None
 
 
