@@ -1459,11 +1459,11 @@ def panels_read(loops, r: Reduce) -> UOp | None:
   if len(loops) != 2 or loops[0].extent < PANEL_MIN_ROWS or not r.acc.dtype.is_float: return None
   if math.prod(l.extent for l in r.loops) * loops[1].extent * r.acc.dtype.itemsize < PANEL_MIN_BYTES: return None
   rows, last, inner = loops[0].var, loops[1].var, r.loops[-1].var
-  def fills(idx: UOp) -> bool:
+  def fills(idx: UOp) -> bool:   # contiguous one way and strided the other (transposed_panels' loads among them)
     along, across = coefficient(idx, last), coefficient(idx, inner)
     return along == 1 and across not in (0, 1, None) or across == 1 and along not in (0, 1, None)
   found = [u for u in r.value.toposort() if u.op is Ops.GATHER and rows not in u.src[1].src[0].toposort() and
-           (fills(u.src[1].src[0]) or transposed_panels(u, loops, r))]
+           fills(u.src[1].src[0])]
   return found[0] if len(found) == 1 else None
 
 
