@@ -310,6 +310,31 @@ def test_a_convolution_is_its_windows_stored_once_and_one_contraction_without_in
   np.testing.assert_allclose(run_program(prog, [x, w])[0].reshape(want.shape), want, **tol("float32", 64, 64))
 
 
+@pytest.mark.parametrize("size,padded", [(32, True), (28, False)])
+def test_stored_windows_whose_rows_share_cache_sets_are_stored_with_longer_rows(size, padded):
+  """A stride-2 convolution's windows over 16 x 16 positions are rows 1 KB apart, whose lines fall in 4 of the L1
+  cache's sets: the contraction summing across 72 of them would copy them with longer rows first (a copy the size of
+  the windows). They are stored with rows PAD_BYTES longer instead and read in place, by the forward pass and the
+  filter gradient; 14 x 14 positions (784 bytes) are stored as they are. numpy's values for both."""
+  from tracegrad.lower.schedule import PAD_BYTES
+  x, w = rng.normal(size=(2, 8, size, size)).astype(np.float32), rng.normal(size=(16, 8, 3, 3)).astype(np.float32)
+  conv = lambda x, w: lax.conv_general_dilated(x, w, (2, 2), "SAME")
+  f = lambda w, x: (conv(x, w), tg.grad(lambda w: (conv(x, w) ** 2).sum() / 2)(w))
+  prog = schedule(tg.make_graph(f)(w, x))
+  m = (size // 2) ** 2
+  row = m + PAD_BYTES // 4 if padded else m
+  assert [k.name for k in prog.kernels if k.name.endswith("_pack")] == []
+  (copy,) = [k for k in prog.kernels if k.reduce is None and "optimization_barrier" in k.name]
+  assert math.prod(l.extent for l in copy.loops) == 2 * 72 * row and (copy.loops[-1].extent == row or not padded)
+  xp = np.pad(x, [(0, 0), (0, 0), (0, 1), (0, 1)])   # SAME: one row and column past the end
+  cols = np.stack([xp[:, :, i:i + size:2, j:j + size:2] for i in range(3) for j in range(3)], 2)   # n c t y x
+  out = np.einsum("nctyx,oct->noyx", cols.astype(np.float64), w.reshape(16, 8, 9))
+  dw = np.einsum("noyx,nctyx->oct", out, cols).reshape(w.shape)
+  got = run_program(prog, [w, x])
+  np.testing.assert_allclose(got[0].reshape(out.shape), out, **tol("float32", 72, 72))
+  np.testing.assert_allclose(got[1].reshape(dw.shape), dw, **tol("float32", 72 * 2 * m, 72 * 2 * m))
+
+
 @pytest.mark.parametrize("strides", [(1, 1), (2, 2)])
 def test_a_channels_last_filter_gradient_is_summed_in_the_layout_its_update_reads(strides):
   """A convolution in NHWC / HWIO: its filter's gradient, read only through the transpose back to HWIO (by an SGD

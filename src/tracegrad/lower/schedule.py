@@ -512,6 +512,11 @@ def _packable(loops, reduce: Reduce) -> UOp | None:
   return found if size <= PACK_MAX_RATIO * math.prod(l.extent for l in loops) else None
 
 
+def _aliasing(row: int) -> bool:
+  """Whether rows `row` bytes apart start on lines in ALIASED_SETS of the L1 cache's sets or fewer."""
+  return row > 0 and row % 64 == 0 and 64 // math.gcd(row // 64, 64) <= ALIASED_SETS
+
+
 def _aliased(loops, reduce: Reduce) -> list[UOp]:
   """The loads of a sum of products in register blocks along its last loop (interchanged) to copy with longer rows
   (ALIASED_SETS): affine, contiguous along one loop, stepping along the reduction's innermost loop by rows whose lines
@@ -526,8 +531,7 @@ def _aliased(loops, reduce: Reduce) -> list[UOp]:
     if u.op is not Ops.GATHER or u is skip: continue
     steps = [coefficient(u.src[1].src[0], l.var) for l in every]
     if None in steps or 1 not in steps: continue
-    row = abs(steps[-1]) * u.dtype.itemsize   # along the reduction's innermost loop
-    if row == 0 or row % 64 or 64 // math.gcd(row // 64, 64) > ALIASED_SETS: continue
+    if not _aliasing(abs(steps[-1]) * u.dtype.itemsize): continue   # rows along the reduction's innermost loop
     size = math.prod(l.extent for l, c in zip(every, steps) if c)
     if math.prod(l.extent for l, c in zip(loops, steps) if c == 0) >= PAD_MIN_REUSE and size <= u.src[0].shape[0]:
       out.append(u)   # read again across the output, and a copy no bigger than its buffer (no window repeated)
@@ -1489,7 +1493,41 @@ def prepare(graph: Graph) -> Graph:
   # top-down: a rule sees the sums below it as they were counted, not remade by rewrites under them
   outs = tuple(graph_rewrite_many(outs, TRANSPOSED_SUMS, _uses(outs), bottom_up=False))
   record.step("lower: sums of transposes rewritten", outs, graph.inputs)
+  if (padded := _barriers_padded(outs)) is not outs:
+    outs = padded
+    record.step("lower: contractions' stored operands with longer rows", outs, graph.inputs)
   return Graph(graph.inputs, outs, graph.in_tree, graph.out_tree, graph.in_weak, graph.out_weak)
+
+
+def _summed_across(b: UOp, users: dict) -> bool:
+  """Whether a product read from b through views only is summed (a contraction's operand)."""
+  seen, todo = set(), [b]
+  while todo:
+    u = todo.pop()
+    for v in users.get(u, ()):
+      if v in seen: continue
+      seen.add(v)
+      if v.op in (Ops.RESHAPE, Ops.BROADCAST, Ops.PERMUTE): todo.append(v)
+      elif v.op is Ops.MUL and any(r.op is Ops.REDUCE_SUM for r in users.get(v, ())): return True
+  return False
+
+
+def _barriers_padded(outs: tuple) -> tuple:
+  """outs with each optimization barrier (an im2col's windows) whose rows alias (_aliasing), of more rows than those
+  sets' lines hold, that a contraction reads, stored with its rows PAD_BYTES longer and read through a slice: the
+  contraction reads it in place, where it copied it padded (the CNN step's conv2: a 4 MB copy of 380 us less)."""
+  users: dict = {}
+  for u in toposort(list(outs)):
+    for s in set(u.src): users.setdefault(s, []).append(u)
+  found = {}
+  for b in users:
+    if b.op is not Ops.OPTIMIZATION_BARRIER or any(b is o for o in outs) or b.ndim < 2 or not b.dtype.is_float: continue
+    if not _aliasing(b.shape[-1] * b.dtype.itemsize) or b.shape[-2] <= ALIASED_SETS * 8: continue
+    if not _summed_across(b, users): continue
+    extra = PAD_BYTES // b.dtype.itemsize
+    wide = UOp(Ops.OPTIMIZATION_BARRIER, b.dtype, (b.src[0].pad([(0, 0)] * (b.ndim - 1) + [(0, extra)]),))
+    found[b] = wide.slice([(0, n, 1) for n in b.shape])
+  return tuple(substitute(list(outs), found)) if found else outs
 
 
 def schedule(graph: Graph, prepared: bool = False) -> Program:
