@@ -1524,9 +1524,13 @@ def _barriers_padded(outs: tuple) -> tuple:
     if b.op is not Ops.OPTIMIZATION_BARRIER or any(b is o for o in outs) or b.ndim < 2 or not b.dtype.is_float: continue
     if not _aliasing(b.shape[-1] * b.dtype.itemsize) or b.shape[-2] <= ALIASED_SETS * 8: continue
     if not _summed_across(b, users): continue
-    extra = PAD_BYTES // b.dtype.itemsize
-    wide = UOp(Ops.OPTIMIZATION_BARRIER, b.dtype, (b.src[0].pad([(0, 0)] * (b.ndim - 1) + [(0, extra)]),))
-    found[b] = wide.slice([(0, n, 1) for n in b.shape])
+    # one more line as one more row of lines: the copy's loops stay those of the rows (a convolution's positions,
+    # 16 x 16), where a longer last loop was cut in two pieces with a division of its variable in the first
+    *lead, n = b.shape
+    line = PAD_BYTES // b.dtype.itemsize
+    lines = b.src[0].reshape((*lead, n // line, line)).pad([(0, 0)] * len(lead) + [(0, 1), (0, 0)])
+    wide = UOp(Ops.OPTIMIZATION_BARRIER, b.dtype, (lines,)).reshape((*lead, n + line))
+    found[b] = wide.slice([(0, k, 1) for k in b.shape])
   return tuple(substitute(list(outs), found)) if found else outs
 
 
