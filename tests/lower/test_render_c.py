@@ -1421,6 +1421,28 @@ def test_a_narrow_matmul_takes_its_columns_as_one_whole_block(n):
                                rtol=ulps(4 * 256), atol=ulps(4 * 256) * 16)
 
 
+@pytest.mark.parametrize("keys,rows", [(64, 8), (70, 7), (61, 6)])
+def test_register_blocks_of_fewer_vectors_than_the_targets_width_take_more_rows(keys, rows):
+  """An attention's value gradient per head, P^T dO (keys x 32 columns over 64 queries): its columns fill two of
+  AVX-512's four vectors, so its blocks take the most rows up to NARROW_ROWS_MAX that divide the keys (8 of 64, 7 of
+  70; 6, TG_ROWS, where none does), a constant on TG_VBYTES; on AVX2 and narrower targets 32 columns fill the block's
+  width and it keeps TG_ROWS. float64's values, the same bits on 1, 2 and 3 threads."""
+  import tracegrad as tg
+  from tracegrad.lower.render_c import BLOCKS, block_sizes
+  from tracegrad.lower.schedule import schedule
+  rng = np.random.default_rng(5)
+  p, do = rng.standard_normal((2, 4, 64, keys)).astype(np.float32), rng.standard_normal((2, 64, 4, 32)).astype(np.float32)
+  spec = "bhqk,bqhd->bhkd"
+  g = tg.make_graph(lambda p, do: tg.numpy.einsum(spec, p, do))(p, do)
+  (k,) = [k for k in schedule(g).kernels if k.reduce is not None]
+  assert [block_sizes(k, t)["rows"] for t in BLOCKS.values()] == [rows, 6, 4]
+  assert ("TG_VBYTES == 256 ? " in k.source) == (rows != 6)
+  if tg.default_backend() != "cpu": return
+  got = _on_1_2_and_3_threads(g, [p, do])
+  np.testing.assert_allclose(got[0], np.einsum(spec, p.astype(np.float64), do), rtol=ulps(4 * 64),
+                             atol=ulps(4 * 64) * 8)
+
+
 def test_a_clamped_operand_of_dot_products_is_read_lane_by_lane(cpu):
   """A load whose index clamps the reduction's variable (an edge-replicating read) is not a run of consecutive
   elements, so it is not read as a vector: each lane reads its own clamped element, and the sums match numpy's."""

@@ -900,7 +900,8 @@ def block_sizes(k: Kernel, sizes: dict[str, int]) -> dict[str, int]:
   if interchanged(k):
     last, dtype = k.loops[-1], k.reduce.acc.dtype
     lanes = sizes["TG_VBYTES"] // dtype.itemsize
-    return {"rows": 1 if len(k.loops) < 2 else value(_block_rows(k)),
+    rows = dict(k.opts).get("rows", _narrow_rows(k, sizes) if is_product(k.reduce.value) else 1)
+    return {"rows": 1 if len(k.loops) < 2 else value(rows),
             "width": dict(k.opts).get("width", lanes if last.extent >= widest_lanes(dtype) else min(last.extent, lanes))}
   if dot_blocked(k):
     rows, cols = _dot_block(k)
@@ -1160,10 +1161,32 @@ def _vector_width(extent: int, dtype: DType) -> str:
   return f"(TG_VBYTES / (int64_t)sizeof({ct}))" if extent >= widest_lanes(dtype) else f"TG_WIDTH({extent}, {ct})"
 
 
+NARROW_ROWS_MAX = 8   # rows of a register block narrower than the target's TG_VBYTES, at most
+
+
+def _narrow_rows(k: Kernel, t: dict[str, int]) -> int:
+  """The rows of k's register blocks of a sum of products on target t (BLOCKS' sizes): TG_ROWS, or where the
+  columns fill fewer vectors than TG_VBYTES, the most rows up to NARROW_ROWS_MAX that its registers hold and that
+  divide k's rows (an attention's 64 x 32 products per head on AVX-512: 8 rows of 2 vectors, 160 -> 210 GFLOPS, where
+  6 rows left a cut block of 4 and 12 accumulators)."""
+  size, (rows, last) = k.reduce.acc.dtype.itemsize, k.loops[-2:]
+  lanes = t["TG_VREG"] // size
+  vectors = -(-min(dict(k.opts).get("width", last.extent), t["TG_VBYTES"] // size) // lanes)
+  if vectors * lanes * size >= t["TG_VBYTES"]: return t["TG_ROWS"]
+  most = min(NARROW_ROWS_MAX, (t["TG_REGS"] - vectors - 2) // vectors)
+  return next((n for n in range(most, t["TG_ROWS"], -1) if rows.extent % n == 0), t["TG_ROWS"])
+
+
 def _block_rows(k: Kernel) -> str:
-  """The rows of a register block along the row: its opts', else TG_ROWS for a sum of products (which shares each
-  row's loads across the block); any other sum gains only code from more rows, and takes 1."""
-  return str(dict(k.opts).get("rows", "TG_ROWS" if is_product(k.reduce.value) else 1))
+  """The rows of a register block along the row: its opts', else TG_ROWS (or _narrow_rows, a constant expression on
+  the target's TG_VBYTES) for a sum of products (which shares each row's loads across the block); any other sum
+  gains only code from more rows, and takes 1."""
+  opts = dict(k.opts)
+  if "rows" in opts or not is_product(k.reduce.value): return str(opts.get("rows", 1))
+  if len(k.loops) < 2: return "TG_ROWS"
+  got = {t["TG_VBYTES"]: _narrow_rows(k, t) for t in BLOCKS.values()}
+  if all(got[t["TG_VBYTES"]] == t["TG_ROWS"] for t in BLOCKS.values()): return "TG_ROWS"
+  return "(" + "".join(f"TG_VBYTES == {v} ? {n} : " for v, n in got.items()) + "TG_ROWS)"
 
 
 VECTOR = {dtypes.float32: ("tg_vf", "tg_vfu", "tg_vfmaf"), dtypes.float64: ("tg_vd", "tg_vdu", "tg_vfma")}
