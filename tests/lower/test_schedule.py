@@ -447,6 +447,33 @@ def test_a_long_chain_of_cheap_steps_that_two_kernels_read_is_computed_once():
   assert len(prog.kernels) <= 3 and sum(b.size for b in prog.buffers) < 8 * 64 * 64   # no bits stored per round
 
 
+@pytest.mark.parametrize("per,stored", [((64, 8, 32, 32), True), ((8, 8, 32, 32), False)])
+def test_cheap_steps_that_read_many_big_buffers_are_stored_for_the_kernels_that_read_them(per, stored):
+  """A batch norm's backward through a residual ReLU: the masked cotangent reads five arrays, and two sums over each
+  channel and an elementwise output read it. Recomputed, every pass over a channel would read the five again from
+  memory; at WIDE_BYTES (2 MB each) it is stored once, by the kernel that stores the output, and the sums' kernel
+  reads it and one other array. Smaller (256 KB), it is recomputed in one kernel of three passes. numpy's values."""
+  from tracegrad.lower.schedule import WIDE_BYTES, WIDE_LOADS
+  args = [rng.normal(size=per).astype(np.float32) for _ in range(5)]
+  assert (args[0].nbytes >= WIDE_BYTES) == stored and WIDE_LOADS <= 5
+
+  def f(a, b, c, d, e):
+    g = tnp.where(a + b > 0, c + d, 0.0) + e
+    return (g * a).sum((0, 2, 3)), g.sum((0, 2, 3)), g * 2.0 - a
+  prog = schedule(tg.make_graph(f)(*args))
+  big = lambda k: sum(p.arg[1][0] == args[0].size for p in k.bufs)   # its big buffers, read or written
+  if stored:
+    assert [(k.reduce is None, big(k)) for k in prog.kernels] == [(True, 7), (False, 2)]
+  else:
+    assert [(big(k), len(k.phases)) for k in prog.kernels] == [(6, 2)]   # two sums' phases, then the output
+  a, b, c, d, e = (x.astype(np.float64) for x in args)
+  g = np.where(a + b > 0, c + d, 0.0) + e
+  got = run_program(prog, args)
+  np.testing.assert_allclose(got[0], (g * a).sum((0, 2, 3)), **tol("float32", a.size // 16, a.size // 16))
+  np.testing.assert_allclose(got[1], g.sum((0, 2, 3)), **tol("float32", a.size // 16, a.size // 16))
+  np.testing.assert_allclose(got[2].reshape(per), g * 2.0 - a, **tol("float32", 4, 4))
+
+
 def test_sums_whose_order_defeats_their_loads_run_in_another():
   """A transposed convolution's filter gradient in NHWC / HWIO, per phase of its strides, is a sum that no register
   block takes in the order OIHW inside gives it: with its output channels last, along which the NHWC cotangent

@@ -41,6 +41,10 @@ CHEAP = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.DIV, Ops.NEG, Ops.MAX, Ops.MIN
 # but not a chain of more than CHEAP_CHAIN of them (a normal draw's inverse error function, its multiply-adds
 # emulated exactly: some 2000 steps, which each kernel reading the draws repeated, compiled four times in one)
 CHEAP_CHAIN = 64
+# nor one of at least WIDE_BYTES that reads WIDE_LOADS or more buffers as big as a WIDE_BYTES one: each kernel that
+# recomputed it read them all again from memory (ResNet-8's batch norm backward, whose masked cotangent of a residual
+# sum read 6 arrays of 2 MB in each of its 3 passes: 2.3 -> 0.8 ms for its reductions)
+WIDE_BYTES, WIDE_LOADS = 1 << 20, 4
 INDEX_MAPS = 16   # a node a kernel would compute at more index maps than this is stored once instead
 
 
@@ -825,8 +829,8 @@ class _Scheduler:
           roots[u] = frozenset().union(*(({v} if v in base else roots[v]) for v in users[u])) if users[u] else frozenset()
         shared = [u for u in order if u not in base and len(roots[u]) > 1 and u.op not in CONTROL_FLOW]
         more = {self._base(u) for u in shared if not (self._cheap(u) or u.op in CHEAP)}
-        chain = self._chains(order, base)
-        long = {u for u in shared if u.op in CHEAP and chain[u] > CHEAP_CHAIN}
+        chain, wide = self._chains(order, base), self._wide(order, base)
+        long = {u for u in shared if u.op in CHEAP and (chain[u] > CHEAP_CHAIN or u in wide)}
         more = (more | {self._base(u) for u in long if not any(v in long for v in users[u])}) - base   # their tops
         more |= self._recomputed(order, base | more) - base
         if not more: break
@@ -866,6 +870,16 @@ class _Scheduler:
       chain[u] = 1 + max((chain.get(s, 0) for s in u.src), default=0) if cheap else 0
       chain[u] = min(chain[u], CHEAP_CHAIN + 1)
     return chain
+
+  def _wide(self, order: list[UOp], base: set[UOp]) -> set[UOp]:
+    """Nodes of at least WIDE_BYTES that recomputing reads WIDE_LOADS or more buffers of that size (from stored
+    nodes and inputs) for."""
+    reads: dict[UOp, frozenset] = {}
+    big = lambda u: u.size * u.dtype.itemsize >= WIDE_BYTES
+    for u in order:
+      if u in base or u.op in (Ops.PARAM, Ops.BUFFER): reads[u] = frozenset([u]) if big(u) else frozenset()
+      else: reads[u] = frozenset().union(*(reads[s] for s in u.src))
+    return {u for u in order if u not in base and big(u) and len(reads[u]) >= WIDE_LOADS}
 
   def _absorbed(self, base: set[UOp]) -> set[UOp]:
     """Optimization barriers whose one user is a stored elementwise node (a strided convolution's input gradient,
