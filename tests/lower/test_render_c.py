@@ -1431,7 +1431,8 @@ def test_register_blocks_of_fewer_vectors_than_the_targets_width_take_more_rows(
   from tracegrad.lower.render_c import BLOCKS, block_sizes
   from tracegrad.lower.schedule import schedule
   rng = np.random.default_rng(5)
-  p, do = rng.standard_normal((2, 4, 64, keys)).astype(np.float32), rng.standard_normal((2, 64, 4, 32)).astype(np.float32)
+  p = rng.standard_normal((2, 4, 64, keys)).astype(np.float32)
+  do = rng.standard_normal((2, 64, 4, 32)).astype(np.float32)
   spec = "bhqk,bqhd->bhkd"
   g = tg.make_graph(lambda p, do: tg.numpy.einsum(spec, p, do))(p, do)
   (k,) = [k for k in schedule(g).kernels if k.reduce is not None]

@@ -1491,28 +1491,6 @@ def unread_outputs_dropped(outs: list[UOp]) -> list[UOp]:
   return substitute(outs, swap) if swap else outs
 
 
-def prepare(graph: Graph) -> Graph:
-  """graph as the scheduler takes it: calls inlined, stop_gradient gone, repeated values reduced without copies, the
-  outputs of scans and factors of decompositions that nothing reads dropped."""
-  outs = unread_outputs_dropped(graph_rewrite_many(list(graph.outputs), INLINE + FOLD))
-  record.step("lower: calls inlined, folded", outs, graph.inputs)
-  g = Graph(graph.inputs, tuple(outs), graph.in_tree, graph.out_tree, graph.in_weak, graph.out_weak)
-  try:
-    split = split_complex(g)   # g itself when it holds no complex value
-  except ComplexUnsupported as e:
-    raise Unsupported(str(e)) from None
-  if split is not g:
-    graph, outs = split, graph_rewrite_many(list(split.outputs), FOLD)
-    record.step("lower: complex values as pairs of reals", outs, graph.inputs)
-  # top-down: a rule sees the sums below it as they were counted, not remade by rewrites under them
-  outs = tuple(graph_rewrite_many(outs, TRANSPOSED_SUMS, _uses(outs), bottom_up=False))
-  record.step("lower: sums of transposes rewritten", outs, graph.inputs)
-  if (padded := _barriers_padded(outs)) is not outs:
-    outs = padded
-    record.step("lower: contractions' stored operands with longer rows", outs, graph.inputs)
-  return Graph(graph.inputs, outs, graph.in_tree, graph.out_tree, graph.in_weak, graph.out_weak)
-
-
 def _summed_across(b: UOp, users: dict) -> bool:
   """Whether a product read from b through views only is summed (a contraction's operand)."""
   seen, todo = set(), [b]
@@ -1546,6 +1524,29 @@ def _barriers_padded(outs: tuple) -> tuple:
     wide = UOp(Ops.OPTIMIZATION_BARRIER, b.dtype, (lines,)).reshape((*lead, n + line))
     found[b] = wide.slice([(0, k, 1) for k in b.shape])
   return tuple(substitute(list(outs), found)) if found else outs
+
+
+def prepare(graph: Graph) -> Graph:
+  """graph as the scheduler takes it: calls inlined, stop_gradient gone, repeated values reduced without copies, the
+  outputs of scans and factors of decompositions that nothing reads dropped, sums of transposes in the order they are
+  read, and stored windows a contraction reads with rows that spread over the cache's sets (_barriers_padded)."""
+  outs = unread_outputs_dropped(graph_rewrite_many(list(graph.outputs), INLINE + FOLD))
+  record.step("lower: calls inlined, folded", outs, graph.inputs)
+  g = Graph(graph.inputs, tuple(outs), graph.in_tree, graph.out_tree, graph.in_weak, graph.out_weak)
+  try:
+    split = split_complex(g)   # g itself when it holds no complex value
+  except ComplexUnsupported as e:
+    raise Unsupported(str(e)) from None
+  if split is not g:
+    graph, outs = split, graph_rewrite_many(list(split.outputs), FOLD)
+    record.step("lower: complex values as pairs of reals", outs, graph.inputs)
+  # top-down: a rule sees the sums below it as they were counted, not remade by rewrites under them
+  outs = tuple(graph_rewrite_many(outs, TRANSPOSED_SUMS, _uses(outs), bottom_up=False))
+  record.step("lower: sums of transposes rewritten", outs, graph.inputs)
+  if (padded := _barriers_padded(outs)) is not outs:
+    outs = padded
+    record.step("lower: contractions' stored operands with longer rows", outs, graph.inputs)
+  return Graph(graph.inputs, outs, graph.in_tree, graph.out_tree, graph.in_weak, graph.out_weak)
 
 
 def schedule(graph: Graph, prepared: bool = False) -> Program:
