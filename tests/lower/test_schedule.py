@@ -313,9 +313,10 @@ def test_a_convolution_is_its_windows_stored_once_and_one_contraction_without_in
 @pytest.mark.parametrize("size,padded", [(32, True), (28, False)])
 def test_stored_windows_whose_rows_share_cache_sets_are_stored_with_longer_rows(size, padded):
   """A stride-2 convolution's windows over 16 x 16 positions are rows 1 KB apart, whose lines fall in 4 of the L1
-  cache's sets: the contraction summing across 72 of them would copy them with longer rows first (a copy the size of
-  the windows). They are stored with rows PAD_BYTES longer instead and read in place, by the forward pass and the
-  filter gradient; 14 x 14 positions (784 bytes apart) are stored as they are. numpy's values for both."""
+  cache's sets: a contraction summing across 72 of them in place has them evict each other (with 64 output channels
+  or more it copied them with longer rows first, a copy the size of the windows). They are stored with rows
+  PAD_BYTES longer instead, with no copy, and read in place by the forward pass and the filter gradient; 14 x 14
+  positions (784 bytes apart) are stored as they are. numpy's values for both."""
   from tracegrad.lower.schedule import PAD_BYTES
   x, w = rng.normal(size=(2, 8, size, size)).astype(np.float32), rng.normal(size=(16, 8, 3, 3)).astype(np.float32)
   conv = lambda x, w: lax.conv_general_dilated(x, w, (2, 2), "SAME")
