@@ -542,6 +542,11 @@ def _aliased(loops, reduce: Reduce) -> list[UOp]:
   return out
 
 
+def _last_longer(order, load: UOp) -> list[int]:
+  """The shape of a copy of what `load` reads at the points of `order`'s loops, its last run PAD_BYTES longer."""
+  return [l.extent for l in order[:-1]] + [order[-1].extent + PAD_BYTES // load.dtype.itemsize]
+
+
 def _read_across(load: UOp, loops, reduce: Reduce) -> bool:
   """Whether `load` is the rows' operand of register blocks, contiguous along their rows and strided along the sum
   (x.T @ g: a weight gradient's activations over positions). Read in place, each step of a block's sum reads a few
@@ -1118,8 +1123,7 @@ class _Scheduler:
     idx = load.src[1].src[0]
     order = sorted((l for l in (*loops, *reduce.loops) if coefficient(idx, l.var)),
                    key=lambda l: -abs(coefficient(idx, l.var)))
-    shape = [l.extent for l in order[:-1]] + [order[-1].extent + PAD_BYTES // load.dtype.itemsize]
-    return self._from_copy(name, kb, reduce, load, order, shape, tiled=False)
+    return self._from_copy(name, kb, reduce, load, order, _last_longer(order, load), tiled=False)
 
   def _transposed(self, name: str, kb: _KernelBuilder, loops, reduce: Reduce, load: UOp) -> Reduce:
     """The reduction reading `load` (_read_across) from a copy with each of its rows' steps of the sum in a run,
@@ -1127,8 +1131,8 @@ class _Scheduler:
     the register blocks' reads)."""
     deps = set(load.src[1].src[0].toposort())
     order = [l for l in (*loops[:-1], *reduce.loops) if l.var in deps]
-    shape = [l.extent for l in order[:-1]] + [order[-1].extent + PAD_BYTES // load.dtype.itemsize]
-    return self._from_copy(name, kb, reduce, load, order, shape, tiled=True, block=TRANSPOSE_BLOCK)
+    return self._from_copy(name, kb, reduce, load, order, _last_longer(order, load), tiled=True,
+                           block=TRANSPOSE_BLOCK)
 
   def _from_copy(self, name: str, kb: _KernelBuilder, reduce: Reduce, load: UOp, order, shape, tiled: bool,
                  block: int = TILE) -> Reduce:
