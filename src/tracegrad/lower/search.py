@@ -188,6 +188,22 @@ def _against(built, default, arrays: list[np.ndarray], stored: list[int], device
   return None if got is None else (got[0] * seconds, got[1])
 
 
+def time_alone(k: Kernel, device) -> float | None:
+  """The best seconds of one run of kernel k by itself, with its default actions, on random inputs that stay in the
+  cache from run to run (on the cpu, in a process of its own); None when it does not compile or run. Inside a whole
+  program the same kernel may read operands written long before, from memory.
+
+  >>> import tracegrad, tracegrad.numpy as tnp
+  >>> from tracegrad.lower.schedule import schedule
+  >>> k = schedule(tracegrad.make_graph(lambda x, y: x @ y)(tnp.ones((64, 64)), tnp.ones((64, 64)))).kernels[0]
+  >>> time_alone(k, tracegrad.local_devices()[0]) > 0
+  True
+  """
+  prog, stored = _program(k)
+  got = _time(_build(k, prog, device), _arrays(k, np.random.default_rng(0)), stored, device)
+  return None if got is None else got[0]
+
+
 def _arrays(k: Kernel, rng) -> list[np.ndarray]: return [_random(b.dtype, b.shape[0], rng) for b in k.bufs]
 
 
