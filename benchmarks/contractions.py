@@ -38,7 +38,7 @@ mm = tg.jit(lambda x, y: x @ y)
 for _ in range(3): mm(a, a).block_until_ready(); models._block(models.TG, jstep(state, *batch))
 for k in found:
   print("CONTRACTION", k.name)
-  times = [t for t in (time_alone(k, tg.local_devices()[0]) for _ in range(2)) if t is not None]
+  times = [t for t in (time_alone(k, tg.local_devices(backend="cpu")[0]) for _ in range(2)) if t is not None]
   if times: print("ALONE", k.name, k.cost()[0] / min(times) / 1e9)
 for _ in range({steps}):
   print("MATMUL", flush=True); mm(a, a).block_until_ready()

@@ -195,3 +195,13 @@ def test_processes_share_the_cache_safely(cpu, tmp_path, monkeypatch):
   assert [p.wait(timeout=120) for p in procs] == [0, 0]
   c = search.Cache(cpu)
   assert all(c.get(f"{n}-{i}") == {"rows": i % 8} for n in "ab" for i in range(40))
+
+
+def test_a_kernel_is_timed_alone_on_the_cpu_and_refused_where_nothing_compiles(cpu):
+  """time_alone runs one kernel by itself: a matmul twice the size takes longer; interp has no compiled kernels."""
+  big = schedule(tg.make_graph(lambda x, y: x @ y)(np.ones((256, 256), np.float32),
+                                                  np.ones((256, 256), np.float32))).kernels[0]
+  small, large = search.time_alone(_kernel(), cpu), search.time_alone(big, cpu)
+  assert 0 < small < large
+  with pytest.raises(ValueError, match="time_alone: .*runs no compiled kernels"):
+    search.time_alone(_kernel(), tg.local_devices(backend="interp")[0])

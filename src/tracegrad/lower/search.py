@@ -196,9 +196,10 @@ def time_alone(k: Kernel, device) -> float | None:
   >>> import tracegrad, tracegrad.numpy as tnp
   >>> from tracegrad.lower.schedule import schedule
   >>> k = schedule(tracegrad.make_graph(lambda x, y: x @ y)(tnp.ones((64, 64)), tnp.ones((64, 64)))).kernels[0]
-  >>> time_alone(k, tracegrad.local_devices()[0]) > 0
+  >>> time_alone(k, tracegrad.local_devices(backend="cpu")[0]) > 0
   True
   """
+  if not hasattr(device, "compile"): raise ValueError(f"time_alone: {device} runs no compiled kernels")
   prog, stored = _program(k)
   got = _time(_build(k, prog, device), _arrays(k, np.random.default_rng(0)), stored, device)
   return None if got is None else got[0]
