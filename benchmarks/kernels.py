@@ -15,6 +15,10 @@ import shutil
 import tempfile
 import time
 
+import as_avx2
+
+as_avx2.apply()   # before numpy loads
+
 import numpy as np
 
 import tracegrad as tg
@@ -95,12 +99,13 @@ def main():
   ap = argparse.ArgumentParser(description=__doc__)
   ap.add_argument("--quick", action="store_true", help="sizes up to 1024 and shorter timings")
   ap.add_argument("--beam", type=int, default=2, help="beam width of the search (default 2)")
+  as_avx2.add_argument(ap)
   a = ap.parse_args()
   min_time = 0.2 if a.quick else 0.5
   cache = tempfile.mkdtemp(prefix="tracegrad-search-")
   os.environ["TRACEGRAD_CACHE_DIR"] = cache
   os.environ["TRACEGRAD_TIERED"] = "0"   # the heuristic's calls time its full build, not a quick one awaiting it
-  print(f"tracegrad on {tg.default_backend()}; numpy {np.__version__}; beam {a.beam}; fresh cache {cache}")
+  print(f"tracegrad on {tg.default_backend()}; numpy {np.__version__}; beam {a.beam}; fresh cache {cache}" + as_avx2.note())
   try:
     rng = np.random.default_rng(0)
     for n in (256, 512, 1024) if a.quick else (256, 512, 1024, 2048):

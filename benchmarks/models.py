@@ -30,6 +30,10 @@ import sys
 import tempfile
 from typing import Any, Callable, NamedTuple
 
+import as_avx2
+
+as_avx2.apply()   # before numpy loads
+
 import numpy as np
 
 import tracegrad as tg
@@ -442,12 +446,13 @@ def main():
   ap.add_argument("--only", choices=list(WORKLOADS), help="run one workload")
   ap.add_argument("--no-first-call", action="store_true", help="skip the first-call timings in fresh processes")
   ap.add_argument("--busy", type=int, default=0, metavar="N", help="time the steps beside N busy processes")
+  as_avx2.add_argument(ap)
   a = ap.parse_args()
   os.environ["TRACEGRAD_TIERED"] = "0"   # the steady steps time full builds, not a quick one awaiting its upgrade
   rounds, min_time = (2, 0.2) if a.quick else (5, 0.5)
   print(f"tracegrad on {tg.default_backend()} ({tg.devices()[0]}); numpy {np.__version__}"
         + ("; jax installed (loss: the first step's, tracegrad / jax)" if _have("jax") else "")
-        + (f"; beside {a.busy} busy processes" if a.busy else ""), flush=True)
+        + (f"; beside {a.busy} busy processes" if a.busy else "") + as_avx2.note(), flush=True)
   with busy(a.busy):
     for name in [a.only] if a.only else WORKLOADS: bench(name, rounds, min_time, not a.no_first_call and not a.busy)
 

@@ -16,9 +16,12 @@ import importlib
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import as_avx2  # noqa: E402
+as_avx2.apply()   # before numpy loads
+
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import models  # noqa: E402  (the interleaved timing, the loss check and the row printer)
 
 NHWC = ("NHWC", "HWIO", "NHWC")
@@ -245,11 +248,12 @@ def main():
   ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   ap.add_argument("--quick", action="store_true", help="fewer, shorter rounds")
   ap.add_argument("--only", choices=list(PROGRAMS), help="run one program")
+  as_avx2.add_argument(ap)
   a = ap.parse_args()
   os.environ["TRACEGRAD_TIERED"] = "0"   # the steady steps time full builds, not a quick one awaiting its upgrade
   rounds, min_time = (2, 0.2) if a.quick else (5, 0.5)
-  print("tracegrad" + ("; jax installed (loss: the first step's, tracegrad / jax)" if models._have("jax") else ""),
-        flush=True)
+  print("tracegrad" + ("; jax installed (loss: the first step's, tracegrad / jax)" if models._have("jax") else "")
+        + as_avx2.note(), flush=True)
   models.WORKLOADS.update(PROGRAMS)
   for name in [a.only] if a.only else PROGRAMS: models.bench(name, rounds, min_time, False)
 

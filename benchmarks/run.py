@@ -14,6 +14,10 @@ import sys
 import tempfile
 import time
 
+import as_avx2
+
+as_avx2.apply()   # before numpy loads
+
 import numpy as np
 
 import tracegrad as tg
@@ -204,11 +208,12 @@ def first_call():
 def main():
   ap = argparse.ArgumentParser(description=__doc__)
   ap.add_argument("--quick", action="store_true", help="fewer, shorter rounds")
+  as_avx2.add_argument(ap)
   a = ap.parse_args()
   rounds, min_time = (2, 0.2) if a.quick else (5, 0.5)
   os.environ["TRACEGRAD_TIERED"] = "0"   # the steady calls time full builds, not a quick one awaiting its upgrade
   print(f"tracegrad on {tg.default_backend()} ({tg.devices()[0]}); numpy {np.__version__}"
-        + "".join(f"; {m} installed" for m in ("jax", "torch") if _have(m)))
+        + "".join(f"; {m} installed" for m in ("jax", "torch") if _have(m)) + as_avx2.note())
   for bench in (elementwise, softmax, tiny, mlp): bench(rounds, min_time)
   first_call()
 
