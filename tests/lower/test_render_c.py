@@ -1541,3 +1541,22 @@ def test_the_librarys_polynomial_steps_are_multiply_adds_and_a_users_are_not():
   assert got[-8] <= 1 and (got[-7:-4] == 1).all() and got[-4] >= -1 and (got[-3:] == -1).all()
   want = np.tanh(x.astype(np.float64))
   assert (np.abs(got[:-8] - want) <= 7 * np.spacing(np.abs(want).astype(np.float32))).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_a_minimum_or_maximum_with_a_number_tests_one_comparison_and_matches_numpy(dtype):
+  """A constant operand is no NaN: a float32 kernel compares once (relu's max(x, 0)), and every dtype still gives
+  numpy's NaN, signed zero and tie of every case, the constant first or second."""
+  import tracegrad as tg, tracegrad.numpy as tnp
+  from tracegrad.lower.schedule import schedule
+  vals = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 2.0, 3.0, 1e-45], dtype)
+  for c in (0.0, -0.0, 2.0, -np.inf):
+    for tf, nf in ((tnp.maximum, np.maximum), (tnp.minimum, np.minimum)):
+      for f, want in ((lambda v: tf(v, dtype(c)), nf(vals, dtype(c))), (lambda v: tf(dtype(c), v), nf(dtype(c), vals))):
+        got = np.asarray(tg.jit(f)(vals))
+        assert np.array_equal(np.isnan(got), np.isnan(want)), (c, got, want)
+        real = ~np.isnan(want)
+        assert np.array_equal(got[real], want[real]) and np.array_equal(np.signbit(got[real]), np.signbit(want[real]))
+  if dtype is np.float32:
+    src = render_kernel(schedule(tg.make_graph(lambda v: tnp.maximum(v, 0.0))(vals)).kernels[0])
+    assert src.count("!=") == 0 and src.count(">=") == 1, src

@@ -219,15 +219,26 @@ def _mod(u, a, b):
   return f"({b} == 0 || {b} == -1) ? 0 : {a} % {b}"
 
 
+# the comparison that picks b, a number, over a in a (cmp) b's minimum or maximum: a's NaN fails it and stays
+FLIPPED = {"<": "<=", ">": ">=", "<=": "<", ">=": ">"}
+
+
+def _number(u: UOp) -> bool: return u.op is Ops.CONST and not math.isnan(u.arg)
+
+
 def _minmax(cmp: str):
   def go(u, a, b):
     d = _dt(u)
     if not d.is_float: return f"{a} {cmp} {b} ? {a} : {b}"
-    # numpy returns the second operand of two equal values (the first for float16) and propagates NaN
+    # numpy returns the second operand of two equal values (the first for float16) and propagates NaN; a constant
+    # operand is no NaN, which spares a test (relu's max(x, 0): one comparison where there were two and an or)
     c = cmp + "=" if d is dtypes.float16 else cmp
+    pick, first, other = f"({a} {c} {b}) | ({a} != {a})", a, b
+    if _number(u.src[0]): pick = f"{a} {c} {b}"
+    elif _number(u.src[1]): pick, first, other = f"{b} {FLIPPED[c]} {a}", b, a
     sel = {dtypes.float32: "tg_self", dtypes.float64: "tg_seld"}.get(d)
-    if sel is None: return f"({a} {c} {b}) | ({a} != {a}) ? {a} : {b}"
-    return f"{sel}(({a} {c} {b}) | ({a} != {a}), {a}, {b})"   # a bit select: gcc's ?: here may branch and not vectorise
+    if sel is None: return f"({pick}) ? {first} : {other}"
+    return f"{sel}({pick}, {first}, {other})"   # a bit select: gcc's ?: here may branch and not vectorise
   return go
 
 
