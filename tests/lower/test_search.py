@@ -198,9 +198,10 @@ def test_processes_share_the_cache_safely(cpu, tmp_path, monkeypatch):
 
 
 def test_a_kernel_is_timed_alone_on_the_cpu_and_refused_where_nothing_compiles(cpu):
-  """time_alone runs one kernel by itself: a matmul twice the size takes longer; interp has no compiled kernels."""
-  big = schedule(tg.make_graph(lambda x, y: x @ y)(np.ones((256, 256), np.float32),
-                                                  np.ones((256, 256), np.float32))).kernels[0]
+  """time_alone runs one kernel by itself: a matmul 2000 times the work takes longer; interp has no compiled
+  kernels."""
+  big = schedule(tg.make_graph(lambda x, y: x @ y)(np.ones((512, 512), np.float32),
+                                                  np.ones((512, 512), np.float32))).kernels[-1]   # after its packing
   small, large = search.time_alone(_kernel(), cpu), search.time_alone(big, cpu)
   assert 0 < small < large
   with pytest.raises(ValueError, match="time_alone: .*runs no compiled kernels"):
