@@ -189,7 +189,7 @@ def _against(built, default, arrays: list[np.ndarray], stored: list[int], device
 
 
 def time_alone(k: Kernel, device) -> float | None:
-  """The best seconds of one run of kernel k by itself, with its default actions, on random inputs that stay in the
+  """The best seconds of one run of kernel k by itself, with its actions (opts), on random inputs that stay in the
   cache from run to run (on the cpu, in a process of its own); None when it does not compile or run. Inside a whole
   program the same kernel may read operands written long before, from memory.
 
