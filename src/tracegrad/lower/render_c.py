@@ -1704,16 +1704,17 @@ def _prefetch(b: _Body, k: Kernel, nr: str, nc: str, loads=None):
   """Prefetches of a register block's loads (or of `loads`) that are strided along the reduction (a weight gradient's
   operands, read a row of the activations per step), PREFETCH_STEPS steps ahead: the hardware's prefetchers lose
   such a stream at each page, and a step whose operands come from memory (they were written long before, in the
-  forward pass) waits on them. One prefetch per cache line the block reads of each."""
+  forward pass) waits on them. One prefetch per cache line the block reads of each. A column panel (_emit_paneled),
+  read a row a step from the L2 cache, is prefetched too: the 1024^2 matmul as AVX2 code 183 -> 186 GFLOPS."""
   r, i64 = k.reduce, dtypes.int64
   inner, last = r.loops[-1].var, k.loops[-1].var
   rows = k.loops[-2].var if len(k.loops) >= 2 else None
   ib, t = UOp.param((), i64), UOp.param((), i64)
   b.names[ib], b.names[t] = "ib", "t"
   for u in (r.value.toposort() if loads is None else loads):
-    if u.op is not Ops.GATHER or u.src[0] not in b.bufs or _cached(u): continue
-    idx = u.src[1].src[0]
-    if coefficient(idx, inner) in (0, 1, None): continue
+    if u.op is not Ops.GATHER or u.src[0] not in b.bufs: continue
+    idx, paneled = u.src[1].src[0], b.bufs[u.src[0]] == "panel"   # a panel's row is its width, a C expression
+    if not paneled and (_cached(u) or coefficient(idx, inner) in (0, 1, None)): continue
     cr = coefficient(idx, rows) if rows is not None else 0
     cj = coefficient(idx, last)
     if cr is None or cj is None: continue
