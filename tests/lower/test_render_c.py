@@ -1560,3 +1560,16 @@ def test_a_minimum_or_maximum_with_a_number_tests_one_comparison_and_matches_num
   if dtype is np.float32:
     src = render_kernel(schedule(tg.make_graph(lambda v: tnp.maximum(v, 0.0))(vals)).kernels[0])
     assert src.count("!=") == 0 and src.count(">=") == 1, src
+
+
+def test_register_blocks_prefetch_the_column_panel_they_read():
+  """A matmul's column panels hold a row of the right operand a step: each register block prefetches the row it reads
+  PREFETCH_STEPS steps ahead (the panel's step is its width, a C expression the rule for strided loads skipped), and
+  the product stays numpy's."""
+  import tracegrad as tg, tracegrad.numpy as tnp
+  from tracegrad.lower.schedule import schedule
+  a, b = (np.random.default_rng(i).standard_normal((512, 512)).astype(np.float32) for i in range(2))
+  k = schedule(tg.make_graph(lambda x, y: x @ y)(a, b)).kernels[-1]
+  assert "TG_PREFETCH(&panel[" in render_kernel(k)
+  got = np.asarray(tg.jit(lambda x, y: x @ y)(tnp.asarray(a), tnp.asarray(b)))
+  np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=ulps(4 * 512), atol=ulps(4 * 512) * math.sqrt(512))
