@@ -10,9 +10,9 @@ fixed point with 128 bits of 2/pi chosen by x's exponent (Payne-Hanek), exact fo
 exp2's and log2's polynomials use fma where the target has it (kernels are compiled with -ffp-contract=off, so this
 is explicit), else a multiply and an add.
 
-Special values are computed from x (x + x, not NAN) and 2/pi's words are masked in, not loaded: a constant result
-lets gcc thread the kernel's own comparisons into mask selects it does not vectorise, and it makes table loads
-conditional, which it does not vectorise either.
+Special values are computed from x (x - x, x times infinity, not NAN) and 2/pi's words are masked in, not loaded: a
+constant result lets gcc thread the kernel's own comparisons into mask selects it does not vectorise, and it makes
+table loads conditional, which it does not vectorise either.
 """
 
 TWO_OVER_PI = 0xa2f9836e4e441529fc2757d1f534ddc0db6295993c439041fe5163abdebbc561   # 2/pi, 256 bits after the point
