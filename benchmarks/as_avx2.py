@@ -17,10 +17,15 @@ ENV = {"TRACEGRAD_CPU_TARGET": "x86-64-v3", "OPENBLAS_CORETYPE": "Haswell",
 XLA = "--xla_cpu_max_isa=AVX2"
 
 
+def _set() -> bool:
+  """Whether the environment is an AVX2 host's already."""
+  return all(os.environ.get(k) == v for k, v in ENV.items()) and XLA in os.environ.get("XLA_FLAGS", "")
+
+
 def apply(argv: list[str] | None = None) -> bool:
   """Set the environment of an AVX2 host when argv (sys.argv) holds FLAG; whether it did."""
   if FLAG not in (sys.argv if argv is None else argv): return False
-  if all(os.environ.get(k) == v for k, v in ENV.items()) and XLA in os.environ.get("XLA_FLAGS", ""): return True
+  if _set(): return True
   if "numpy" in sys.modules: raise RuntimeError(f"{FLAG}: numpy was imported before the flag took effect")
   os.environ.update(ENV)
   os.environ["XLA_FLAGS"] = " ".join(f for f in (XLA, os.environ.get("XLA_FLAGS", "")) if f)
@@ -35,6 +40,4 @@ def add_argument(ap) -> None:
 
 def note() -> str:
   """What a benchmark's first line says of the host it runs as: '; as an AVX2 host' once apply has set it up."""
-  return "; as an AVX2 host (x86-64-v3 code, OpenBLAS Haswell, XLA codegen AVX2)" if \
-    os.environ.get("TRACEGRAD_CPU_TARGET") == ENV["TRACEGRAD_CPU_TARGET"] and XLA in os.environ.get("XLA_FLAGS", "") \
-    else ""
+  return "; as an AVX2 host (x86-64-v3 code, OpenBLAS Haswell, XLA codegen AVX2)" if _set() else ""

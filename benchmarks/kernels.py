@@ -105,7 +105,8 @@ def main():
   cache = tempfile.mkdtemp(prefix="tracegrad-search-")
   os.environ["TRACEGRAD_CACHE_DIR"] = cache
   os.environ["TRACEGRAD_TIERED"] = "0"   # the heuristic's calls time its full build, not a quick one awaiting it
-  print(f"tracegrad on {tg.default_backend()}; numpy {np.__version__}; beam {a.beam}; fresh cache {cache}" + as_avx2.note())
+  print(f"tracegrad on {tg.default_backend()}; numpy {np.__version__}; beam {a.beam}; fresh cache {cache}"
+        + as_avx2.note())
   try:
     rng = np.random.default_rng(0)
     for n in (256, 512, 1024) if a.quick else (256, 512, 1024, 2048):
