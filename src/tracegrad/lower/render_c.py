@@ -385,6 +385,7 @@ class _Body:
     self.simd: UOp | None = None   # the variable of the loop that gcc vectorises (its "omp simd" pragma), if any
     self.opaque: set[int] = set()   # the strides along it that are read as TG_OPAQUE(n) (opaque_stride)
     self.far = OPAQUE_BYTES // min((b.dtype.itemsize for b in k.bufs if b.dtype.itemsize >= 4), default=4)
+    self.panel: UOp | None = None   # the column panel a register block reads (_emit_paneled), if any
 
   def line(self, s: str): self.lines.append("  " * self.depth + s)
 
@@ -911,8 +912,7 @@ def block_sizes(k: Kernel, sizes: dict[str, int]) -> dict[str, int]:
   if interchanged(k):
     last, dtype = k.loops[-1], k.reduce.acc.dtype
     lanes = sizes["TG_VBYTES"] // dtype.itemsize
-    rows = dict(k.opts).get("rows", _narrow_rows(k, sizes) if is_product(k.reduce.value) else 1)
-    return {"rows": 1 if len(k.loops) < 2 else value(rows),
+    return {"rows": _rows_on(k, sizes),
             "width": dict(k.opts).get("width", lanes if last.extent >= widest_lanes(dtype) else min(last.extent, lanes))}
   if dot_blocked(k):
     rows, cols = _dot_block(k)
@@ -1188,15 +1188,20 @@ def _narrow_rows(k: Kernel, t: dict[str, int]) -> int:
   return next((n for n in range(most, t["TG_ROWS"], -1) if rows.extent % n == 0), t["TG_ROWS"])
 
 
+def _rows_on(k: Kernel, t: dict[str, int]) -> int:
+  """The rows of k's register blocks along the row on target t (BLOCKS' sizes): its opts', else _narrow_rows for a
+  sum of products (which shares each row's loads across the block); any other sum gains only code from more rows,
+  and takes 1, as does a kernel of one output loop."""
+  if len(k.loops) < 2: return 1
+  if "rows" in (opts := dict(k.opts)): return int(opts["rows"])
+  return _narrow_rows(k, t) if is_product(k.reduce.value) else 1
+
+
 def _block_rows(k: Kernel) -> str:
-  """The rows of a register block along the row: its opts', else TG_ROWS (or _narrow_rows, a constant expression on
-  the target's TG_VBYTES) for a sum of products (which shares each row's loads across the block); any other sum
-  gains only code from more rows, and takes 1."""
-  opts = dict(k.opts)
-  if "rows" in opts or not is_product(k.reduce.value): return str(opts.get("rows", 1))
-  if len(k.loops) < 2: return "TG_ROWS"
-  got = {t["TG_VBYTES"]: _narrow_rows(k, t) for t in BLOCKS.values()}
+  """_rows_on as C: a constant, TG_ROWS, or a constant expression on the target's TG_VBYTES."""
+  got = {t["TG_VBYTES"]: _rows_on(k, t) for t in BLOCKS.values()}
   if all(got[t["TG_VBYTES"]] == t["TG_ROWS"] for t in BLOCKS.values()): return "TG_ROWS"
+  if len(set(got.values())) == 1: return str(next(iter(got.values())))
   return "(" + "".join(f"TG_VBYTES == {v} ? {n} : " for v, n in got.items()) + "TG_ROWS)"
 
 
@@ -1538,7 +1543,7 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
   held = r.loops[chunk[0]:] if chunk else r.loops   # the loops whose steps a panel holds
   steps = math.prod(l.extent for l in held) if not chunk else chunk[1] * math.prod(l.extent for l in held[1:])
   panel, t, w, rb = UOp.param((steps,), value.dtype), UOp.param((), i64), UOp.param((), i64), UOp.param((), i64)
-  b.bufs[panel], b.names[t], b.names[w], b.names[rb] = "panel", "t", width, "rb"
+  b.bufs[panel], b.names[t], b.names[w], b.names[rb], b.panel = "panel", "t", width, "rb", panel
   flat = held[0].var - rb if chunk else held[0].var
   for l in held[1:]: flat = flat * UOp.const(i64, l.extent) + l.var
   at = flat * w + (last.var - t)
@@ -1713,7 +1718,7 @@ def _prefetch(b: _Body, k: Kernel, nr: str, nc: str, loads=None):
   b.names[ib], b.names[t] = "ib", "t"
   for u in (r.value.toposort() if loads is None else loads):
     if u.op is not Ops.GATHER or u.src[0] not in b.bufs: continue
-    idx, paneled = u.src[1].src[0], b.bufs[u.src[0]] == "panel"   # a panel's row is its width, a C expression
+    idx, paneled = u.src[1].src[0], u.src[0] is b.panel   # a panel's row is its width, a C expression
     if not paneled and (_cached(u) or coefficient(idx, inner) in (0, 1, None)): continue
     cr = coefficient(idx, rows) if rows is not None else 0
     cj = coefficient(idx, last)

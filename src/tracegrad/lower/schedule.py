@@ -162,6 +162,14 @@ def _uses(outputs) -> dict:
   return uses
 
 
+def _readers(order) -> dict:
+  """The nodes that read each node of `order` (sources before users), each reader once."""
+  users: dict = {u: [] for u in order}
+  for u in order:
+    for s in set(u.src): users[s].append(u)
+  return users
+
+
 def _i(v: int) -> UOp: return UOp.const(I64, v)
 
 
@@ -810,9 +818,7 @@ class _Scheduler:
     each recompute. A reduction whose only use is broadcast back over its own input's shape into one elementwise
     output (softmax's sums) gets no buffer: it runs in that output's kernel, which stores the output in a loop after
     the reduction (its epilogue)."""
-    self.users = users = {u: [] for u in order}
-    for u in order:
-      for s in set(u.src): users[s].append(u)
+    self.users = users = _readers(order)
     stored = (Ops.SCATTER, Ops.OPTIMIZATION_BARRIER, Ops.PARAM, Ops.BUFFER, Ops.PROJ)
     m = {u for u in order if u.op in REDUCE or u.op in stored}
     m |= {s for u in order if u.op in CONTROL_FLOW for s in u.src}   # control flow reads its operands from buffers
@@ -1512,9 +1518,7 @@ def _barriers_padded(outs: tuple) -> tuple:
   """outs with each optimization barrier (an im2col's windows) whose rows alias (_aliasing), of more rows than those
   sets' lines hold, that a contraction reads, stored with its rows PAD_BYTES longer and read through a slice: the
   contraction reads it in place, where it copied it padded (the CNN step's conv2: a 4 MB copy of 380 us less)."""
-  users: dict = {}
-  for u in toposort(list(outs)):
-    for s in set(u.src): users.setdefault(s, []).append(u)
+  users = _readers(toposort(list(outs)))
   found = {}
   for b in users:
     if b.op is not Ops.OPTIMIZATION_BARRIER or any(b is o for o in outs) or b.ndim < 2 or not b.dtype.is_float: continue
