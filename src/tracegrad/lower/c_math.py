@@ -8,8 +8,8 @@ The polynomials are near-minimax fits (relative error): 2^r on [-1/2, 1/2] to 3e
 to 7e-11. sin and cos reduce x by pi/2 in fixed point with 128 bits of 2/pi chosen by x's exponent (Payne-Hanek),
 exact for every float.
 
-exp2's, exp's and log2's polynomials use fma where the target has it (kernels are compiled with -ffp-contract=off, so this
-is explicit), else a multiply and an add.
+exp2's, exp's and log2's polynomials use fma where the target has it (kernels are compiled with -ffp-contract=off, so
+this is explicit), else a multiply and an add.
 
 Special values are computed from x (x - x, x times infinity, not NAN) and 2/pi's words are masked in, not loaded: a
 constant result lets gcc thread the kernel's own comparisons into mask selects it does not vectorise, and it makes
