@@ -1,5 +1,5 @@
-"""The float32 exp2, log2, sin and cos of lower/c_math.py, compiled as kernels: special values as numpy, at most 2 ulp
-from the correctly rounded result over a sweep of every float32 exponent, and loops that gcc vectorises."""
+"""The float32 exp2, exp, log2, log, sin and cos of lower/c_math.py, compiled as kernels: special values as numpy, at
+most 2 ulp from the correctly rounded result over a sweep of every float32 exponent, and loops that gcc vectorises."""
 import platform
 import re
 import shutil
@@ -11,6 +11,7 @@ import pytest
 import tracegrad
 import tracegrad.numpy as tnp
 from tracegrad.devices.cpu import FLAGS, CPUDevice
+from tracegrad.devices.interp import InterpDevice
 from tracegrad.ir import Ops, UOp, dtypes
 from tracegrad.devices.base import BufferSpec, Program
 from tracegrad.lower.kernel import Kernel, Loop, Store
@@ -23,11 +24,14 @@ INF, NAN = np.inf, np.nan
 
 
 def unary(op: Ops | str, n: int, d=F32, parallel=True) -> Program:
-  """One kernel storing op(x) for the n points of x ("exp": EXP2(x * log2(e)), as tnp.exp builds it)."""
+  """One kernel storing op(x) for the n points of x ("exp": EXP2(x * log2(e)), "log": LOG2(x) * ln(2), as tnp.exp and
+  tnp.log build them)."""
   i = UOp.param((), dtypes.int64)
   x, y = UOp.param((n,), d), UOp.param((n,), d)
   v = x.gather(i.reshape((1,)))
-  v = (v * UOp.const(d, 1 / np.log(2.0))).alu(Ops.EXP2) if op == "exp" else v.alu(op)
+  if op == "exp": v = (v * UOp.const(d, 1 / np.log(2.0))).alu(Ops.EXP2)
+  elif op == "log": v = v.alu(Ops.LOG2) * UOp.const(d, np.log(2.0))
+  else: v = v.alu(op)
   k = Kernel(f"k_{getattr(op, 'name', op).lower()}", (x, y), (Loop(i, n),), (Store(y, i, v),), parallel=parallel)
   return Program([k], [(0, 1)], [BufferSpec(n, d), BufferSpec(n, d)], [0], [(1, (n,))])
 
@@ -87,6 +91,25 @@ def test_exp_is_within_two_ulp_everywhere(cpu):
   assert "tg_expf(" in render_program(unary("exp", 8)) and "exp(" in render_program(unary("exp", 8, dtypes.float64))
 
 
+def test_log_is_within_one_ulp_everywhere(cpu):
+  """LOG2(x) * ln(2) renders as log(x) (c_math's tg_logf), rounded once: every 997th bit pattern, every float from
+  1/2 to 2 (where log(1 + f)'s terms cancel least) a 7th, the subnormals and special values within 1 ulp; zeros,
+  infinities and NaN exactly. The interp device computes the same node as numpy's log."""
+  sweep = np.arange(0, 2 ** 32, 997, dtype=np.uint64).astype(np.uint32).view(np.float32)
+  near = np.arange(np.float32(0.5).view(np.int32), np.float32(2.0).view(np.int32), 7, dtype=np.int32).view(np.float32)
+  tiny = np.arange(1, 0x00800000, 101, dtype=np.int32).view(np.float32)
+  x = np.concatenate([sweep, near, tiny, SPECIAL])
+  with np.errstate(all="ignore"): want = np.log(x.astype(np.float64)).astype(np.float32)
+  got = run(cpu, "log", x)
+  assert_ulps(Ops.LOG2, x, got, want, 1)
+  same = np.isinf(want) | np.isnan(want)
+  assert_ulps(Ops.LOG2, x[same], got[same], want[same], 0)
+  assert "tg_logf(" in render_program(unary("log", 8)) and "log(" in render_program(unary("log", 8, dtypes.float64))
+  y = np.abs(sweep[np.isfinite(sweep)][:2000])
+  (ref,) = InterpDevice().execute([UOp.buffer(y).alu(Ops.LOG2) * UOp.const(F32, np.log(2.0), y.shape)], {})
+  with np.errstate(all="ignore"): np.testing.assert_array_equal(ref, np.log(y))
+
+
 def test_exact_cases(cpu):
   k = np.arange(-149, 128, dtype=np.float32)
   p = np.ldexp(np.float32(1), k.astype(np.int32))
@@ -111,13 +134,14 @@ def test_sweep_without_fma(tmp_path):
     dev = CPUDevice()
     if not dev.available(): pytest.skip("gcc -mno-fma does not compile")
     x = np.arange(0, 2 ** 32, 1999, dtype=np.uint64).astype(np.uint32).view(np.float32)
-    for op in (Ops.EXP2, Ops.LOG2, "exp"):
+    for op in (Ops.EXP2, Ops.LOG2, "exp", "log"):
       prog = unary(op, x.size)
       source = render_program(prog)
       assert "vfmadd" not in subprocess.run(["gcc", "-mno-fma", *FLAGS, "-S", "-x", "c", "-", "-o", "-"], input=source,
                                             capture_output=True, text=True).stdout
       with np.errstate(all="ignore"):
-        want = np.exp(x.astype(np.float64)).astype(np.float32) if op == "exp" else correct(op, x)
+        want = {"exp": np.exp, "log": np.log}[op](x.astype(np.float64)).astype(np.float32) if isinstance(op, str) \
+            else correct(op, x)
       assert_ulps(Ops.EXP2, x, dev.run_program(prog, dev.compile(source), [x])[0], want, 2)
 
 

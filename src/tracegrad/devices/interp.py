@@ -9,7 +9,7 @@ import numpy as np
 from ..errors import TracedValueError
 from ..ir import Ops, UOp
 from ..ir.ops import FUSED
-from ..ir.pattern import natural_exp_argument
+from ..ir.pattern import natural_exp_argument, natural_log_argument
 from ..ir.dtypes import count_value
 from ..ir.shapes import multi_avals
 from . import host_linalg
@@ -240,8 +240,9 @@ MULTI = {
 
 def deps(u: UOp):
   """The nodes whose values evaluate(u, values) takes, in order: u's sources, except where it computes a pattern
-  whole (exp from EXP2(x * log2(e)), a contraction from its operands under their broadcasts)."""
-  if (x := natural_exp_argument(u)) is not None: return (x,)
+  whole (exp from EXP2(x * log2(e)), log from LOG2(x) * ln(2), a contraction from its operands under their
+  broadcasts)."""
+  if (x := natural_exp_argument(u)) is not None or (x := natural_log_argument(u)) is not None: return (x,)
   if (f := _fused(u)) is not None: return f
   return ops if (ops := _contraction(u)) is not None else u.src
 
@@ -255,6 +256,7 @@ def evaluate(u: UOp, vals: list):
   if (ops := _contraction(u)) is not None: return _einsum(u, ops, vals)
   if _fused(u) is not None: return _elementwise(lambda a, b, c: _fma(a, b, c, dt), vals, u.shape)
   if op is Ops.EXP2 and natural_exp_argument(u) is not None: return np.asarray(np.exp(vals[0]), dtype=dt.np)
+  if natural_log_argument(u) is not None: return np.asarray(np.log(vals[0]), dtype=dt.np)
   if op in ELEMENTWISE: return _elementwise(lambda *v: np.asarray(ELEMENTWISE[op](*v), dtype=dt.np), vals, u.shape)
   if op is Ops.CAST: return _elementwise(lambda v: _cast(v, u.src[0].dtype, dt), vals, u.shape)
   if op is Ops.BITCAST: return np.array(vals[0], order="C", copy=True).view(dt.np)   # same itemsize: same shape

@@ -133,7 +133,7 @@ def graph_rewrite_many(roots, pm: PatternMatcher, ctx=None, bottom_up: bool = Tr
   return [done[r] for r in roots]
 
 
-LOG2E = 1.4426950408889634   # 1 / ln 2
+LOG2E, LN2 = 1.4426950408889634, 0.6931471805599453   # 1 / ln 2, ln 2
 
 
 def natural_exp_argument(u: UOp) -> UOp | None:
@@ -144,4 +144,15 @@ def natural_exp_argument(u: UOp) -> UOp | None:
   for x, c in (u.src[0].src, u.src[0].src[::-1]):
     while c.op in (Ops.BROADCAST, Ops.RESHAPE): c = c.src[0]
     if c.op is Ops.CONST and float(u.dtype.np.type(c.arg)) == one: return x
+  return None
+
+
+def natural_log_argument(u: UOp) -> UOp | None:
+  """x when u is LOG2(x) * ln(2), ln(2) rounded to u's dtype (possibly broadcast): how log is built from the
+  primitives. Devices compute such a node as log(x), rounded once where the product rounded a rounded log2."""
+  if u.op is not Ops.MUL or u.arg is not None or not u.dtype.is_float: return None
+  one = float(u.dtype.np.type(LN2))
+  for g, c in (u.src, u.src[::-1]):
+    while c.op in (Ops.BROADCAST, Ops.RESHAPE): c = c.src[0]
+    if g.op is Ops.LOG2 and c.op is Ops.CONST and float(u.dtype.np.type(c.arg)) == one: return g.src[0]
   return None

@@ -1,15 +1,15 @@
-"""C source of float32 exp2, exp, log2, sin and cos that gcc vectorises (libm's scalar calls keep a loop scalar, and its
-vector variants need -ffast-math): straight-line code, integer bit tricks and polynomials. Errors over every float32,
-special values and subnormals included: exp2 < 0.88 ulp (1.08 without fma), exp < 0.91 ulp (1.18 without fma), log2
-< 1.09 ulp (1.13 without fma), sin and cos < 0.502 ulp.
+"""C source of float32 exp2, exp, log2, log, sin and cos that gcc vectorises (libm's scalar calls keep a loop scalar,
+and its vector variants need -ffast-math): straight-line code, integer bit tricks and polynomials. Errors over every
+float32, special values and subnormals included: exp2 < 0.88 ulp (1.08 without fma), exp < 0.91 ulp (1.18 without
+fma), log2 < 1.09 ulp (1.13 without fma), log < 0.86 ulp, sin and cos < 0.502 ulp.
 
 The polynomials are near-minimax fits (relative error): 2^r on [-1/2, 1/2] to 3e-9, e^r on [-0.347, 0.347] to 4.5e-9
-(its coefficients in float32), log2(1+f) on [sqrt(1/2)-1, sqrt(2)-1] to 5e-9, sin and cos on [-pi/4, pi/4] in double
-to 7e-11. sin and cos reduce x by pi/2 in fixed point with 128 bits of 2/pi chosen by x's exponent (Payne-Hanek),
-exact for every float.
+(its coefficients in float32), log2(1+f) and log(1+f) on [sqrt(1/2)-1, sqrt(2)-1] to 5e-9, sin and cos on
+[-pi/4, pi/4] in double to 7e-11. sin and cos reduce x by pi/2 in fixed point with 128 bits of 2/pi chosen by x's
+exponent (Payne-Hanek), exact for every float.
 
-exp2's, exp's and log2's polynomials use fma where the target has it (kernels are compiled with -ffp-contract=off, so
-this is explicit), else a multiply and an add.
+The exp and log polynomials use fma where the target has it (kernels are compiled with -ffp-contract=off, so this is
+explicit), else a multiply and an add.
 
 Special values are computed from x (x - x, x times infinity, not NAN) and 2/pi's words are masked in, not loaded: a
 constant result lets gcc thread the kernel's own comparisons into mask selects it does not vectorise, and it makes
@@ -134,6 +134,29 @@ TG_INLINE float tg_log2f(float x) {
   float hi = fh * 0x1.716p0f, lo = (fl * 0x1.716p0f + f * -0x1.7135a8p-13f) + f * f * q;
   float ef = (float)(e - (int32_t)(-sub & 23u)), s = ef + hi;
   float res = s + (((ef - s) + hi) + lo);
+  res = tg_self(ix >= 0x7f800000u, tg_ffrom(ix | (0x7fc00000u & -(ix >> 31))), res);   /* inf, nan, x < 0 */
+  return tg_self(ix << 1 == 0, ef - INFINITY, res);
+}
+
+/* log(2^e (1 + f)) with 1 + f in [sqrt(1/2), sqrt(2)): e ln2 + f + f^2 p(f), where e ln2_hi (16 bits of ln2, 8 of e) is
+   exact and e ln2_hi + f is added exactly (Fast2Sum: |e ln2_hi| >= |f| unless e = 0), so only the small terms round;
+   special values as tg_log2f's. log(x) as log2(x) ln2 was within 1.57 ulp, this within 0.86 (with or without fma),
+   a multiply and log2's split of f fewer */
+TG_INLINE float tg_logf(float x) {
+  uint32_t ix = tg_fbits(x), sub = ix < 0x00800000u, iy = tg_fbits(tg_self(sub, x * 0x1p23f, x));
+  int32_t e = (int32_t)(iy - 0x3f3504f3u) >> 23;
+  float f = tg_ffrom(iy - ((uint32_t)e << 23)) - 1.0f;
+  float p = -0x1.3830f4p-4f;
+  p = TG_FMAF(p, f, 0x1.0848b8p-3f);
+  p = TG_FMAF(p, f, -0x1.0f3762p-3f);
+  p = TG_FMAF(p, f, 0x1.22718cp-3f);
+  p = TG_FMAF(p, f, -0x1.54276cp-3f);
+  p = TG_FMAF(p, f, 0x1.99a3f4p-3f);
+  p = TG_FMAF(p, f, -0x1.000426p-2f);
+  p = TG_FMAF(p, f, 0x1.555550p-2f);
+  p = TG_FMAF(p, f, -0x1.fffff8p-2f);
+  float ef = (float)(e - (int32_t)(-sub & 23u)), a = ef * 0x1.62e4p-1f;
+  float s = a + f, res = s + (((a - s) + f) + TG_FMAF(ef, 0x1.7f7d1cp-20f, f * f * p));
   res = tg_self(ix >= 0x7f800000u, tg_ffrom(ix | (0x7fc00000u & -(ix >> 31))), res);   /* inf, nan, x < 0 */
   return tg_self(ix << 1 == 0, ef - INFINITY, res);
 }

@@ -36,7 +36,7 @@ import numpy as np
 from ..ir import Ops, UOp, dtypes, substitute, toposort
 from ..ir.dtypes import DType
 from ..ir.ops import CONTRACT, ELEMENTWISE, FUSED
-from ..ir.pattern import natural_exp_argument
+from ..ir.pattern import natural_exp_argument, natural_log_argument
 from .c_math import SOURCE as MATH
 from ..devices.base import Program, host_calls
 from .kernel import Control, Kernel, Loop
@@ -321,9 +321,10 @@ def render_bitcast(src: DType, dst: DType, x: str) -> str:
 def _deps(u: UOp) -> tuple:
   """The scalar values a node reads: a load reads its index (a buffer is not a value); a parity test, the number
   whose low bit it tests (_low_bit_test); a multiply-add, its three operands (_multiply_add); exp(x) written as
-  2^(x log2(e)), x (the product is not computed)."""
+  2^(x log2(e)), x (the product is not computed), and log(x) written as log2(x) ln(2), x."""
   if (x := _low_bit_test(u)) is not None: return (x,)
   if u.op is Ops.EXP2 and (x := natural_exp_argument(u)) is not None: return (x,)
+  if (x := natural_log_argument(u)) is not None: return (x,)
   if (fused := _multiply_add(u)) is not None: return fused
   if u.op is not Ops.GATHER: return u.src
   idx = u.src[1]
@@ -411,6 +412,9 @@ class _Body:
     a = [self.names[s] for s in _deps(u)]
     if u.op is Ops.EXP2 and (x := natural_exp_argument(u)) is not None:   # exp(x), not 2^(x log2(e)) rounded
       e = f"{'exp' if _dt(u) is dtypes.float64 else 'tg_expf'}({self.names[x]})"
+      return f"{ROUND[u.dtype]}({e})" if u.dtype in ROUND else e
+    if (x := natural_log_argument(u)) is not None:   # log(x), not log2(x) rounded times ln(2)
+      e = f"{'log' if _dt(u) is dtypes.float64 else 'tg_logf'}({self.names[x]})"
       return f"{ROUND[u.dtype]}({e})" if u.dtype in ROUND else e
     if (n := self.opaque_stride(u)) is not None:
       self.opaque.add(n)
