@@ -115,12 +115,27 @@ TG_INLINE float tg_expf(float x) {
   return tg_self(out, tg_exp_beyond(x), tg_scaled(p, t));
 }
 
+/* f with x = 2^e (1 + f), 1 + f in [sqrt(1/2), sqrt(2)), and e as a float in *ef: a subnormal x scaled by 2^23 first
+   (its e less 23); what tg_log2f and tg_logf reduce x to */
+TG_INLINE float tg_log_split(float x, float *ef) {
+  uint32_t ix = tg_fbits(x), sub = ix < 0x00800000u, iy = tg_fbits(tg_self(sub, x * 0x1p23f, x));
+  int32_t e = (int32_t)(iy - 0x3f3504f3u) >> 23;
+  *ef = (float)(e - (int32_t)(-sub & 23u));
+  return tg_ffrom(iy - ((uint32_t)e << 23)) - 1.0f;
+}
+
+/* a logarithm's res for x's bits ix, but for its special values: inf, NaN, NaN for x < 0, -inf for either zero (ef is
+   tg_log_split's) */
+TG_INLINE float tg_log_special(uint32_t ix, float ef, float res) {
+  res = tg_self(ix >= 0x7f800000u, tg_ffrom(ix | (0x7fc00000u & -(ix >> 31))), res);
+  return tg_self(ix << 1 == 0, ef - INFINITY, res);
+}
+
 /* log2(2^e (1 + f)) with 1 + f in [sqrt(1/2), sqrt(2)): e + f log2(e) + f^2 q(f), where f_hi log2(e)_hi (12 bits
    each) is exact and e + that sum is added exactly (Fast2Sum), so only the small terms round */
 TG_INLINE float tg_log2f(float x) {
-  uint32_t ix = tg_fbits(x), sub = ix < 0x00800000u, iy = tg_fbits(tg_self(sub, x * 0x1p23f, x));
-  int32_t e = (int32_t)(iy - 0x3f3504f3u) >> 23;
-  float f = tg_ffrom(iy - ((uint32_t)e << 23)) - 1.0f;
+  uint32_t ix = tg_fbits(x);
+  float ef, f = tg_log_split(x, &ef);
   float fh = tg_ffrom(tg_fbits(f) & 0xfffff000u), fl = f - fh;
   float q = -0x1.c3a1cap-4f;
   q = TG_FMAF(q, f, 0x1.7f1fc8p-3f);
@@ -132,10 +147,8 @@ TG_INLINE float tg_log2f(float x) {
   q = TG_FMAF(q, f, 0x1.ec7094p-2f);
   q = TG_FMAF(q, f, -0x1.71547p-1f);
   float hi = fh * 0x1.716p0f, lo = (fl * 0x1.716p0f + f * -0x1.7135a8p-13f) + f * f * q;
-  float ef = (float)(e - (int32_t)(-sub & 23u)), s = ef + hi;
-  float res = s + (((ef - s) + hi) + lo);
-  res = tg_self(ix >= 0x7f800000u, tg_ffrom(ix | (0x7fc00000u & -(ix >> 31))), res);   /* inf, nan, x < 0 */
-  return tg_self(ix << 1 == 0, ef - INFINITY, res);
+  float s = ef + hi, res = s + (((ef - s) + hi) + lo);
+  return tg_log_special(ix, ef, res);
 }
 
 /* log(2^e (1 + f)) with 1 + f in [sqrt(1/2), sqrt(2)): e ln2 + f + f^2 p(f), where e ln2_hi (16 bits of ln2, 8 of e) is
@@ -143,9 +156,8 @@ TG_INLINE float tg_log2f(float x) {
    special values as tg_log2f's. log(x) as log2(x) ln2 was within 1.57 ulp, this within 0.86 (with or without fma),
    a multiply and log2's split of f fewer */
 TG_INLINE float tg_logf(float x) {
-  uint32_t ix = tg_fbits(x), sub = ix < 0x00800000u, iy = tg_fbits(tg_self(sub, x * 0x1p23f, x));
-  int32_t e = (int32_t)(iy - 0x3f3504f3u) >> 23;
-  float f = tg_ffrom(iy - ((uint32_t)e << 23)) - 1.0f;
+  uint32_t ix = tg_fbits(x);
+  float ef, f = tg_log_split(x, &ef);
   float p = -0x1.3830f4p-4f;
   p = TG_FMAF(p, f, 0x1.0848b8p-3f);
   p = TG_FMAF(p, f, -0x1.0f3762p-3f);
@@ -155,10 +167,8 @@ TG_INLINE float tg_logf(float x) {
   p = TG_FMAF(p, f, -0x1.000426p-2f);
   p = TG_FMAF(p, f, 0x1.555550p-2f);
   p = TG_FMAF(p, f, -0x1.fffff8p-2f);
-  float ef = (float)(e - (int32_t)(-sub & 23u)), a = ef * 0x1.62e4p-1f;
-  float s = a + f, res = s + (((a - s) + f) + TG_FMAF(ef, 0x1.7f7d1cp-20f, f * f * p));
-  res = tg_self(ix >= 0x7f800000u, tg_ffrom(ix | (0x7fc00000u & -(ix >> 31))), res);   /* inf, nan, x < 0 */
-  return tg_self(ix << 1 == 0, ef - INFINITY, res);
+  float a = ef * 0x1.62e4p-1f, s = a + f, res = s + (((a - s) + f) + TG_FMAF(ef, 0x1.7f7d1cp-20f, f * f * p));
+  return tg_log_special(ix, ef, res);
 }
 
 /* w ^ the differences d1..du (a chain of selects would become a table) */
