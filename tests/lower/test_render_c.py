@@ -1004,6 +1004,31 @@ def test_columns_whole_on_some_targets_only_compile_no_cut_column_block_there(cp
     np.testing.assert_allclose(got.reshape(ref.shape), ref, rtol=ulps(4 * 64), atol=ulps(4 * 64) * 8)
 
 
+@pytest.mark.parametrize("target", ["native", "x86-64-v3", "x86-64"])
+def test_a_last_block_of_columns_cut_short_runs_with_a_constant_width(cpu, monkeypatch, target):
+  """A matmul whose columns the target's blocks do not divide (300: 4 x 64 + 44 on AVX-512, 18 x 16 + 12 on AVX2,
+  37 x 8 + 4 with SSE) runs its last block of columns, in whole rows, with the columns left as a constant (the
+  extent modulo the width), so that its sums stay in registers; only the corner block, rows and columns cut, has
+  both bounds in variables. Its rows too (128: 21 x 6 + 2), and x.T @ g. float64's values on 1, 2 and 3 threads."""
+  import tracegrad as tg
+  from tracegrad.lower.schedule import schedule
+  if target != "native":
+    if not _avx2_host(): pytest.skip("compiling for an x86-64 target needs an x86-64 host")
+    monkeypatch.setenv("TRACEGRAD_CPU_TARGET", target)
+  rng = np.random.default_rng(3)
+  for f, shapes, n in ((lambda x, w: x @ w, [(128, 100), (100, 300)], 100),
+                       (lambda x, g: x.T @ g, [(64, 130), (64, 300)], 64)):
+    args = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    graph = tg.make_graph(f)(*args)
+    (kern,) = [k for k in schedule(graph).kernels if k.reduce is not None]
+    assert re.search(r"else if \(rn == \w+\) \{\s*float accs\[\w+\]\[[^]]+\];\s*"
+                     r"for \(int64_t q = 0; q < \w+; q\+\+\) for \(int64_t j = 0; j < \(300 % ", kern.source), kern.source
+    ref = f(*(a.astype(np.float64) for a in args))
+    for got in _on_1_2_and_3_threads(graph, args):
+      np.testing.assert_allclose(got.reshape(ref.shape), ref, rtol=ulps(4 * n), atol=ulps(4 * n) * np.sqrt(n),
+                                 err_msg=f"{shapes} {target}")
+
+
 @pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="no C compiler")
 def test_a_block_of_dot_products_pins_its_columns_vectors_where_the_registers_hold_them(cpu):
   """A block of dot products keeps its columns' vectors in registers (TG_PIN) where they fit beside its accumulators,

@@ -1084,11 +1084,14 @@ def _each_tile(b: _Body, outer, fastest_first, cuts, width: str, ct: str) -> Exi
 
 
 def _whole_or_cut(b: _Body, emit, whole: bool | str, sizes: tuple[str, str], cut: tuple[str, str],
-                  rows_left: str | None = None, whole_columns: bool | str = False, repeat_rows: bool = False) -> None:
+                  rows_left: str | None = None, whole_columns: bool | str = False, repeat_rows: bool = False,
+                  columns_left: str | None = None) -> None:
   """emit(rows, columns) of whole blocks: alone where the blocks divide the extents (`whole`: on every target, or
   where the preprocessor's condition holds), else when the block at hand is whole (its `cut` sizes equal `sizes`),
   with emit(*cut) for a block at the cut edge; with `rows_left` (the rows the last block of rows keeps, a constant),
-  a block of whole columns in the last rows is emitted with that constant, so that it too runs unrolled. Where the
+  a block of whole columns in the last rows is emitted with that constant, so that it too runs unrolled, and with
+  `columns_left` (the columns the last block of columns keeps, a constant), so is a block of whole rows in the last
+  columns. Where the
   columns are cut whole (`whole_columns`: on every target, or where the preprocessor's condition holds), only the
   rows are cut, and no block of cut columns is emitted: code that never runs. With `repeat_rows` too, a quick build
   (TG_QUICK) runs every block whole, its rows past the last repeating it (emit(*sizes, rows)), so one block's code
@@ -1103,11 +1106,11 @@ def _whole_or_cut(b: _Body, emit, whole: bool | str, sizes: tuple[str, str], cut
     b.line(f"#elif {whole_columns}" if whole else f"#if {whole_columns}")
     _rows_cut(b, emit, sizes, cut, rows_left, repeat_rows)
     b.line("#else")
-    _all_cut(b, emit, sizes, cut, rows_left)
+    _all_cut(b, emit, sizes, cut, rows_left, columns_left)
   else:
     if whole: b.line("#else")
     if whole_columns: _rows_cut(b, emit, sizes, cut, rows_left, repeat_rows)
-    else: _all_cut(b, emit, sizes, cut, rows_left)
+    else: _all_cut(b, emit, sizes, cut, rows_left, columns_left)
   if whole or isinstance(whole_columns, str): b.line("#endif")
 
 
@@ -1122,11 +1125,13 @@ def _rows_cut(b: _Body, emit, sizes, cut, rows_left, repeat_rows: bool) -> None:
   if repeat_rows: b.line("#endif")
 
 
-def _all_cut(b: _Body, emit, sizes, cut, rows_left) -> None:
+def _all_cut(b: _Body, emit, sizes, cut, rows_left, columns_left) -> None:
   """_whole_or_cut's blocks where both rows and columns may be cut."""
   with b.block(f"if ({' && '.join(f'{c} == {n}' for c, n in zip(cut, sizes) if c != n)})"): emit(*sizes)
   if rows_left is not None and cut[1] != sizes[1]:
     with b.block(f"else if ({cut[1]} == {sizes[1]})"): emit(rows_left, sizes[1])
+  if columns_left is not None and cut[0] != sizes[0]:
+    with b.block(f"else if ({cut[0]} == {sizes[0]})"): emit(sizes[0], columns_left)
   with b.block("else"): emit(*cut)
 
 
@@ -1409,7 +1414,7 @@ def _emit_interchanged(b: _Body, k: Kernel, pragmas: dict[int, str]):
     if rows: _prefetch_next_block(b, k, nrows, width, rows_inner=heads[-1].startswith("for (int64_t ib"))
     _whole_or_cut(b, lambda nr, nc, cut=None: _emit_block(b, k, nr, nc, ct, (nrows, width), rows_cut=cut),
                   _whole_width_blocks(k, nrows), (nrows if rows else "1", width), ("rn" if rows else "1", "tn"),
-                  **_row_cuts(k))
+                  **_row_cuts(k), columns_left=f"({last.extent} % {width})")
 
 
 # a sum longer than this, whose column panel (a vector wide: 256 KB on AVX2) outgrows the L2 cache, fills its panels
