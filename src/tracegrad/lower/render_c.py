@@ -943,7 +943,8 @@ def _emit_dot_blocked(b: _Body, k: Kernel, pragmas: dict[int, str]):
     b.line(f"const int64_t rn = {rows.extent} - ib < {nr} ? {rows.extent} - ib : {nr};")
     b.line(f"const int64_t cn = {cols.extent} - jb < {nc} ? {cols.extent} - jb : {nc};")
     whole = _every([_divides(rows.extent, nr), _divides(cols.extent, nc)])
-    _whole_or_cut(b, lambda r, c: _emit_dots(b, k, r, c, ct, (nr, nc)), whole, (nr, nc), ("rn", "cn"))
+    _whole_or_cut(b, lambda r, c: _emit_dots(b, k, r, c, ct, (nr, nc)), whole, (nr, nc), ("rn", "cn"),
+                  columns_left=f"({cols.extent} % {nc})")
 
 
 # a block of dot products whose operands outgrow the L2 cache is summed in chunks of its reduction: each thread adds
@@ -1059,7 +1060,7 @@ def _emit_dot_chunked(b: _Body, k: Kernel, pragmas: dict[int, str], chunk: tuple
       with each_block():
         whole = _every([_divides(rows.extent, nr), _divides(cols.extent, nc)])
         _whole_or_cut(b, lambda x, y: _emit_dots(b, k, x, y, ct, (nr, nc), chunk, per > 1), whole, (nr, nc),
-                      ("rn", "cn"))
+                      ("rn", "cn"), columns_left=f"({cols.extent} % {nc})")
       if per > 1: b.line("chunk_no++;")
     with each_block(): _store_dots(b, k, "rn", "cn", True)
     b.line("free(part);")
@@ -1465,7 +1466,7 @@ def _emit_interchanged_chunked(b: _Body, k: Kernel, pragmas: dict[int, str], chu
       open_blocks(b, r, chunk, chunks)
       with each_block():
         _whole_or_cut(b, lambda nr, nc, cut=None: _emit_block(b, k, nr, nc, ct, (nrows, width), chunk, cut), whole,
-                      (nrows, width), ("rn", "tn"), **_row_cuts(k))
+                      (nrows, width), ("rn", "tn"), **_row_cuts(k), columns_left=f"({last.extent} % {width})")
     with each_block(): _store_block(b, k, "rn", "tn", ct, True)
     b.line("free(part);")
 
@@ -1608,7 +1609,7 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
   whole, cuts = (_divides(rows.extent, nrows), {**_row_cuts(k), "whole_columns": True}) if padded else \
       (_whole_width_blocks(k, nrows), _row_cuts(k))
   blocks = lambda: _whole_or_cut(b, block, whole, (nrows, width), ("rn", width if padded else "tn"),
-                                 f"({rows.extent} % {nrows})", **cuts)
+                                 f"({rows.extent} % {nrows})", **cuts, columns_left=f"({last.extent} % {width})")
   with b.block("", "#pragma omp parallel" if pragmas else None):
     b.line("const int64_t nt = TG_THREADS(), id = TG_THREAD();")
     b.line(f"const int64_t npanels = ({last.extent} + {width} - 1) / {width}, "
