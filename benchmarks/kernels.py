@@ -112,6 +112,9 @@ def main():
     for n in (256, 512, 1024) if a.quick else (256, 512, 1024, 2048):
       x, y = rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32)
       workload(f"matmul {n}", lambda p, q: p @ q, lambda p, q: p @ q, (x, y), 2.0 * n ** 3, a.beam, min_time)
+    for m, k, n in ((128, 784, 300), (128, 300, 100)):   # a 784-300-100 MLP's layers: widths no vector divides
+      x, y = rng.random((m, k), dtype=np.float32), rng.random((k, n), dtype=np.float32)
+      workload(f"matmul {m}x{k}x{n}", lambda p, q: p @ q, lambda p, q: p @ q, (x, y), 2.0 * m * k * n, a.beam, min_time)
     for n in (512, 520, 1024):   # weight gradients: rows 2 or 4 KB apart are copied with longer rows first
       x, g = rng.standard_normal((128, n), dtype=np.float32), rng.standard_normal((128, n), dtype=np.float32)
       workload(f"x.T @ dy 128x{n}", lambda p, q: p.T @ q, lambda p, q: p.T @ q, (x, g), 2.0 * 128 * n * n, a.beam,
