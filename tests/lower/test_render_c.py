@@ -1032,6 +1032,30 @@ def test_a_last_block_of_columns_cut_short_runs_with_a_constant_width(cpu, monke
                                  err_msg=f"{shapes} {target}")
 
 
+@pytest.mark.parametrize("target", ["native", "x86-64-v3", "x86-64"])
+def test_dot_products_add_their_last_steps_short_of_a_vector_as_one_vector_step(cpu, monkeypatch, target):
+  """x @ y.T over 1001 steps (62 vectors of 16 and 9 steps, 125 of 8 and 1): the steps past the last whole vector are
+  one more vector step, of the vector that ends with them, its lanes the last step summed already zero
+  (tg_last_vf, tg_last_vd); a sum shorter than a vector keeps the lane by lane code. float32 and float64; the values
+  against float64's, on 1, 2 and 3 threads."""
+  import tracegrad as tg
+  from tracegrad.lower.schedule import schedule
+  if target != "native":
+    if not _avx2_host(): pytest.skip("compiling for an x86-64 target needs an x86-64 host")
+    monkeypatch.setenv("TRACEGRAD_CPU_TARGET", target)
+  rng = np.random.default_rng(5)
+  for steps, dtype in ((1001, np.float32), (1001, np.float64)):
+    args = [rng.standard_normal((m, steps)).astype(dtype) for m in (40, 66)]
+    ref = args[0].astype(np.float64) @ args[1].astype(np.float64).T
+    rule = ulps(4 * steps, np.dtype(dtype))
+    with x64(dtype == np.float64):
+      graph = tg.make_graph(lambda x, y: x @ y.T)(*args)
+      (kern,) = [k for k in schedule(graph).kernels if k.reduce is not None]
+      assert f"tg_last_v{'f' if dtype == np.float32 else 'd'}(" in kern.source and "tail[" in kern.source, kern.source
+      for got in _on_1_2_and_3_threads(graph, args):
+        np.testing.assert_allclose(got.reshape(ref.shape), ref, rtol=rule, atol=rule * np.sqrt(steps), err_msg=target)
+
+
 @pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="no C compiler")
 def test_a_block_of_dot_products_pins_its_columns_vectors_where_the_registers_hold_them(cpu):
   """A block of dot products keeps its columns' vectors in registers (TG_PIN) where they fit beside its accumulators,
@@ -1253,7 +1277,7 @@ def test_big_dot_products_sum_in_chunks_with_the_same_bits_on_any_thread_count(o
   assert "tail[q][c]" in k.source and "accs[q][c][0]" not in k.source
   # behind a test of the rows' length the compiler folds: rows of whole vectors add no zeros to every accumulator
   # at every row (the first layer's filter gradient ran 14% slower)
-  assert f"if (({p} - 0) % (TG_VREG" in k.source or f"if ((re - rb) % (TG_VREG" in k.source
+  assert f"if ((({p} - 0) % (TG_VREG" in k.source or f"if (((re - rb) % (TG_VREG" in k.source
   if tg.default_backend() != "cpu": return
   got = _on_1_2_and_3_threads(g, [dy, win])
   np.testing.assert_allclose(got[0], np.einsum("nop,nqp->oq", dy.astype(np.float64), win),
