@@ -359,11 +359,37 @@ def test_a_program_keeps_the_thread_count_its_probes_found_faster(cache, single_
   runner, base = exe._runner, cpu_mod._threads.base
   slow, fast = 0.002, 0.0005
   lib = runner.lib
-  runner.lib = types.SimpleNamespace(building=False, tg_run=lambda ptrs: time.sleep(
+  runner.lib = types.SimpleNamespace(building=False, tg_wake=lambda: None, tg_run=lambda ptrs: time.sleep(
     fast if (cpu_mod._threads.now == 1) == single_faster else slow))   # this runner's library only
   try:
     for _ in range(4 * cpu_mod.PROBE_MAX): runner([x])
     assert runner.single is single_faster
+  finally:
+    runner.lib = lib
+    cpu_mod._threads.use(base)
+
+
+@needs_cc
+def test_one_slow_call_on_every_core_does_not_keep_a_program_on_one_thread(cache):
+  """A first timed call on every core ten times slower than the rest (threads starting, caches cold) left a program
+  on one thread, each probe of every core paying the team's waking; a count's time is the median of its last calls,
+  and a run on every core after one on one thread wakes the team first (tg_wake), untimed."""
+  if cpu_mod._threads.base == 1: pytest.skip("one core")
+  import time
+  exe, x = _sum_program()
+  runner, base = exe._runner, cpu_mod._threads.base
+  lib, calls, woken = runner.lib, [], []
+
+  def run(ptrs):
+    calls.append(cpu_mod._threads.now)
+    time.sleep(0.0007 if cpu_mod._threads.now == 1 else 0.01 if calls.count(base) == 2 else 0.0004)
+
+  runner.lib = types.SimpleNamespace(building=False, tg_wake=lambda: woken.append(len(calls)), tg_run=run)
+  try:
+    for _ in range(4 * cpu_mod.PROBE_MAX): runner([x])
+    assert runner.single is False and calls[-cpu_mod.PROBE_MAX // 2:].count(1) <= 1
+    # every run on every core that follows one on one thread was woken first
+    assert woken == [i for i in range(1, len(calls)) if calls[i - 1] == 1 and calls[i] == base]
   finally:
     runner.lib = lib
     cpu_mod._threads.use(base)

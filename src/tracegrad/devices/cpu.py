@@ -23,6 +23,7 @@ import select
 import shlex
 import shutil
 import stat
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -30,7 +31,7 @@ import threading
 import time
 import warnings
 import weakref
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -125,11 +126,13 @@ _threads = _Threads()
 
 # A program runs its kernels on every core or on one, whichever its recent calls found faster: another process on the
 # machine can hold a core that a parallel kernel's threads all wait for at its end (beside one busy process a GPT step
-# ran 3x slower on two threads, 1.8x on one). Every call is timed (a moving average per count, weight RECENT for the
-# newest); now and then one runs on the other count: after PROBE calls at first, twice as many after each that
-# loses, up to PROBE_MAX. One thread is kept while it is faster by MARGIN. Sums give the same bits on any count.
-PROBE, PROBE_MAX, RECENT, MARGIN = 2, 64, 0.3, 0.85
-_ffi.cdef("void tg_run(void **bufs); void tg_times(double *ns);")
+# ran 3x slower on two threads, 1.8x on one). Every call is timed, and each count's time is the median of its last
+# SAMPLES calls, so that one slow call (a first one on every core took 10x the next ones) or one lucky one (a probe
+# of every core beside a busy process) decides nothing; now and then one runs on the other count: after PROBE calls
+# at first, twice as many after each that loses, up to PROBE_MAX. One thread is kept while it is faster by MARGIN.
+# Sums give the same bits on any count.
+PROBE, PROBE_MAX, SAMPLES, MARGIN = 2, 64, 5, 0.85
+_ffi.cdef("void tg_run(void **bufs); void tg_times(double *ns); void tg_wake(void);")
 
 
 @dataclass(frozen=True)
@@ -365,7 +368,8 @@ class _Runner:
     self.has_consts = bool(self.hosts) or any(c is not None for c in self.consts)
     self.buffer_types = [(b.size, b.dtype.np) for b in layout.buffers]
     self.threaded = getattr(lib, "threaded", True)
-    self.single, self.times = False, {False: math.inf, True: math.inf}   # by whether on one thread
+    self.single = False
+    self.times = {False: deque(maxlen=SAMPLES), True: deque(maxlen=SAMPLES)}   # by whether on one thread
     self.every, self.until = PROBE, PROBE   # calls between probes of the other count, and to the next
     self.warm = False
 
@@ -390,14 +394,19 @@ class _Runner:
       return
     self.until -= 1
     single = self.single != (self.until == 0)
+    slept = not single and t.now == 1 < t.base
     t.use(1 if single else t.base)
+    # the team's threads sleep while programs run on one: a run on every core wakes them first, untimed, or each
+    # probe of every core pays their waking and loses (a 34 us matmul's probes took 130-170 us; it stayed on one
+    # thread at 77 us)
+    if slept: self.lib.tg_wake()
     t0 = time.perf_counter()
     self.lib.tg_run(ptrs)
     took = time.perf_counter() - t0
-    was = self.times[single]
-    self.times[single] = took if was == math.inf else RECENT * took + (1 - RECENT) * was
+    self.times[single].append(took)
     if self.until: return
-    chosen = self.times[True] < MARGIN * self.times[False]
+    now = {n: statistics.median(v) if v else math.inf for n, v in self.times.items()}
+    chosen = now[True] < MARGIN * now[False]
     self.every = PROBE if chosen != self.single else min(2 * self.every, PROBE_MAX)
     self.single, self.until = chosen, self.every
 
@@ -482,7 +491,7 @@ class Library:
     self.path = path
     with _loadable(data, path.parent) as file: self._lib = _ffi.dlopen(file)
     if _pin_openmp(): weakref.finalize(self, _ffi.dlclose, self._lib).atexit = False
-    self.tg_run = self._lib.tg_run
+    self.tg_run, self.tg_wake = self._lib.tg_run, self._lib.tg_wake
     self.better: Library | None = None
     self.building = False   # a quick build whose full one is compiling
     self.ran = threading.Event()   # set once a quick build has run: its full build compiles after that
