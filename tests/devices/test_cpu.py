@@ -370,6 +370,17 @@ def test_a_program_keeps_the_thread_count_its_probes_found_faster(cache, single_
 
 
 @needs_cc
+def test_a_source_of_tg_run_alone_loads_and_runs(cache):
+  """compile() takes any source exporting tg_run: render_program's also export tg_wake, which one without it does
+  without (its runs on every core are not woken first)."""
+  lib = CPUDevice().compile("#include <stdint.h>\nvoid tg_run(void **bufs) { ((float *)bufs[0])[0] += 1.0f; }")
+  x = np.zeros(1, np.float32)
+  lib.tg_wake()
+  lib.tg_run(cpu_mod._ffi.new("void *[]", [cpu_mod._ffi.from_buffer(x)]))
+  assert x[0] == 1.0
+
+
+@needs_cc
 def test_one_slow_call_on_every_core_does_not_keep_a_program_on_one_thread(cache):
   """A first timed call on every core ten times slower than the rest (threads starting, caches cold) left a program
   on one thread, each probe of every core paying the team's waking; a count's time is the median of its last calls,
