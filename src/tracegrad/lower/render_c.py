@@ -2184,8 +2184,8 @@ WAKE = "void tg_wake(void) {\n  #pragma omp parallel\n  { __asm__ __volatile__(\
 
 
 def render_program(prog: Program, timed: bool = False) -> str:
-  """One C source: the prelude, every kernel, `void tg_wake(void)` (WAKE) and `void tg_run(void **bufs)` running the
-  program's items in order
+  """One C source: the prelude, every kernel, `void tg_wake(void)` (WAKE) where a kernel shares its work out to
+  threads, and `void tg_run(void **bufs)` running the program's items in order
   (control flow as C loops over its sub-programs; a host callback as a call through the function pointer the caller
   puts after the buffers' pointers, given the callback's number in host_calls(prog) and its operands' and results'
   pointers). `timed` adds a clock around each item and `void tg_times(double *ns)`, which copies out the last run's
@@ -2202,7 +2202,7 @@ def render_program(prog: Program, timed: bool = False) -> str:
                  "void tg_times(double *ns) { memcpy(ns, tg_ns, sizeof tg_ns); }\n")
     lines.insert(0, "  struct timespec t0;")
   if not prog.kernels: lines.append("  (void)bufs;")
-  parts.append(WAKE)
+  if any("#pragma omp parallel" in f for f in entry.functions): parts.append(WAKE)
   parts.append("void tg_run(void **bufs) {\n" + "".join(l + "\n" for l in lines) + "}\n#endif\n")
   return "\n".join(parts)
 
