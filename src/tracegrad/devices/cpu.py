@@ -6,8 +6,9 @@ bytes match the sha256 recorded beside it (`<key>.sha256`) when it was written, 
 checked; anything else is a miss, built again in its place. A library no program uses is unloaded (the last
 LIBS_KEPT asked for stay loaded).
 
-The source comes from lower/render_c.py and exports `void tg_run(void **bufs)` (and `void tg_wake(void)`, which wakes
-the threads before a run on every core after runs on one); it runs the Program of
+The source comes from lower/render_c.py and exports `void tg_run(void **bufs)` (and, where a kernel shares its work
+out to threads, `void tg_wake(void)`, which wakes them before a run on every core after runs on one); it runs the
+Program of
 devices/base.py whose Kernels (lower/kernel.py) are read by their fields only, since devices do not import the
 lowering. `time_library` times a program in a process of its own (cpu_timer.py), for kernel search.
 """
@@ -495,7 +496,7 @@ class Library:
     self.tg_run = self._lib.tg_run
     try:
       self.tg_wake = self._lib.tg_wake
-    except AttributeError:   # a source of tg_run alone (render_program's define tg_wake too): runs are not woken
+    except AttributeError:   # no threaded kernel, or a source of tg_run alone: its runs are not woken
       self.tg_wake = lambda: None
     self.better: Library | None = None
     self.building = False   # a quick build whose full one is compiling
