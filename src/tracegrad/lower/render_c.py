@@ -1107,11 +1107,10 @@ def _whole_or_cut(b: _Body, emit, whole: bool | str, sizes: tuple[str, str], cut
   columns: its sums stay in registers, where variable bounds kept them in memory (128 x 784 @ 784 x 300 ran at 84
   GFLOPS, 194 with 300 % 64 columns a constant). Where the columns are cut whole (`whole_columns`: on every target, or
   where the preprocessor's condition holds), only the rows are cut, and no block of cut columns is emitted: code that
-  never runs. With `repeat_rows` too, a quick build
-  (TG_QUICK) runs every block whole, its rows past the last repeating it (emit(*sizes, rows)), so one block's code
-  serves them all: each block's code costs compile time of its own (a GPT step's quick build spent a quarter of its
-  time on the cut ones), while the full build's cut block runs 6% quicker than a whole one's clamped rows (an MLP's
-  weight gradients)."""
+  never runs. With `repeat_rows` too, a quick build (TG_QUICK) runs every block whole, its rows past the last
+  repeating it (emit(*sizes, rows)), so one block's code serves them all: each block's code costs compile time of its
+  own (a GPT step's quick build spent a quarter of its time on the cut ones), while the full build's cut block runs
+  6% quicker than a whole one's clamped rows (an MLP's weight gradients)."""
   if whole is True: return emit(*sizes)
   if whole:
     b.line(f"#if {whole}")
