@@ -25,6 +25,7 @@ from ..devices import host_linalg
 from ..devices.base import BufferSpec, Program
 from ..viz import record
 from .complex_split import ComplexUnsupported, split_complex
+from .locality import near_readers
 from .kernel import PACK_SUFFIX, Control, Kernel, Loop, Phase, Reduce, Store, acc_dtype
 from .render_c import BLOCKS, REDUCE_ALU, combine, conjuncts, dot_blocked, interchanged, is_product, panel_load, \
   panels_read, phase_loops, reduce_identity, transposed_panels, widest_lanes
@@ -809,8 +810,21 @@ class _Scheduler:
     self.order = [u for u in order if u.op in CONTROL_FLOW or u in self.bufnum and
                   u.op not in (Ops.PARAM, Ops.BUFFER, Ops.PROJ) and
                   not (u.op is Ops.RESHAPE and self.bufnum[u] == self.bufnum.get(u.src[0]))]
+    operands = {u: self._operands(u) for u in self.order if u.op not in CONTROL_FLOW}
+    self.order = near_readers(self.order, operands.get, self.bufnum.get,
+                              lambda n: self.buffers[n].size * self.buffers[n].dtype.itemsize)
     self.kernels: list[Kernel | Control] = []
     self.calls: list[tuple[int, ...]] = []
+
+  def _operands(self, u: UOp) -> set[int]:
+    """The buffers u's kernel reads."""
+    out, todo, seen = set(), list(u.src), set()
+    while todo:
+      if (s := todo.pop()) in seen: continue
+      seen.add(s)
+      if s in self.bufnum: out.add(self.bufnum[s])
+      else: todo.extend(s.src)
+    return out
 
   def _materialised(self, order: list[UOp]) -> set[UOp]:
     """Nodes that get a buffer: outputs, reductions, scatters, optimization barriers (but those _absorbed); nodes read
