@@ -953,3 +953,29 @@ def test_a_convolutions_input_gradient_adds_inside_the_input_unclamped():
   want = want[:, :, :-1, :-1]
   np.testing.assert_allclose(np.asarray(tg.jit(dx)(x, w)), want, rtol=ulps(256), atol=ulps(256) * np.abs(want).max())
   np.testing.assert_allclose(run_program(prog, [x, w])[0], want, rtol=ulps(256), atol=ulps(256) * np.abs(want).max())
+
+
+def test_a_deep_residual_gradient_is_scheduled_in_few_passes(monkeypatch):
+  """The residual stream's cotangent, a chain of adds as long as the network is deep, is cut into stored pieces in one
+  pass over the graph, not one pass for each add past the longest chain recomputed (80 layers: 39 passes); the
+  gradient is the numpy one."""
+  from tracegrad.lower import schedule as sched
+  passes = []
+  recomputed = sched._Scheduler._recomputed
+  monkeypatch.setattr(sched._Scheduler, "_recomputed", lambda self, *a: passes.append(1) or recomputed(self, *a))
+  ws = [rng.normal(scale=0.1, size=(8, 8)).astype(np.float32) for _ in range(80)]
+  x = rng.normal(size=(4, 8)).astype(np.float32)
+
+  def loss(ws, x):
+    for w in ws: x = tnp.tanh(x @ w) + x
+    return (x * x).sum()
+  prog = schedule(tg.make_graph(tg.grad(loss, argnums=1))(ws, x))
+  assert len(passes) <= 3, len(passes)
+  hs, h = [], x.astype(np.float64)
+  for w in ws:
+    hs.append(h)
+    h = np.tanh(h @ w) + h
+  g = 2 * h
+  for w, h in zip(reversed(ws), reversed(hs)):
+    g = g + ((1 - np.tanh(h @ w) ** 2) * g) @ w.T
+  np.testing.assert_allclose(run_program(prog, [*ws, x])[0], g, rtol=1e-4, atol=1e-4 * np.abs(g).max())

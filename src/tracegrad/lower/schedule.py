@@ -856,7 +856,7 @@ class _Scheduler:
         more = {self._base(u) for u in shared if not (self._cheap(u) or u.op in CHEAP)}
         chain, wide = self._chains(order, base), self._wide(order, base)
         long = {u for u in shared if u.op in CHEAP and (chain[u] > CHEAP_CHAIN or u in wide)}
-        more = (more | {self._base(u) for u in long if not any(v in long for v in users[u])}) - base   # their tops
+        more = (more | self._tops(order, base, long)) - base
         more |= self._recomputed(order, base | more) - base
         if not more: break
         base |= more
@@ -864,6 +864,17 @@ class _Scheduler:
         return base - self._absorbed(base)
       m = base | set(self.epilogue.values())
       candidates = [r for r in candidates if self._epilogue_root(r, users, base - {r}) is not None]
+
+  def _tops(self, order: list[UOp], base: set[UOp], long: set[UOp]) -> set[UOp]:
+    """The `long` nodes (cheap steps whose recomputing repeats too much) stored, from the top down: each one that
+    two kernels' roots still reach once those above it are stored. One pass from the outputs, where cutting the tops
+    only and looking again took a pass for each node of a long chain (a deep residual network's gradient: 108 passes
+    over the graph for 150 layers)."""
+    cut, roots = set(), {}
+    for u in reversed(order):
+      roots[u] = frozenset().union(*(({v} if v in base or v in cut else roots[v]) for v in self.users[u]))
+      if u in long and len(roots[u]) > 1: cut.add(u)
+    return cut
 
   def _recomputed(self, order: list[UOp], base: set[UOp]) -> set[UOp]:
     """Nodes that their kernel would compute at more than INDEX_MAPS index maps (one for each path of moves from
@@ -1007,10 +1018,11 @@ class _Scheduler:
 
     def steps(r: UOp) -> set[UOp]:
       """The work in u's kernel that reads r."""
-      path, grew = set(), True
-      while grew:
-        more = {s for s in region - path if r in s.src or path & set(s.src)}
-        path, grew = path | more, bool(more)
+      path, todo = set(), [v for v in self.users[r] if v in region]
+      while todo:
+        if (v := todo.pop()) not in path:
+          path.add(v)
+          todo.extend(w for w in self.users[v] if w in region)
       return path
     # a reduction whose value other kernels need too (through a step they share) stays stored, read as a leaf
     found = [r for r in reds if all(ok(s) for s in steps(r))]
