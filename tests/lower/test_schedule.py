@@ -979,3 +979,25 @@ def test_a_deep_residual_gradient_is_scheduled_in_few_passes(monkeypatch):
   for w, h in zip(reversed(ws), reversed(hs)):
     g = g + ((1 - np.tanh(h @ w) ** 2) * g) @ w.T
   np.testing.assert_allclose(run_program(prog, [*ws, x])[0], g, rtol=1e-4, atol=1e-4 * np.abs(g).max())
+
+
+def test_a_residual_stream_is_stored_before_its_recomputing_reads_many_buffers():
+  """h = h + tanh(standardize(h) @ w) over 12 layers: h is a sum of every layer's output so far, cheap to recompute
+  but, by the last layers, from a dozen arrays that each of its consumers (the statistics, the next sum) would read
+  again, as many more at each layer. It is stored once it reads MANY_LOADS of them; the values are numpy's."""
+  from tracegrad.lower.schedule import MANY_BYTES, MANY_LOADS
+  ws = [rng.normal(scale=0.05, size=(128, 128)).astype(np.float32) for _ in range(12)]
+  x = rng.normal(size=(128, 128)).astype(np.float32)
+  assert x.nbytes >= MANY_BYTES and MANY_LOADS + 2 < 12
+
+  def net(ws, x):
+    for w in ws: x = x + tnp.tanh(tg.nn.standardize(x, axis=-1) @ w)
+    return x
+  prog = schedule(tg.make_graph(net)(ws, x))
+  reads = [sum(p.arg[1][0] == x.size for p in k.bufs) - 1 for k in prog.kernels]   # its activations, less its own
+  assert max(reads) <= MANY_LOADS + 2, reads
+  want = x.astype(np.float64)
+  for w in ws:
+    z = (want - want.mean(-1, keepdims=True)) / np.sqrt(want.var(-1, keepdims=True) + 1e-5)
+    want = want + np.tanh(z @ w)
+  np.testing.assert_allclose(run_program(prog, [*ws, x])[0], want, **tol("float32", 128, 128))
