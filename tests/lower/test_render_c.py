@@ -1625,3 +1625,26 @@ def test_register_blocks_prefetch_the_column_panel_they_read():
   assert "TG_PREFETCH(&panel[" in render_kernel(k)
   got = np.asarray(tg.jit(lambda x, y: x @ y)(tnp.asarray(a), tnp.asarray(b)))
   np.testing.assert_allclose(got, a.astype(np.float64) @ b, rtol=ulps(4 * 512), atol=ulps(4 * 512) * math.sqrt(512))
+
+
+def _scaled(n: int, c: float) -> Kernel:
+  """out[i] = x[i] * c over n elements, with parameters of its own."""
+  x, out, i = UOp.param((n,), dtypes.float32), UOp.param((n,), dtypes.float32), UOp.param((), I64)
+  return Kernel("k_scaled", (x, out), (Loop(i, n),), (Store(out, i, x.gather(i.reshape((1,))) * K(c, dtypes.float32)),))
+
+
+def test_alike_kernels_have_one_structure_and_are_rendered_once(monkeypatch):
+  """Kernels that differ only in their names and parameter nodes (a network's alike layers) have one structure and
+  render to one function, rendered once; a different constant (-0.0 against 0.0 too) or extent is another."""
+  import tracegrad.lower.render_c as rc
+  a, b = _scaled(64, 2.0), _scaled(64, 2.0)
+  assert a.structure() == b.structure() and render_kernel(a) == render_kernel(b)
+  for other in (_scaled(64, 3.0), _scaled(32, 2.0)):
+    assert other.structure() != a.structure()
+  assert _scaled(8, 0.0).structure() != _scaled(8, -0.0).structure()
+  rendered = []
+  monkeypatch.setattr(rc, "render_kernel", lambda k, *args, **kw: rendered.append(k) or render_kernel(k, *args, **kw))
+  kernels = [_scaled(64, 2.0), _scaled(64, 2.0), _scaled(64, 3.0)]
+  prog = Program(kernels, [(0, 1), (1, 2), (2, 3)], [BufferSpec(64, dtypes.float32) for _ in range(4)], [0], [(3, (64,))])
+  src = render_program(prog)
+  assert len(rendered) == 2 and len(set(re.findall(r"void (k_scaled\w*)\(", src))) == 2

@@ -59,8 +59,9 @@ class Buffer:
   def __repr__(self) -> str: return f"Buffer({self.dtype}{fmt(self.shape)})"
 
 
-def _key_arg(op: Ops, arg):
-  # 0.0 and -0.0 (and 1, 1.0, True) are equal as Python values but are different constants
+def key_arg(op: Ops, arg):
+  """arg as a node's identity holds it: 0.0 and -0.0 (and 1, 1.0, True) are equal as Python values but are
+  different constants."""
   if op is Ops.CONST: return (type(arg), arg, math.copysign(1.0, arg) if isinstance(arg, float) else 0, repr(arg))
   return arg
 
@@ -142,7 +143,7 @@ class UOp:
   def __new__(cls, op: Ops, dtype: DType, src: tuple = (), arg=None):
     if op is Ops.BUFFER and not src: return UOp._buffer(dtype, arg)
     src = tuple(src)
-    key = (op, dtype, src, _key_arg(op, arg))
+    key = (op, dtype, src, key_arg(op, arg))
     if (hit := UOp._cache.get(key)) is not None: return hit
     shape = infer_shape(op, dtype, src, arg)
     if (fold := _FOLDS.get(op)) is not None and (same := fold(dtype, src, arg)) is not None: return same

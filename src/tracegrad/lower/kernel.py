@@ -24,7 +24,8 @@ import math
 from dataclasses import dataclass
 
 
-from ..ir import Ops, UOp, dtypes
+from ..ir import Ops, UOp, dtypes, toposort
+from ..ir.uop import key_arg
 from ..ir.dtypes import DType
 
 
@@ -105,6 +106,28 @@ class Kernel:
       n += outer * math.prod(l.extent for l in p.epilogue) * sum(flops(s.value) for s in p.stores)
       if p.reduce: n += outer * math.prod(l.extent for l in p.reduce.loops) * (flops(p.reduce.value) + 1)
     return n, sum(b.size * b.dtype.itemsize for b in self.bufs)
+
+  def structure(self) -> tuple:
+    """The kernel up to its name and which parameter nodes it holds (numbered by first appearance): two kernels of
+    one structure (alike layers of a network) render to the same code."""
+    roots: list[UOp] = []
+
+    def form(x):
+      if x is None or isinstance(x, (bool, int, float, str, Ops)): return x
+      if isinstance(x, UOp):
+        roots.append(x)
+        return len(roots) - 1
+      if isinstance(x, (tuple, list)): return tuple(form(y) for y in x)
+      return (type(x).__name__, *(form(getattr(x, f.name)) for f in dataclasses.fields(x) if f.name != "name"))
+    skeleton = form(self)
+    num: dict[UOp, int] = {}
+    params, nodes = 0, []
+    for u in toposort(roots):
+      num[u] = len(num)
+      if u.op is Ops.PARAM: params, arg = params + 1, ("param", params, u.arg[1])
+      else: arg = key_arg(u.op, u.arg)
+      nodes.append((u.op, u.dtype, arg, tuple(num[s] for s in u.src)))
+    return skeleton, tuple(nodes), tuple(num[r] for r in roots)
 
   # `source` (the kernel as C source) and str() are installed by render_c
 

@@ -2240,6 +2240,7 @@ class _Entry:
   def __init__(self, buffers, hosts: dict[int, int]):
     self.buffers, self.functions, self.seen, self.hosts = buffers, [], set(), hosts
     self.bodies: dict[str, str] = {}   # a kernel's C text under a placeholder name -> the function rendered for it
+    self.texts: dict[tuple, str] = {}   # (restrict, a kernel's structure) -> its C text under the placeholder name
 
   def nbytes(self, n: int) -> int: return self.buffers[n].size * self.buffers[n].dtype.itemsize
 
@@ -2257,7 +2258,9 @@ class _Entry:
   def call(self, j: int, k: Kernel, nums) -> str:
     if len(nums) != len(k.bufs):
       raise ValueError(f"render_program: kernel {j} ({k.name}) takes {len(k.bufs)} buffers, its call binds {len(nums)}")
-    text = render_kernel(k, "TG_SAME", restrict=len(set(nums)) == len(nums), storage="TG_KERNEL")
+    restrict, key = len(set(nums)) == len(nums), k.structure()
+    if (text := self.texts.get((restrict, key))) is None:   # a kernel alike one rendered already is not rendered again
+      text = self.texts[restrict, key] = render_kernel(k, "TG_SAME", restrict=restrict, storage="TG_KERNEL")
     name = self.bodies.get(text)
     if name is None:   # kernels with one body (each layer's, forward and backward) share one function
       name = c_name(k.name)
