@@ -12,7 +12,7 @@ run with the caller's setting.
 --busy N runs the steady steps beside N processes that keep a core busy each (a loaded machine): both libraries
 share the cores with them in the same way.
 
-cnn, gpt and mlp are written once over a namespace (numpy module, nn, lax, transforms) that is tracegrad's or
+cnn, gpt (and gpt-12, the same with 12 layers) and mlp are written once over a namespace (numpy module, nn, lax, transforms) that is tracegrad's or
 JAX's; mlperf-resnet and mlperf-gpt are the steps of examples/mlperf built through its functions, and their JAX
 twins are written out in plain JAX from the same weights.
 """
@@ -357,6 +357,7 @@ def _jax_gpt():
 WORKLOADS = {"cnn": ("CNN step b32 32x32", cnn),
              "cnn-nhwc": ("CNN step NHWC", functools.partial(cnn, channels_last=True)),
              "gpt": ("GPT step 2L d128 b8 s64", gpt),
+             "gpt-12": ("GPT step 12L d128 b8 s64", functools.partial(gpt, layers=12)),   # a deep one: its compile
              "mlp": ("MLP step 784-512-512-10", mlp), "mlperf-resnet": ("mlperf ResNet-8 step b64", mlperf_resnet),
              "mlperf-gpt": ("mlperf GPT step b32 s64", mlperf_gpt)}
 
