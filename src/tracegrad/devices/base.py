@@ -136,6 +136,9 @@ class BufferSpec:
   dtype: DType
   data: np.ndarray | None = None   # a constant's value (a BUFFER node of the graph), else None
 
+  @property
+  def nbytes(self) -> int: return self.size * self.dtype.itemsize
+
 
 @dataclass(eq=False)
 class Program:

@@ -80,7 +80,7 @@ class Runner:
 
   def __init__(self, prog: Program, queue: Queue, functions: dict, launches: dict):
     self.prog, self.queue, self.functions, self.launches = prog, queue, functions, launches
-    self.nbytes = [b.size * b.dtype.itemsize for b in prog.buffers]
+    self.nbytes = [b.nbytes for b in prog.buffers]
     self.timed, self.ns = False, []   # timed: wait for each item of the program and keep its nanoseconds
     written = set()
 
@@ -103,7 +103,7 @@ class Runner:
         getattr(k, "bodies", None) is None for k in prog.kernels) else None
 
   def _upload(self, spec):
-    buf = self.queue.alloc(max(spec.size * spec.dtype.itemsize, 1))
+    buf = self.queue.alloc(max(spec.nbytes, 1))
     self._fill(buf, spec.data, spec.dtype)
     return buf
 

@@ -2242,7 +2242,7 @@ class _Entry:
     self.bodies: dict[str, str] = {}   # a kernel's C text under a placeholder name -> the function rendered for it
     self.texts: dict[tuple, str] = {}   # (restrict, a kernel's structure) -> its C text under the placeholder name
 
-  def nbytes(self, n: int) -> int: return self.buffers[n].size * self.buffers[n].dtype.itemsize
+  def nbytes(self, n: int) -> int: return self.buffers[n].nbytes
 
   def items(self, prog: Program, depth: int, timed: bool = False, only=None) -> list[str]:
     """The lines of prog's items (those numbered in `only`, when given)."""

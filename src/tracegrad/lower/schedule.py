@@ -815,8 +815,7 @@ class _Scheduler:
                   u.op not in (Ops.PARAM, Ops.BUFFER, Ops.PROJ) and
                   not (u.op is Ops.RESHAPE and self.bufnum[u] == self.bufnum.get(u.src[0]))]
     operands = {u: self._operands(u) for u in self.order if u.op not in CONTROL_FLOW}
-    self.order = near_readers(self.order, operands.get, self.bufnum.get,
-                              lambda n: self.buffers[n].size * self.buffers[n].dtype.itemsize)
+    self.order = near_readers(self.order, operands.get, self.bufnum.get, lambda n: self.buffers[n].nbytes)
     self.kernels: list[Kernel | Control] = []
     self.calls: list[tuple[int, ...]] = []
 
