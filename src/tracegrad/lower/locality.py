@@ -68,7 +68,8 @@ def _drawn(order: list, i: int, reads, writes, nbytes, cold_bytes: int) -> list 
 def _cold(order: list, i: int, b: int, reads, writes, nbytes, cold_bytes: int) -> bool:
   """Whether the items before order[i] wrote cold_bytes or more since buffer b was last written or read."""
   written = 0
-  for v in reversed(order[:i]):
+  for k in range(i - 1, -1, -1):
+    v = order[k]
     if writes(v) == b or b in (reads(v) or ()): return False
     written += nbytes(w) if (w := writes(v)) is not None else 0
     if written >= cold_bytes: return True
