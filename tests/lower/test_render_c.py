@@ -1032,6 +1032,34 @@ def test_a_last_block_of_columns_cut_short_runs_with_a_constant_width(cpu, monke
                                  err_msg=f"{shapes} {target}")
 
 
+def test_dot_products_over_two_vectors_unroll_their_vector_steps_whole():
+  """A block of dot products whose reduction's last loop is two of the widest vectors long (a first layer's filter
+  gradient, rows of 32 float32 positions) unrolls its loop of vector steps whole (TG_UNROLL(2)); rows of 64 are left
+  to the compiler. Search does not try the default again, and the gradient matches the direct sum."""
+  import tracegrad as tg
+  from tracegrad.lower import opt
+  from tracegrad.lower.render_c import dot_blocked, short_dots_unroll
+  from tracegrad.lower.schedule import schedule
+  rng = np.random.default_rng(17)
+  x, w = rng.standard_normal((2, 3, 32, 32)).astype(np.float32), rng.standard_normal((8, 3, 3, 3)).astype(np.float32)
+  ct = rng.standard_normal((2, 8, 32, 32)).astype(np.float32)
+  loss = lambda w, x, ct: (tg.lax.conv_general_dilated(x, w, (1, 1), "SAME") * ct).sum()
+  (kern,) = [k for k in schedule(tg.make_graph(tg.grad(loss))(w, x, ct)).kernels
+             if k.reduce is not None and dot_blocked(k)]
+  assert kern.reduce.loops[-1].extent == 32 and short_dots_unroll(kern, None) == 2 and "TG_UNROLL(2)" in kern.source
+  assert {"unroll": 2} not in opt.neighbours(kern, {}) and {"unroll": 4} in opt.neighbours(kern, {})
+  a, b = rng.standard_normal((4, 16, 64)).astype(np.float32), rng.standard_normal((4, 24, 64)).astype(np.float32)
+  (long,) = [k for k in schedule(tg.make_graph(lambda a, b: tg.numpy.einsum("nop,nqp->oq", a, b))(a, b)).kernels
+             if k.reduce is not None]
+  assert dot_blocked(long) and short_dots_unroll(long, None) is None and "TG_UNROLL(" not in long.source
+  if tg.default_backend() == "cpu":
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    want = np.stack([np.einsum("nchw,nohw->oc", xp[:, :, i:i + 32, j:j + 32], ct) for i in range(3) for j in range(3)],
+                    -1).reshape(w.shape)
+    np.testing.assert_allclose(np.asarray(tg.jit(tg.grad(loss))(w, x, ct)), want, rtol=ulps(4 * 2048),
+                               atol=ulps(4 * 2048) * 50)
+
+
 @pytest.mark.parametrize("target", ["native", "x86-64-v3", "x86-64"])
 def test_dot_products_add_their_last_steps_short_of_a_vector_as_one_vector_step(cpu, monkeypatch, target):
   """x @ y.T over 1001 steps (62 vectors of 16 and 9 steps, 125 of 8 and 1): the steps past the last whole vector are

@@ -9,7 +9,8 @@ program's prelude); search (lower/search.py) tries others and keeps what runs fa
 - `width`: points of the last output loop in one block (a matmul whose right operand is read along the row)
 - `cols`: outputs of the last output loop in one block of dot products (both operands read along the reduction)
 - `unroll`: how far the compiler unrolls a block's reduction loop (by default as far as it chooses, but in a register
-  block along the row not at all when short and the last of several: render_c.default_unroll)
+  block along the row not at all when short and the last of several: render_c.default_unroll; and a block of dot
+  products' vector steps whole when they are two of the widest vectors: render_c.short_dots_unroll)
 - `order`: 0 runs a matmul's row blocks outside its column blocks (by default the column blocks are outside, so a
   panel of the right operand stays in cache while every row block uses it)
 - `panel`: 0 reads a big right operand in place rather than from contiguous copies of its column panels
@@ -201,10 +202,12 @@ def neighbours(k: Kernel, opts: dict, target: str = "c", host: str | None = "") 
         if all(v in legal.get(a, ()) for a, v in cand.items()): out.append(cand)
     return out
   if opts.get("block") == 0: return [{}, {"block": 0, "threads": 1 - opts.get("threads", 1)}]
-  from .render_c import BLOCKS, REGISTERS, accumulators, block_sizes, columns_outside, default_unroll, panel_load
+  from .render_c import (BLOCKS, REGISTERS, accumulators, block_sizes, columns_outside, default_unroll, panel_load,
+                         short_dots_unroll)
   out, kind, sizes = [], shape(k), BLOCKS.get(host)
   defaults = {**DEFAULTS, "order": columns_outside(k), **(block_sizes(k, sizes) if sizes else {})}
   if kind == "rows_by_width": defaults["unroll"] = default_unroll(k)
+  if kind == "dots": defaults["unroll"] = short_dots_unroll(k, None)
   for name in ACTIONS.get(kind, ()):
     if name == "panel" and panel_load(k) is None: continue   # no panel to copy: the same code either way
     if name in ("rows", "order") and kind == "rows_by_width" and len(k.loops) < 2: continue
