@@ -1501,12 +1501,13 @@ def test_a_narrow_matmul_takes_its_columns_as_one_whole_block(n):
                                rtol=ulps(4 * 256), atol=ulps(4 * 256) * 16)
 
 
-@pytest.mark.parametrize("keys,rows", [(64, 8), (70, 7), (61, 6)])
+@pytest.mark.parametrize("keys,rows", [(64, 8), (70, 7), (61, 8), (66, 6)])
 def test_register_blocks_of_fewer_vectors_than_the_targets_width_take_more_rows(keys, rows):
   """An attention's value gradient per head, P^T dO (keys x 32 columns over 64 queries): its columns fill two of
   AVX-512's four vectors, so its blocks take the most rows up to NARROW_ROWS_MAX that divide the keys (8 of 64, 7 of
-  70; 6, TG_ROWS, where none does), a constant on TG_VBYTES; on AVX2 and narrower targets 32 columns fill the block's
-  width and it keeps TG_ROWS. float64's values, the same bits on 1, 2 and 3 threads."""
+  70; where none does, TG_ROWS where it divides them, 6 of 66, else the most, 8 of 61), a constant on TG_VBYTES; on
+  AVX2 and narrower targets 32 columns fill the block's width and it keeps TG_ROWS. float64's values, the same bits on
+  1, 2 and 3 threads."""
   import tracegrad as tg
   from tracegrad.lower.render_c import BLOCKS, block_sizes
   from tracegrad.lower.schedule import schedule

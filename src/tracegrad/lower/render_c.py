@@ -1201,13 +1201,17 @@ def _narrow_rows(k: Kernel, t: dict[str, int]) -> int:
   """The rows of k's register blocks of a sum of products on target t (BLOCKS' sizes): TG_ROWS, or where the
   columns fill fewer vectors than TG_VBYTES, the most rows up to NARROW_ROWS_MAX that its registers hold and that
   divide k's rows (an attention's 64 x 32 products per head on AVX-512: 8 rows of 2 vectors, 160 -> 210 GFLOPS, where
-  6 rows left a cut block of 4 and 12 accumulators)."""
+  6 rows left a cut block of 4 and 12 accumulators); where none does, nor TG_ROWS, the most rows (a channels-last
+  first layer's filter gradient, 27 taps and channels by 32 on AVX-512: 4 blocks of 8 rows, 194-225 -> 252-255
+  GFLOPS alone, where 5 blocks of 6 shared out unevenly between two threads; the value gradient of attention over
+  61 keys 266 -> 282)."""
   size, (rows, last) = k.reduce.acc.dtype.itemsize, k.loops[-2:]
   lanes = t["TG_VREG"] // size
   vectors = -(-min(dict(k.opts).get("width", last.extent), t["TG_VBYTES"] // size) // lanes)
   if vectors * lanes * size >= t["TG_VBYTES"]: return t["TG_ROWS"]
   most = min(NARROW_ROWS_MAX, (t["TG_REGS"] - vectors - 2) // vectors)
-  return next((n for n in range(most, t["TG_ROWS"], -1) if rows.extent % n == 0), t["TG_ROWS"])
+  fallback = t["TG_ROWS"] if rows.extent % t["TG_ROWS"] == 0 else max(most, t["TG_ROWS"])
+  return next((n for n in range(most, t["TG_ROWS"], -1) if rows.extent % n == 0), fallback)
 
 
 def _rows_on(k: Kernel, t: dict[str, int]) -> int:
