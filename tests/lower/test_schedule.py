@@ -1003,3 +1003,58 @@ def test_a_residual_stream_is_stored_before_its_recomputing_reads_many_buffers()
     z = (want - want.mean(-1, keepdims=True)) / np.sqrt(want.var(-1, keepdims=True) + 1e-5)
     want = want + np.tanh(z @ w)
   np.testing.assert_allclose(run_program(prog, [*ws, x])[0], want, **tol("float32", 128, 128))
+
+
+def test_alike_layers_are_scheduled_once_and_run_as_when_scheduled_each(monkeypatch):
+  """A 6-layer residual MLP's training step with SGD: each layer's kernels after the first are those of the first
+  (its region of the graph has the same structure, _region) on the layer's buffers, the program kernel for kernel
+  and call for call the one scheduled afresh, with numpy's values. A momentum update of four parameters of one
+  shape: its alike kernels, which hold the same parameter nodes, joined into one (merge_elementwise) with numpy's
+  values."""
+  from tracegrad.lower import schedule as sched
+  again = []
+  replay = sched._Scheduler._again
+  monkeypatch.setattr(sched._Scheduler, "_again", lambda self, *a: again.append(1) or replay(self, *a))
+  ws = [rng.normal(scale=0.2, size=(16, 16)).astype(np.float32) for _ in range(6)]
+  x = rng.normal(size=(8, 16)).astype(np.float32)
+
+  def step(ws, x):
+    def loss(ws):
+      h = x
+      for w in ws: h = h + tnp.tanh(h @ w)
+      return (h * h).sum()
+    return [w - 0.01 * g for w, g in zip(ws, tg.grad(loss)(ws))]
+  graph = tg.make_graph(step)(ws, x)
+  monkeypatch.setattr(sched, "REUSE_ALIKE", False)
+  fresh = schedule(graph)
+  monkeypatch.setattr(sched, "REUSE_ALIKE", True)
+  prog = schedule(graph)
+  assert len(again) >= 5, len(again)
+  assert [(k.name, k.structure(), c) for k, c in zip(prog.kernels, prog.calls)] == \
+      [(k.name, k.structure(), c) for k, c in zip(fresh.kernels, fresh.calls)]
+  hs, h = [], x.astype(np.float64)
+  for w in ws:
+    hs.append(h)
+    h = h + np.tanh(h @ w)
+  g, want = 2 * h, [None] * len(ws)
+  for i in reversed(range(len(ws))):
+    d = (1 - np.tanh(hs[i] @ ws[i]) ** 2) * g
+    want[i] = ws[i] - 0.01 * (hs[i].T @ d)
+    g = g + d @ ws[i].T
+  for got, w in zip(run_program(prog, [*ws, x]), want):
+    np.testing.assert_allclose(got.reshape(w.shape), w, rtol=1e-4, atol=1e-4 * np.abs(w).max())
+
+  ps, gs, ms = ([rng.normal(size=(16, 16)).astype(np.float32) for _ in range(4)] for _ in range(3))
+
+  def update(ps, gs, ms):
+    ms = [0.9 * m + g for m, g in zip(ms, gs)]
+    return [p - 0.1 * m for p, m in zip(ps, ms)], ms
+  del again[:]
+  prog = schedule(tg.make_graph(update)(ps, gs, ms))
+  assert len(again) >= 3 and len(prog.kernels) == 1 and len(prog.kernels[0].stores) == 8, prog.kernels
+  assert len(set(prog.kernels[0].bufs)) == len(prog.kernels[0].bufs)
+  got = run_program(prog, [*ps, *gs, *ms])
+  for j, (p, g, m) in enumerate(zip(ps, gs, ms)):
+    m2 = 0.9 * m.astype(np.float64) + g
+    np.testing.assert_allclose(got[j].reshape(p.shape), p - 0.1 * m2, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(got[4 + j].reshape(p.shape), m2, rtol=1e-6, atol=1e-6)
