@@ -893,7 +893,8 @@ def test_a_last_block_of_rows_cut_short_runs_the_whole_blocks_code(cpu, monkeypa
   block of rows, cut short (50 or 100 rows in blocks of 8, 6 or 4), runs the whole blocks' code: its rows past the
   last read the last again and are not stored, so each kernel compiles one block's code and no cut copy of it; the
   full build keeps its cut block, and neither has a block of cut columns. A matmul with a bias and relu, one with
-  paneled columns, x.T @ g, and x.T @ g over 8192 rows (2 MB of columns: summed in chunks); float64's values, from
+  paneled columns, x.T @ g, and x.T @ g over 8192 rows (2 MB of columns: summed in chunks, in two parts shared out
+  to the threads, split_parts); float64's values, from
   the quick build and the full one (the same bits on 1, 2 and 3 threads)."""
   import tracegrad as tg
   from tracegrad import run
@@ -918,7 +919,7 @@ def test_a_last_block_of_rows_cut_short_runs_the_whole_blocks_code(cpu, monkeypa
     for k in blocked:
       quick = k.source.split("#if defined(TG_QUICK)", 1)[1].split("#else", 1)[0]
       assert "TG_MIN2(q, rn - 1)" in quick and "rn ==" not in quick and "tn ==" not in k.source, k.source
-    assert ("part[" in blocked[0].source) == (n == 8192)
+    assert ("shared[part" in blocked[0].source) == (n == 8192)
     ref = want(*(a.astype(np.float64) for a in args))
     exe = run.Executable(graph, "cpu")
     quick = cpu.run_program(exe.program, cpu.compile("#define TG_QUICK 1\n" + exe.source), args)[0]
@@ -1407,11 +1408,12 @@ def test_threads_share_out_a_paneled_kernels_blocks_with_the_same_bits_on_any_th
 
 def test_register_blocks_whose_columns_outgrow_the_cache_sum_in_chunks_with_the_same_bits_on_any_thread_count():
   """A channels-last first layer's filter gradient runs as register blocks of its 27 taps and channels by its
-  output channels, which read 2 MB of output gradients for each block of rows: each thread adds each chunk of the
-  sum into all of its blocks in turn (block_chunk), whole blocks and the cut one of 3 rows. The same bits on 1, 2 or
-  3 threads, and float64's values."""
+  output channels, which read 2 MB of output gradients for each block of rows: it is summed in chunks (block_chunk),
+  in SPLIT_PARTS parts of its sum shared out to the threads with its blocks, each thread adding each chunk of its
+  part into all of its blocks in turn, whole blocks and the cut one of 3 rows, and then the parts added up in order.
+  The same bits on 1, 2 or 3 threads, and float64's values."""
   import tracegrad as tg
-  from tracegrad.lower.render_c import BLOCK_CHUNK_BYTES, block_chunk, interchanged, _Body
+  from tracegrad.lower.render_c import BLOCK_CHUNK_BYTES, SPLIT_PARTS, block_chunk, interchanged, split_parts, _Body
   from tracegrad.lower.schedule import schedule
   rng = np.random.default_rng(5)
   x, w = rng.standard_normal((16, 32, 32, 3)).astype(np.float32), rng.standard_normal((3, 3, 3, 32)).astype(np.float32)
@@ -1421,7 +1423,8 @@ def test_register_blocks_whose_columns_outgrow_the_cache_sum_in_chunks_with_the_
   g = tg.make_graph(tg.grad(loss))(w, x, dy)
   (k,) = [k for k in schedule(g).kernels if k.reduce is not None and k.loops[-1].extent == 32]
   assert interchanged(k) and [l.extent for l in k.loops] == [27, 32] and dy.nbytes > BLOCK_CHUNK_BYTES
-  assert block_chunk(_Body(k), k) is not None and "part[tile - lo]" in k.source
+  chunk = block_chunk(_Body(k), k)
+  assert chunk is not None and split_parts(k, chunk, True) == SPLIT_PARTS and "shared[part * tiles + tile]" in k.source
   if tg.default_backend() != "cpu": return
   got = _on_1_2_and_3_threads(g, [w, x, dy])
   win = np.lib.stride_tricks.sliding_window_view(np.pad(x.astype(np.float64), ((0, 0), (1, 1), (1, 1), (0, 0))),
@@ -1429,6 +1432,26 @@ def test_register_blocks_whose_columns_outgrow_the_cache_sum_in_chunks_with_the_
   want = np.einsum("nhwo,nhwcab->abco", dy, win)
   n = 16 * 1024
   np.testing.assert_allclose(got[0].reshape(want.shape), want, rtol=ulps(n), atol=ulps(n) * np.sqrt(n))
+
+
+@pytest.mark.parametrize("cols,split", [(32, True), (10, True), (128, False)])
+def test_a_sum_of_one_register_block_is_shared_out_in_parts_of_its_rows(cols, split):
+  """A channels-last bias gradient, column sums over 32768 rows of 32 (or 10) columns: one register block on every
+  target, which a parallel loop over the blocks would leave to one thread; it runs in SPLIT_PARTS parts of its rows
+  that the threads share out, then adds them up in order (split_parts). 128 columns, two blocks on AVX-512, are
+  shared out as blocks. The same bits on 1, 2 or 3 threads, and float64's values."""
+  import tracegrad as tg
+  from tracegrad.lower.render_c import interchanged
+  from tracegrad.lower.schedule import schedule
+  rng = np.random.default_rng(21)
+  g = rng.standard_normal((32, 32, 32, cols)).astype(np.float32)
+  graph = tg.make_graph(lambda g: g.sum(axis=(0, 1, 2)))(g)
+  (k,) = [k for k in schedule(graph).kernels if k.reduce is not None]
+  assert interchanged(k) and ("shared[part * tiles + tile]" in k.source) == split, k.source
+  if tg.default_backend() != "cpu": return
+  got = _on_1_2_and_3_threads(graph, [g])
+  n = 32 * 32 * 32
+  np.testing.assert_allclose(got[0], g.astype(np.float64).sum(axis=(0, 1, 2)), rtol=ulps(8), atol=ulps(8) * np.sqrt(n))
 
 
 @pytest.mark.parametrize("o,q", [(56, 288), (32, 27)])

@@ -1079,20 +1079,21 @@ def _emit_dot_chunked(b: _Body, k: Kernel, pragmas: dict[int, str], chunk: tuple
     if per > 1: b.line("free(carried);")
 
 
-def _each_tile(b: _Body, outer, fastest_first, cuts, width: str, ct: str) -> ExitStack:
+def _each_tile(b: _Body, outer, fastest_first, cuts, width: str, ct: str, at: str | None = None) -> ExitStack:
   """The loop over a thread's share of a chunked kernel's register blocks (tile in [lo, hi)), naming each one's
   points: `fastest_first` gives each tile loop's index, count and step, the fastest first; `cuts` each cut size's
-  name with its loop's extent, index and block size; its sums and carried errors point into the thread's `part`."""
+  name with its loop's extent, index and block size; its sums and carried errors point into the thread's `part`.
+  With `at` ("start; condition"), the tiles from start while the condition holds, whose sums the caller points to."""
   stack = ExitStack()
-  stack.enter_context(b.block("for (int64_t tile = lo; tile < hi; tile++)"))
+  stack.enter_context(b.block(f"for (int64_t tile = {at or 'lo; tile < hi'}; tile++)"))
   b.line("int64_t rest = tile;")
   for name, count, size in fastest_first:
     b.line(f"const int64_t {name} = rest % {count}{'' if size == '1' else f' * {size}'};")
     b.line(f"rest /= {count};")
   for j, l in enumerate(outer): b.names[l.var] = f"i{j}"
-  for name, extent, at, size in cuts:
-    b.line(f"const int64_t {name} = {extent} - {at} < {size} ? {extent} - {at} : {size};")
-  b.line(f"{ct} (*sums)[{width}] = part[tile - lo], (*errs)[{width}] = part[hi - lo + tile - lo];")
+  for name, extent, start, size in cuts:
+    b.line(f"const int64_t {name} = {extent} - {start} < {size} ? {extent} - {start} : {size};")
+  if at is None: b.line(f"{ct} (*sums)[{width}] = part[tile - lo], (*errs)[{width}] = part[hi - lo + tile - lo];")
   return stack
 
 
@@ -1440,6 +1441,10 @@ def _emit_interchanged(b: _Body, k: Kernel, pragmas: dict[int, str]):
   if chunk is not None:
     _emit_interchanged_chunked(b, k, pragmas, chunk, nrows, width, ct)
     return
+  plan = sum_plan(r, b.sum_block if is_product(r.value) else POINT_BLOCK)
+  if pragmas and split_parts(k, plan, False) > 1:
+    _emit_split(b, k, plan, nrows, width, ct, False)
+    return
   with ExitStack() as loops:
     for j, l in enumerate(outer):
       b.names[l.var] = f"i{j}"
@@ -1499,6 +1504,7 @@ def _emit_interchanged_chunked(b: _Body, k: Kernel, pragmas: dict[int, str], chu
                                   [("rn", rows.extent, "ib", nrows), ("tn", last.extent, "t", width)], width, ct)
 
   whole = _whole_width_blocks(k, nrows)
+  if pragmas and split_parts(k, chunk, True) > 1: return _emit_split(b, k, chunk, nrows, width, ct, True)
   with b.block("", "#pragma omp parallel" if pragmas else None):
     b.line("const int64_t nt = TG_THREADS(), id = TG_THREAD();")
     b.line(f"const int64_t lo = {tiles} * id / nt, hi = {tiles} * (id + 1) / nt;")
@@ -1510,6 +1516,68 @@ def _emit_interchanged_chunked(b: _Body, k: Kernel, pragmas: dict[int, str], chu
                       (nrows, width), ("rn", "tn"), **_row_cuts(k), columns_left=f"({last.extent} % {width})")
     with each_block(): _store_block(b, k, "rn", "tn", ct, True)
     b.line("free(part);")
+
+
+# a register-blocked sum shares its work out to the threads in SPLIT_PARTS parts of its reduction, each adding its
+# share of the sum into every block, where its blocks cannot share it out (a channels-last bias gradient's 32 sums
+# over 32768 positions, one block: one thread), or where it runs in chunks (block_chunk), whose operand along the
+# columns each thread otherwise read whole (a channels-last first layer's filter gradient, 4 MB of output gradients
+# read by both threads: 400-540 -> 240-350 us in the CNN step). A fixed number of parts: the same bits on any
+# number of threads
+SPLIT_PARTS = 2
+
+
+def split_parts(k: Kernel, plan: tuple[int, int] | None, chunked: bool) -> int:
+  """The parts of its reduction a register-blocked sum along the row (_emit_interchanged) of a parallel kernel
+  shares out (SPLIT_PARTS), where it is summed in chunks of its outermost loop (`plan`), at least one a part: in
+  `chunked` ones (block_chunk's), or a single block on every target; else 1."""
+  r = k.reduce
+  if plan is None or plan[0] != 0 or -(-r.loops[0].extent // plan[1]) < SPLIT_PARTS: return 1
+  blocks = math.prod(l.extent for l in k.loops[:-1]) * -(-k.loops[-1].extent // widest_lanes(r.acc.dtype))
+  return SPLIT_PARTS if chunked or blocks == 1 else 1
+
+
+def _emit_split(b: _Body, k: Kernel, chunk: tuple[int, int], nrows: str, width: str, ct: str, chunked: bool):
+  """A register-blocked sum in split_parts' parts of its reduction (cut at `chunk`'s steps): the threads share out
+  (part, block) pairs, each adding its part's chunks into the block's sums and carried errors, kept in memory that
+  all threads see; then, past a barrier, each thread adds up the parts of its share of the blocks in order and
+  stores them."""
+  r, parts, (_, c) = k.reduce, split_parts(k, chunk, chunked), chunk
+  rows, last = (k.loops[-2] if len(k.loops) >= 2 else None), k.loops[-1]
+  outer = k.loops[:-2] if rows else k.loops[:-1]
+  chunks = -(-r.loops[0].extent // c)
+  counts = [(f"i{j}", str(l.extent), "1") for j, l in reversed(list(enumerate(outer)))]
+  cuts = [("tn", last.extent, "t", width)]
+  fastest = [("t", f"(({last.extent} + {width} - 1) / {width})", width)]
+  if rows:
+    fastest.insert(0, ("ib", f"(({rows.extent} + {nrows} - 1) / {nrows})", nrows))
+    cuts.insert(0, ("rn", rows.extent, "ib", nrows))
+  tiles = " * ".join([*(str(l.extent) for l in outer), *(count for _, count, _ in fastest)])
+  each = lambda at: _each_tile(b, outer, fastest + counts, cuts, width, ct, at)
+  b.line(f"{ct} (*shared)[{nrows if rows else 1}][{width}] = calloc(2 * {parts} * ({tiles}) + 1, sizeof(*shared));")
+  with b.block("", "#pragma omp parallel"):
+    b.line("const int64_t nt = TG_THREADS(), id = TG_THREAD();")
+    b.line(f"const int64_t tiles = {tiles}, units = {parts} * tiles, lo = units * id / nt, hi = units * (id + 1) / nt;")
+    with b.block(f"for (int64_t part = lo / tiles; part < TG_MIN2((hi + tiles - 1) / tiles, {parts}); part++)"):
+      for j, l in enumerate(r.loops): b.names[l.var] = f"r{j}"
+      b.line(f"const int64_t first = {chunks} * part / {parts} * {c}, end = {chunks} * (part + 1) / {parts} * {c};")
+      with b.block(f"for (int64_t rb = first; rb < end; rb += {c})"):
+        b.line(f"const int64_t re = rb + {c} < {r.loops[0].extent} ? rb + {c} : {r.loops[0].extent};")
+        with each("TG_MAX2(lo, part * tiles) - part * tiles; tile < TG_MIN2(hi, (part + 1) * tiles) - part * tiles"):
+          b.line(f"{ct} (*sums)[{width}] = shared[part * tiles + tile], "
+                 f"(*errs)[{width}] = shared[({parts} + part) * tiles + tile];")
+          _whole_or_cut(b, lambda nr, nc, cut=None: _emit_block(b, k, nr, nc, ct, (nrows, width), chunk, cut),
+                        _whole_width_blocks(k, nrows), (nrows if rows else "1", width), ("rn" if rows else "1", "tn"),
+                        **_row_cuts(k), columns_left=f"({last.extent} % {width})")
+    b.line("#pragma omp barrier")
+    with each("tiles * id / nt; tile < tiles * (id + 1) / nt"):
+      b.line(f"{ct} (*sums)[{width}] = shared[tile], (*errs)[{width}] = shared[{parts} * tiles + tile];")
+      with b.block(f"for (int64_t part = 1; part < {parts}; part++)"), \
+           b.block(f"for (int64_t q = 0; q < {'rn' if rows else 1}; q++)"), b.block("for (int64_t j = 0; j < tn; j++)"):
+        b.line(f"const {ct} more = shared[part * tiles + tile][q][j] + shared[({parts} + part) * tiles + tile][q][j];")
+        b.line(add_exactly("sums[q][j]", "errs[q][j]", "more", ct))
+      _store_block(b, k, "rn" if rows else "1", "tn", ct, True)
+  b.line("free(shared);")
 
 
 def columns_outside(k: Kernel) -> int:
