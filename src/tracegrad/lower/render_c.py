@@ -2328,6 +2328,7 @@ class _Entry:
     self.buffers, self.functions, self.seen, self.hosts = buffers, [], set(), hosts
     self.bodies: dict[str, str] = {}   # a kernel's C text under a placeholder name -> the function rendered for it
     self.texts: dict[tuple, str] = {}   # (restrict, a kernel's structure) -> its C text under the placeholder name
+    self.structures: dict[tuple, tuple] = {}   # a kernel's parts -> its structure (kernels scheduled again share them)
 
   def nbytes(self, n: int) -> int: return self.buffers[n].nbytes
 
@@ -2345,7 +2346,9 @@ class _Entry:
   def call(self, j: int, k: Kernel, nums) -> str:
     if len(nums) != len(k.bufs):
       raise ValueError(f"render_program: kernel {j} ({k.name}) takes {len(k.bufs)} buffers, its call binds {len(nums)}")
-    restrict, key = len(set(nums)) == len(nums), k.structure()
+    parts = tuple(getattr(k, f.name) for f in dataclasses.fields(k) if f.name != "name")
+    if (key := self.structures.get(parts)) is None: key = self.structures[parts] = k.structure()
+    restrict = len(set(nums)) == len(nums)
     if (text := self.texts.get((restrict, key))) is None:   # a kernel alike one rendered already is not rendered again
       text = self.texts[restrict, key] = render_kernel(k, "TG_SAME", restrict=restrict, storage="TG_KERNEL")
     name = self.bodies.get(text)
