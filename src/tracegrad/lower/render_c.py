@@ -1525,16 +1525,19 @@ def _emit_interchanged_chunked(b: _Body, k: Kernel, pragmas: dict[int, str], chu
 # read by both threads: 400-540 -> 240-350 us in the CNN step). A fixed number of parts: the same bits on any
 # number of threads
 SPLIT_PARTS = 2
+SPLIT_MIN_STEPS = 1 << 16   # a single block's steps (each point's summed values) at least, for its parts to pay
 
 
 def split_parts(k: Kernel, plan: tuple[int, int] | None, chunked: bool) -> int:
   """The parts of its reduction a register-blocked sum along the row (_emit_interchanged) of a parallel kernel
   shares out (SPLIT_PARTS), where it is summed in chunks of its outermost loop (`plan`), at least one a part: in
-  `chunked` ones (block_chunk's), or a single block on every target; else 1."""
+  `chunked` ones (block_chunk's), or a single block on every target of SPLIT_MIN_STEPS or more; else 1."""
   r = k.reduce
   if plan is None or plan[0] != 0 or -(-r.loops[0].extent // plan[1]) < SPLIT_PARTS: return 1
+  if chunked: return SPLIT_PARTS
   blocks = math.prod(l.extent for l in k.loops[:-1]) * -(-k.loops[-1].extent // widest_lanes(r.acc.dtype))
-  return SPLIT_PARTS if chunked or blocks == 1 else 1
+  steps = math.prod(l.extent for l in (*k.loops, *r.loops))
+  return SPLIT_PARTS if blocks == 1 and steps >= SPLIT_MIN_STEPS else 1
 
 
 def _emit_split(b: _Body, k: Kernel, chunk: tuple[int, int], nrows: str, width: str, ct: str, chunked: bool):
