@@ -897,6 +897,22 @@ def test_a_transpose_whose_reads_leave_the_l1_cache_runs_in_tiles():
   np.testing.assert_allclose(np.asarray(tg.jit(swap)(b)), np.exp(np.swapaxes(b, 1, 2)), **tol("float32"))
 
 
+def test_a_padded_transpose_runs_in_tiles_half_as_wide():
+  """A channels-last input padded and transposed channels-first (a dilated 1-d convolution's: 64 channels by 512 + 8
+  positions, rows 256 bytes apart) runs in tiles of TILE // 2, which divide its padded rows where TILE does not; the
+  convolution matches numpy's."""
+  from tracegrad.lower.schedule import TILE
+  x = rng.normal(size=(4, 512, 64)).astype(np.float32)
+  w = (rng.normal(size=(5, 64, 16)) * 0.1).astype(np.float32)
+  conv = lambda x, w: lax.conv_general_dilated(x, w, (1,), "SAME", rhs_dilation=(2,),
+                                               dimension_numbers=("NWC", "WIO", "NWC"))
+  copy = next(k for k in schedule(tg.make_graph(conv)(x, w)).kernels if k.reduce is None)
+  assert [l.extent for l in copy.loops][-4:] == [64 // (TILE // 2), 520 // (TILE // 2), TILE // 2, TILE // 2]
+  xp = np.pad(x.astype(np.float64), ((0, 0), (4, 4), (0, 0)))
+  want = sum(np.einsum("nwc,co->nwo", xp[:, 2 * t:2 * t + 512], w[t]) for t in range(5))
+  np.testing.assert_allclose(np.asarray(tg.jit(conv)(x, w)), want, **tol("float32", 320, 320))
+
+
 def _reduce_loops(f, *args):
   return [[l.extent for l in k.reduce.loops] for k in schedule(tg.make_graph(f)(*args)).kernels if k.reduce is not None]
 

@@ -765,11 +765,13 @@ def _tiled(loops, stores, found) -> tuple[tuple[Loop, ...], tuple]:
 
 
 def _in_tiles(loops, stores, block: int = TILE) -> tuple[tuple[Loop, ...], tuple]:
-  """The loops' last two in TILE x TILE tiles, when TILE divides them (the tiles in block x block blocks, where block
-  divides them), and the stores in their terms."""
-  if len(loops) < 2 or loops[-1].extent % TILE or loops[-2].extent % TILE: return tuple(loops), tuple(stores)
+  """The loops' last two in TILE x TILE tiles, or half as wide where only those divide them (a padded row: 512 + 8),
+  the tiles in block x block blocks where block divides them; and the stores in their terms."""
+  if len(loops) < 2: return tuple(loops), tuple(stores)
   a, b = loops[-2:]
-  sizes = (block, TILE) if block > TILE and not (a.extent % block or b.extent % block) else (TILE,)
+  tile = next((t for t in (TILE, TILE // 2) if not (a.extent % t or b.extent % t)), None)
+  if tile is None: return tuple(loops), tuple(stores)
+  sizes = (block, tile) if block > tile and not (a.extent % block or b.extent % block) else (tile,)
   tiled, at = list(loops[:-2]), {a.var: _i(0), b.var: _i(0)}
   for level in range(len(sizes) + 1):   # the blocks of both, then the tiles in a block, then the points in a tile
     for l in (a, b):
