@@ -973,14 +973,19 @@ def test_a_convolutions_input_gradient_adds_inside_the_input_unclamped():
   np.testing.assert_allclose(run_program(prog, [x, w])[0], want, rtol=ulps(256), atol=ulps(256) * np.abs(want).max())
 
 
+def _calls(monkeypatch, method: str) -> list:
+  """A list that gains an item at each call of the scheduler's `method` (which still runs)."""
+  from tracegrad.lower import schedule as sched
+  calls, real = [], getattr(sched._Scheduler, method)
+  monkeypatch.setattr(sched._Scheduler, method, lambda self, *a: calls.append(1) or real(self, *a))
+  return calls
+
+
 def test_a_deep_residual_gradient_is_scheduled_in_few_passes(monkeypatch):
   """The residual stream's cotangent, a chain of adds as long as the network is deep, is cut into stored pieces in one
   pass over the graph, not one pass for each add past the longest chain recomputed (80 layers: 39 passes); the
   gradient is the numpy one."""
-  from tracegrad.lower import schedule as sched
-  passes = []
-  recomputed = sched._Scheduler._recomputed
-  monkeypatch.setattr(sched._Scheduler, "_recomputed", lambda self, *a: passes.append(1) or recomputed(self, *a))
+  passes = _calls(monkeypatch, "_recomputed")
   ws = [rng.normal(scale=0.1, size=(8, 8)).astype(np.float32) for _ in range(80)]
   x = rng.normal(size=(4, 8)).astype(np.float32)
 
@@ -1028,9 +1033,7 @@ def test_alike_layers_are_scheduled_once_and_run_as_when_scheduled_each(monkeypa
   shape: its alike kernels, which hold the same parameter nodes, joined into one (merge_elementwise) with numpy's
   values."""
   from tracegrad.lower import schedule as sched
-  again = []
-  replay = sched._Scheduler._again
-  monkeypatch.setattr(sched._Scheduler, "_again", lambda self, *a: again.append(1) or replay(self, *a))
+  again = _calls(monkeypatch, "_again")
   ws = [rng.normal(scale=0.2, size=(16, 16)).astype(np.float32) for _ in range(6)]
   x = rng.normal(size=(8, 16)).astype(np.float32)
 
