@@ -1488,32 +1488,45 @@ def block_chunk(b: _Body, k: Kernel) -> tuple[int, int] | None:
   return plan if columns > BLOCK_CHUNK_BYTES else None
 
 
+def _block_tiles(k: Kernel, nrows: str, width: str) -> tuple[str, list, list]:
+  """A register-blocked sum's blocks as tiles a thread's share is counted in (_each_tile): (how many, as C; each
+  tile loop's index, count and step, the blocks of rows the fastest, then of columns, then the outer loops; each cut
+  size's name, loop extent, index and block size)."""
+  rows, last = (k.loops[-2] if len(k.loops) >= 2 else None), k.loops[-1]
+  outer = k.loops[:-2] if rows else k.loops[:-1]
+  fastest = [("t", f"(({last.extent} + {width} - 1) / {width})", width)]
+  cuts = [("tn", last.extent, "t", width)]
+  if rows:
+    fastest.insert(0, ("ib", f"(({rows.extent} + {nrows} - 1) / {nrows})", nrows))
+    cuts.insert(0, ("rn", rows.extent, "ib", nrows))
+  tiles = " * ".join([*(str(l.extent) for l in outer), *(count for _, count, _ in fastest)])
+  return tiles, fastest + [(f"i{j}", str(l.extent), "1") for j, l in reversed(list(enumerate(outer)))], cuts
+
+
+def _chunk_blocks(b: _Body, k: Kernel, chunk: tuple[int, int], nrows: str, width: str, ct: str) -> None:
+  """One chunk of a register block's sum (a tile's, its points named by _each_tile), added into its sums and
+  carried errors; whole blocks and cut ones."""
+  rows = len(k.loops) >= 2
+  _whole_or_cut(b, lambda nr, nc, cut=None: _emit_block(b, k, nr, nc, ct, (nrows, width), chunk, cut),
+                _whole_width_blocks(k, nrows), (nrows if rows else "1", width), ("rn" if rows else "1", "tn"),
+                **_row_cuts(k), columns_left=f"({k.loops[-1].extent} % {width})")
+
+
 def _emit_interchanged_chunked(b: _Body, k: Kernel, pragmas: dict[int, str], chunk: tuple[int, int], nrows: str,
                                width: str, ct: str):
   """_emit_interchanged in chunks of the reduction (block_chunk): each thread takes its share of the blocks (its
   blocks of rows the fastest, so that its blocks share their columns), keeps their sums and carried errors in
   memory, and adds each chunk into all of them in turn; then it stores them."""
-  r, (rows, last) = k.reduce, k.loops[-2:]
-  outer = k.loops[:-2]
-  nbr, nbc = f"(({rows.extent} + {nrows} - 1) / {nrows})", f"(({last.extent} + {width} - 1) / {width})"
-  tiles = " * ".join([*(str(l.extent) for l in outer), nbc, nbr])
-  fastest_first = [("ib", nbr, nrows), ("t", nbc, width)]
-  fastest_first += [(f"i{j}", str(l.extent), "1") for j, l in reversed(list(enumerate(outer)))]
-
-  each_block = lambda: _each_tile(b, outer, fastest_first,
-                                  [("rn", rows.extent, "ib", nrows), ("tn", last.extent, "t", width)], width, ct)
-
-  whole = _whole_width_blocks(k, nrows)
   if pragmas and split_parts(k, chunk, True) > 1: return _emit_split(b, k, chunk, nrows, width, ct, True)
+  tiles, fastest_first, cuts = _block_tiles(k, nrows, width)
+  each_block = lambda: _each_tile(b, k.loops[:-2], fastest_first, cuts, width, ct)
   with b.block("", "#pragma omp parallel" if pragmas else None):
     b.line("const int64_t nt = TG_THREADS(), id = TG_THREAD();")
     b.line(f"const int64_t lo = {tiles} * id / nt, hi = {tiles} * (id + 1) / nt;")
     b.line(f"{ct} (*part)[{nrows}][{width}] = calloc(2 * (hi - lo) + 1, sizeof(*part));")
     with ExitStack() as chunks:
-      open_blocks(b, r, chunk, chunks)
-      with each_block():
-        _whole_or_cut(b, lambda nr, nc, cut=None: _emit_block(b, k, nr, nc, ct, (nrows, width), chunk, cut), whole,
-                      (nrows, width), ("rn", "tn"), **_row_cuts(k), columns_left=f"({last.extent} % {width})")
+      open_blocks(b, k.reduce, chunk, chunks)
+      with each_block(): _chunk_blocks(b, k, chunk, nrows, width, ct)
     with each_block(): _store_block(b, k, "rn", "tn", ct, True)
     b.line("free(part);")
 
@@ -1546,17 +1559,11 @@ def _emit_split(b: _Body, k: Kernel, chunk: tuple[int, int], nrows: str, width: 
   all threads see; then, past a barrier, each thread adds up the parts of its share of the blocks in order and
   stores them."""
   r, parts, (_, c) = k.reduce, split_parts(k, chunk, chunked), chunk
-  rows, last = (k.loops[-2] if len(k.loops) >= 2 else None), k.loops[-1]
+  rows = len(k.loops) >= 2
   outer = k.loops[:-2] if rows else k.loops[:-1]
   chunks = -(-r.loops[0].extent // c)
-  counts = [(f"i{j}", str(l.extent), "1") for j, l in reversed(list(enumerate(outer)))]
-  cuts = [("tn", last.extent, "t", width)]
-  fastest = [("t", f"(({last.extent} + {width} - 1) / {width})", width)]
-  if rows:
-    fastest.insert(0, ("ib", f"(({rows.extent} + {nrows} - 1) / {nrows})", nrows))
-    cuts.insert(0, ("rn", rows.extent, "ib", nrows))
-  tiles = " * ".join([*(str(l.extent) for l in outer), *(count for _, count, _ in fastest)])
-  each = lambda at: _each_tile(b, outer, fastest + counts, cuts, width, ct, at)
+  tiles, fastest_first, cuts = _block_tiles(k, nrows, width)
+  each = lambda at: _each_tile(b, outer, fastest_first, cuts, width, ct, at)
   b.line(f"{ct} (*shared)[{nrows if rows else 1}][{width}] = calloc(2 * {parts} * ({tiles}) + 1, sizeof(*shared));")
   with b.block("", "#pragma omp parallel"):
     b.line("const int64_t nt = TG_THREADS(), id = TG_THREAD();")
@@ -1569,9 +1576,7 @@ def _emit_split(b: _Body, k: Kernel, chunk: tuple[int, int], nrows: str, width: 
         with each("TG_MAX2(lo, part * tiles) - part * tiles; tile < TG_MIN2(hi, (part + 1) * tiles) - part * tiles"):
           b.line(f"{ct} (*sums)[{width}] = shared[part * tiles + tile], "
                  f"(*errs)[{width}] = shared[({parts} + part) * tiles + tile];")
-          _whole_or_cut(b, lambda nr, nc, cut=None: _emit_block(b, k, nr, nc, ct, (nrows, width), chunk, cut),
-                        _whole_width_blocks(k, nrows), (nrows if rows else "1", width), ("rn" if rows else "1", "tn"),
-                        **_row_cuts(k), columns_left=f"({last.extent} % {width})")
+          _chunk_blocks(b, k, chunk, nrows, width, ct)
     b.line("#pragma omp barrier")
     with each("tiles * id / nt; tile < tiles * (id + 1) / nt"):
       b.line(f"{ct} (*sums)[{width}] = shared[tile], (*errs)[{width}] = shared[{parts} * tiles + tile];")
