@@ -1688,18 +1688,26 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
       yield
 
   def fill(stack: ExitStack):
-    """The copy of the panel's steps (the chunk's)."""
-    if transposed: _fill_transposed(b, load, last.var, r.loops, width, stack, chunk)
+    """The copy of the lap's panels' steps (the chunk's): a square of vectors at a time where transposed, else a
+    step of every panel in turn (one stretch of the operand's row, where a panel at a time read a line of each row
+    per pass), a whole panel's width a constant (the 1024^2 matmul as AVX2 code 96 -> 98 GFLOPS on one core)."""
+    if transposed:
+      stack.enter_context(each_panel())
+      _fill_transposed(b, load, last.var, r.loops, width, stack, chunk)
     for j, l in enumerate(r.loops):
       b.names[l.var] = f"r{j}"
       if not chunk or j >= chunk[0]:
         stack.enter_context(b.block(block_loop(r, chunk, j) if chunk else _loop(f"r{j}", l.extent)))
+    if not transposed: stack.enter_context(each_panel())
     _prefetch(b, k, "1", width, (load,))
-    with b.block("for (int64_t j = 0; j < tn; j++)", "#pragma omp simd"):
-      b.line("const int64_t i1 = t + j;")
-      b.names[last.var] = "i1"
-      idx, v = b.emit([at, value])
-      b.line(f"panel[{idx}] = {v};")
+
+    def copy(n: str):
+      with b.block(f"for (int64_t j = 0; j < {n}; j++)", "#pragma omp simd"):
+        b.line("const int64_t i1 = t + j;")
+        b.names[last.var] = "i1"
+        idx, v = b.emit([at, value])
+        b.line(f"panel[{idx}] = {v};")
+    _whole_or_cut_columns(b, copy, width, "tn", _whole_columns(k))
 
   @contextmanager
   def each_block():
@@ -1745,9 +1753,7 @@ def _emit_paneled(b: _Body, k: Kernel, pragmas: dict[int, str], load: UOp, width
       """The laps of as many of the thread's panels as fit: each filled, then every block of rows run across them."""
       with b.block("for (int64_t g0 = p0; g0 < p1; g0 += fit)"):
         b.line("const int64_t g1 = TG_MIN2(g0 + fit, p1);")
-        with ExitStack() as loops:
-          loops.enter_context(each_panel())
-          fill(loops)
+        with ExitStack() as loops: fill(loops)
         with each_block(), each_panel():
           owned()
           blocks()
@@ -1938,14 +1944,32 @@ def _emit_block(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str,
         head = block_loop(r, plan, j) if plan else _loop(f"r{j}", r.loops[j].extent)
         rloops.enter_context(b.block(head, f"TG_UNROLL({unroll})" if unroll and last else None))
       _prefetch(b, k, nr, nc)
-      with b.block(f"for (int64_t q = 0; q < {nr}; q++)", "TG_BLOCK_UNROLL(16)" if nr == size[0] else None):
+      with b.block(f"for (int64_t q = 0; q < {nr}; q++)", "TG_BLOCK_UNROLL(16)" if nr != "rn" else None):
         with b.block(f"for (int64_t j = 0; j < {nc}; j++)", "#pragma omp simd"):
           _block_point(b, k, rows_cut)
           _accumulate(b, r, ct, "accs[q][j]")
     if plan:
       with b.block(f"for (int64_t q = 0; q < {nr}; q++)"), b.block(f"for (int64_t j = 0; j < {nc}; j++)"):
         b.line(add_exactly("sums[q][j]", "errs[q][j]", "accs[q][j]", ct))
-  if not chunk: _store_block(b, k, nr, columns or nc, ct, bool(plan), rows_cut)
+  if chunk: return
+  if columns is None: return _store_block(b, k, nr, nc, ct, bool(plan), rows_cut)
+  _whole_or_cut_columns(b, lambda n: _store_block(b, k, nr, n, ct, bool(plan), rows_cut), nc, columns,
+                        _whole_columns(k))
+
+
+def _whole_or_cut_columns(b: _Body, emit, width: str, cut: str, whole: bool | str) -> None:
+  """emit(columns) of a panel's columns: `width`, a constant, where the panel is whole (every one where `whole`, the
+  target's widths dividing the columns: a bool, or the preprocessor's condition; else every one but the last, cut to
+  `cut` columns), else `cut`. A copy of a variable count of floats became a call of memcpy (a row of a matmul's block
+  stored by `rep movsq`: 3% of the 1024^2 matmul's time as AVX2 code)."""
+  if whole is True: return emit(width)
+  if whole: b.line(f"#if {whole}")
+  if whole:
+    emit(width)
+    b.line("#else")
+  with b.block(f"if ({cut} == {width})"): emit(width)
+  with b.block("else"): emit(cut)
+  if whole: b.line("#endif")
 
 
 def _store_block(b: _Body, k: Kernel, nr: str, nc: str, ct: str, plan: bool, rows_cut: str | None = None):
