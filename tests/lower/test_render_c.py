@@ -1701,3 +1701,28 @@ def test_alike_kernels_have_one_structure_and_are_rendered_once(monkeypatch):
   prog = Program(kernels, [(0, 1), (1, 2), (2, 3)], [BufferSpec(64, dtypes.float32) for _ in range(4)], [0], [(3, (64,))])
   src = render_program(prog)
   assert len(rendered) == 2 and len(set(re.findall(r"void (k_scaled\w*)\(", src))) == 2
+
+
+def test_a_filter_gradient_prefetches_the_window_runs_it_reads_next():
+  """A strided convolution's filter gradient reads its stored windows in runs of one batch element's positions (1 KB
+  a row), too short for the hardware's prefetchers: each register block prefetches, a line or so a step, the runs of
+  the next batch element (after the last, of its next block of rows), and the gradient stays numpy's."""
+  import tracegrad as tg
+  from tracegrad import lax
+  from tracegrad.lower.schedule import schedule
+  rng = np.random.default_rng(7)
+  x = rng.standard_normal((32, 32, 32, 32)).astype(np.float32)
+  w = rng.standard_normal((64, 32, 3, 3)).astype(np.float32) * 0.1
+  dy = rng.standard_normal((32, 64, 16, 16)).astype(np.float32)
+  f = lambda w, x, dy: tg.grad(lambda w: (lax.conv_general_dilated(x, w, (2, 2), ((1, 1), (1, 1))) * dy).sum())(w)
+  ahead = [k for k in schedule(tg.make_graph(f)(w, x, dy)).kernels if k.reduce is not None and "const int64_t no = r0 + 1 <" in k.source]
+  assert ahead and all("TG_PREFETCH(&b" in k.source for k in ahead)
+  if tg.default_backend() == "cpu":
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1))).astype(np.float64)
+    want = np.zeros(w.shape)
+    for kh in range(3):
+      for kw in range(3):
+        want[:, :, kh, kw] = np.einsum("nohw,nchw->oc", dy, xp[:, :, kh:kh + 32:2, kw:kw + 32:2])
+    steps = 32 * 16 * 16
+    np.testing.assert_allclose(np.asarray(tg.jit(f)(w, x, dy)), want, rtol=ulps(4 * steps),
+                               atol=ulps(4 * steps) * math.sqrt(steps) * 4)
