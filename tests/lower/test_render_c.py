@@ -1726,3 +1726,23 @@ def test_a_filter_gradient_prefetches_the_window_runs_it_reads_next():
     steps = 32 * 16 * 16
     np.testing.assert_allclose(np.asarray(tg.jit(f)(w, x, dy)), want, rtol=ulps(4 * steps),
                                atol=ulps(4 * steps) * math.sqrt(steps) * 4)
+
+
+def test_a_block_of_dot_products_prefetches_the_runs_it_reads_next():
+  """A weight gradient summed over a batch and 256 positions as blocks of dot products (both operands read along the
+  sum, in 1 KB runs per batch element) prefetches the runs of the next batch element of both, and its sums stay
+  numpy's; runs of 64 positions (4 lines) are left to the hardware."""
+  import tracegrad as tg, tracegrad.numpy as tnp
+  from tracegrad.lower.opt import shape
+  from tracegrad.lower.schedule import schedule
+  rng = np.random.default_rng(8)
+  a, g = rng.standard_normal((64, 16, 256)).astype(np.float32), rng.standard_normal((64, 72, 256)).astype(np.float32)
+  f = lambda a, g: tnp.einsum("nip,njp->ij", a, g)
+  (k,) = [k for k in schedule(tg.make_graph(f)(a, g)).kernels if k.reduce is not None]
+  assert shape(k) == "dots" and len(re.findall(r"const int64_t no = r0 \+ 1 <", k.source)) >= 2
+  (short,) = [k for k in schedule(tg.make_graph(f)(a[..., :64], g[..., :64])).kernels if k.reduce is not None]
+  assert "const int64_t no = " not in short.source
+  if tg.default_backend() == "cpu":
+    steps = 64 * 256
+    np.testing.assert_allclose(np.asarray(tg.jit(f)(a, g)), np.einsum("nip,njp->ij", a.astype(np.float64), g),
+                               rtol=ulps(4 * steps), atol=ulps(4 * steps) * math.sqrt(steps) * 4)

@@ -1306,6 +1306,9 @@ def _emit_dots(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str, 
       got = f"*(const {vtu} *)&{b.bufs[load.src[0]]}[{b.emit([load.src[1].src[0]])[0]}]"
       return got if last is None else f"tg_last_{vt[3:]}({got}, {last})"
     b.line(f"const int64_t r{m} = rv;")
+    if last is None:
+      _prefetch_next_runs(b, k, [(k.loops[-2].var, "ib", nr), (k.loops[-1].var, "jb", nc)], plan, "rv", lanes,
+                          DOT_RUN_BYTES)
     b.line(f"{vt} bv[{size[1]}];")
     with b.block(f"for (int64_t c = 0; c < {nc}; c++)", unroll):
       col()
@@ -1867,32 +1870,41 @@ def _prefetch(b: _Body, k: Kernel, nr: str, nc: str, loads=None):
 
 
 RUN_BYTES = (256, 4096)   # runs this long (bytes) along a sum's innermost loop are prefetched a run ahead
+DOT_RUN_BYTES = 512       # ... and in blocks of dot products, this long at least: with runs of 4 lines (ResNet-8's
+                          # third stage's weight gradients, 9 prefetches a vector step) no faster or slower
 
 
-def _prefetch_next_runs(b: _Body, k: Kernel, nr: str, plan: tuple[int, int] | None):
-  """Prefetches, a line or so at each step of a register block's innermost reduction loop, of the runs the block
-  reads next of a rows operand read in short runs along that loop (RUN_BYTES long), its rows next to each other:
-  those of the next step of the loop outside it, or after its last, of the next block of rows. Such runs (an im2col's
-  rows, a position's windows per batch element) are too short for the hardware's prefetchers, which lose each at its
-  jump: the CNN's conv2 filter gradient, reading 9.8 MB of windows written in the forward pass, 1918 -> 1350 us."""
+def _prefetch_next_runs(b: _Body, k: Kernel, blocks, plan: tuple[int, int] | None, step: str, lanes: str = "1",
+                        shortest: int = RUN_BYTES[0]):
+  """Prefetches, spread over the steps of a register block's innermost reduction loop, of the runs the block reads
+  next of an operand read in short runs along that loop (RUN_BYTES long) and along one of the block's dimensions
+  (`blocks`: each one's loop variable, the C of its first index and of its size; the block's rows, and the columns of
+  a block of dot products), its runs next to each other: those of the next step of the loop outside it, or after its
+  last, of the next block along that dimension. `step` is the C of the innermost loop's index, `lanes` of its steps'
+  elements; `shortest` the shortest run (bytes) prefetched. Such runs (an im2col's rows, a position's windows per batch element) are too short for the hardware's
+  prefetchers, which lose each at its jump: the CNN's conv2 filter gradient, reading 9.8 MB of windows written in the
+  forward pass, 1918 -> 1350 us."""
   r, i64, n = k.reduce, dtypes.int64, len(k.reduce.loops)
-  start = plan[0] if plan else 0
-  if len(k.loops) < 2 or n - 2 != start: return   # the loop outside the innermost is the block's outermost
-  inner, outer, rows = r.loops[-1], r.loops[-2], k.loops[-2].var
+  if n - 2 != (plan[0] if plan else 0): return   # the loop outside the innermost is the block's outermost
+  inner, outer = r.loops[-1], r.loops[-2]
   lo, hi = ("rb", "re") if plan else ("0", str(outer.extent))
-  nxt, nib = UOp.param((), i64), UOp.param((), i64)
-  b.names[nxt], b.names[nib] = "no", "nib"
+  nxt, nb = UOp.param((), i64), UOp.param((), i64)
+  b.names[nxt], b.names[nb] = "no", "nb"
   for u in r.value.toposort():
     if u.op is not Ops.GATHER or u.src[0] not in b.bufs or u.src[0] is b.panel or _cached(u): continue
     idx, size = u.src[1].src[0], u.dtype.itemsize
-    if not RUN_BYTES[0] <= inner.extent * size <= RUN_BYTES[1] or coefficient(idx, inner.var) != 1: continue
-    cr, co = coefficient(idx, rows), coefficient(idx, outer.var)
-    if not cr or not co or cr > 2 * inner.extent: continue
+    if not shortest <= inner.extent * size <= RUN_BYTES[1] or coefficient(idx, inner.var) != 1: continue
+    along = [(v, first, nx) for v, first, nx in blocks if coefficient(idx, v) != 0]
+    if len(along) != 1 or not coefficient(idx, outer.var): continue
+    (v, first, nx), cd = along[0], coefficient(idx, along[0][0])
+    if not cd or cd > 2 * inner.extent: continue
+    span, line = f"(({nx}) * {cd})", 64 // size   # the elements a block reads an outer step; a line's
     with b.block(""):
-      b.line(f"const int64_t no = r{n - 2} + 1 < {hi} ? r{n - 2} + 1 : {lo}, nib = r{n - 2} + 1 < {hi} ? ib : ib + {nr};")
-      at = b.emit([substitute([idx], {outer.var: nxt, rows: nib, inner.var: UOp.const(i64, 0)})[0]])[0]
-      b.line(f"TG_PREFETCH(&{b.bufs[u.src[0]]}[{at} + r{n - 1} * ((({nr}) * {cr} + {inner.extent - 1}) / "
-             f"{inner.extent})]);")
+      b.line(f"const int64_t no = r{n - 2} + 1 < {hi} ? r{n - 2} + 1 : {lo}, "
+             f"nb = r{n - 2} + 1 < {hi} ? {first} : {first} + {nx};")
+      at = b.emit([substitute([idx], {outer.var: nxt, v: nb, inner.var: UOp.const(i64, 0)})[0]])[0]
+      b.line(f"for (int64_t pl = 0; pl < ({lanes}) * {span} / {inner.extent * line} + 1; pl++) "
+             f"TG_PREFETCH(&{b.bufs[u.src[0]]}[{at} + {step} * {span} / {inner.extent} + pl * {line}]);")
 
 
 AHEAD_LINES = 4   # a row's first lines of the next block's row operand are prefetched; the hardware follows the rest
@@ -1973,7 +1985,7 @@ def _emit_block(b: _Body, k: Kernel, nr: str, nc: str, ct: str, size: tuple[str,
         head = block_loop(r, plan, j) if plan else _loop(f"r{j}", r.loops[j].extent)
         rloops.enter_context(b.block(head, f"TG_UNROLL({unroll})" if unroll and last else None))
       _prefetch(b, k, nr, nc)
-      _prefetch_next_runs(b, k, nr, plan)
+      if len(k.loops) >= 2: _prefetch_next_runs(b, k, [(k.loops[-2].var, "ib", nr)], plan, f"r{len(r.loops) - 1}")
       with b.block(f"for (int64_t q = 0; q < {nr}; q++)", "TG_BLOCK_UNROLL(16)" if nr != "rn" else None):
         with b.block(f"for (int64_t j = 0; j < {nc}; j++)", "#pragma omp simd"):
           _block_point(b, k, rows_cut)
